@@ -1,0 +1,131 @@
+/**
+ * JWT bearer tokens, verified with a shared HS256 secret or a remote JWKS.
+ * @module
+ */
+import {
+  createRemoteJWKSet,
+  customFetch,
+  errors,
+  type JWSAlgorithm,
+  type JWTPayload,
+  jwtVerify,
+  type JWTVerifyGetKey,
+} from "jose";
+import type { TokenPayload } from "./token_payload.ts";
+
+/** Where JWT keys come from and which claims must match. */
+export interface JwtOptions {
+  secret?: string;
+  jwksUrl?: string;
+  issuer?: string;
+  audience?: string;
+  tenantClaim?: string;
+}
+
+/** Injected effects, so tests control the network and the clock. */
+export interface JwtVerifierDeps {
+  fetch?: typeof fetch;
+  now?: () => number;
+}
+
+/** The outcome of verifying one JWT: a payload, or why it was refused. */
+export type JwtVerdict = { ok: true; payload: TokenPayload } | { ok: false; description: string };
+
+/** Verifies one compact JWT; never throws. */
+export type JwtVerifier = (token: string) => Promise<JwtVerdict>;
+
+// Asymmetric only: accepting HS* with JWKS would let a public key be used as an HMAC secret.
+const JWKS_ALGORITHMS: JWSAlgorithm[] = ["RS256", "ES256", "EdDSA", "PS256"];
+
+/** Whether a token has the JWS compact shape: three dot-separated base64url parts. */
+export function looksLikeJwt(token: string): boolean {
+  return /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(token);
+}
+
+/** Builds a verifier for the configured key source; throws when there is none. */
+export function createJwtVerifier(options: JwtOptions, deps: JwtVerifierDeps = {}): JwtVerifier {
+  const { secret, jwksUrl, issuer, audience, tenantClaim = "tenant" } = options;
+  if (!secret && !jwksUrl) {
+    throw new Error("JWT auth needs a secret or a JWKS URL");
+  }
+  const secretKey = secret ? new TextEncoder().encode(secret) : undefined;
+  const fetchImpl = deps.fetch;
+  const jwks = jwksUrl
+    ? createRemoteJWKSet(
+      parseUrl(jwksUrl),
+      fetchImpl ? { [customFetch]: (url, init) => fetchImpl(url, init) } : undefined,
+    )
+    : undefined;
+  const algorithms: JWSAlgorithm[] = [
+    ...(secretKey ? ["HS256" as const] : []),
+    ...(jwks ? JWKS_ALGORITHMS : []),
+  ];
+  // jose checks `algorithms` before asking for a key, so HS256 here implies a secret.
+  const getKey: JWTVerifyGetKey = (header, token) => {
+    if (header.alg === "HS256" && secretKey) return secretKey;
+    if (jwks) return jwks(header, token);
+    throw new errors.JOSEAlgNotAllowed(`"${header.alg}" is not accepted`);
+  };
+
+  return async (token) => {
+    let claims: JWTPayload;
+    try {
+      ({ payload: claims } = await jwtVerify(token, getKey, {
+        algorithms,
+        issuer,
+        audience,
+        currentDate: deps.now ? new Date(deps.now()) : undefined,
+      }));
+    } catch (e) {
+      return { ok: false, description: describe(e) };
+    }
+    const tenant = claims[tenantClaim];
+    if (tenant === undefined || tenant === "") {
+      return { ok: false, description: `JWT has no "${tenantClaim}" claim` };
+    }
+    if (typeof tenant !== "string") {
+      return { ok: false, description: `JWT "${tenantClaim}" claim must be a string` };
+    }
+    return {
+      ok: true,
+      payload: { tenant, scopes: scopesOf(claims), subject: claims.sub ?? "jwt" },
+    };
+  };
+}
+
+/** Scopes from OAuth's space-delimited `scope` and/or a `scopes` array, de-duplicated. */
+function scopesOf(claims: JWTPayload): string[] {
+  const fromScope = typeof claims.scope === "string" ? claims.scope.split(" ") : [];
+  const fromScopes = Array.isArray(claims.scopes) ? claims.scopes : [];
+  const all = [...fromScope, ...fromScopes].filter((s): s is string =>
+    typeof s === "string" && s !== ""
+  );
+  return [...new Set(all)];
+}
+
+function describe(e: unknown): string {
+  if (e instanceof errors.JWTExpired) {
+    const exp = typeof e.payload.exp === "number"
+      ? ` at ${new Date(e.payload.exp * 1000).toISOString()}`
+      : "";
+    return `JWT expired${exp}; request a fresh token`;
+  }
+  if (e instanceof errors.JWTClaimValidationFailed) return `JWT rejected: ${e.message}`;
+  if (e instanceof errors.JWSSignatureVerificationFailed) {
+    return "JWT signature verification failed";
+  }
+  if (e instanceof errors.JOSEAlgNotAllowed) return "JWT algorithm is not accepted";
+  if (e instanceof errors.JWKSNoMatchingKey) return "JWT was not signed by a key in the JWKS";
+  if (e instanceof errors.JWSInvalid || e instanceof errors.JWTInvalid) return "malformed JWT";
+  if (e instanceof errors.JOSENotSupported) return `JWT rejected: ${e.message}`;
+  // What is left (JWKS timeout, network error, bad JWKS document) is the key source's fault.
+  return `JWT could not be verified: ${e instanceof Error ? e.message : String(e)}`;
+}
+
+function parseUrl(url: string): URL {
+  try {
+    return new URL(url);
+  } catch {
+    throw new Error(`JWT JWKS URL is not a valid URL: "${url}"`);
+  }
+}

@@ -1,0 +1,180 @@
+import assert from "node:assert/strict";
+import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from "jose";
+import { createJwtVerifier, looksLikeJwt } from "./jwt_verifier.ts";
+
+const SECRET = "s3cret-s3cret-s3cret-s3cret-s3cret";
+const NOW = Date.UTC(2030, 0, 1);
+const nowSec = NOW / 1000;
+const now = () => NOW;
+
+function hs256(claims: JWTPayload, secret = SECRET): Promise<string> {
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: "HS256" })
+    .setIssuedAt(nowSec)
+    .setExpirationTime(nowSec + 300)
+    .sign(new TextEncoder().encode(secret));
+}
+
+Deno.test("looksLikeJwt accepts three base64url parts and nothing else", () => {
+  assert.equal(looksLikeJwt("eyJh.eyJz.c2ln"), true);
+  assert.equal(looksLikeJwt("opaque-token"), false);
+  assert.equal(looksLikeJwt("a.b"), false);
+  assert.equal(looksLikeJwt("a.b."), false);
+  assert.equal(looksLikeJwt("a+b.c.d"), false);
+});
+
+Deno.test("JWT verifier needs a secret or a JWKS URL", () => {
+  assert.throws(() => createJwtVerifier({ issuer: "x" }), /needs a secret or a JWKS URL/);
+});
+
+Deno.test("JWT verifier reads tenant, space-delimited scope and sub from an HS256 token", async () => {
+  const verify = createJwtVerifier({ secret: SECRET }, { now });
+  const verdict = await verify(
+    await hs256({ tenant: "acme", scope: "mcp operator", sub: "alice" }),
+  );
+  assert.deepEqual(verdict, {
+    ok: true,
+    payload: { tenant: "acme", scopes: ["mcp", "operator"], subject: "alice" },
+  });
+});
+
+Deno.test("JWT verifier reads scopes from a `scopes` array and defaults the subject to jwt", async () => {
+  const verify = createJwtVerifier({ secret: SECRET }, { now });
+  const verdict = await verify(await hs256({ tenant: "acme", scopes: ["mcp"] }));
+  assert.deepEqual(verdict, {
+    ok: true,
+    payload: { tenant: "acme", scopes: ["mcp"], subject: "jwt" },
+  });
+});
+
+Deno.test("JWT verifier reads the tenant from a configured claim", async () => {
+  const verify = createJwtVerifier({ secret: SECRET, tenantClaim: "org" }, { now });
+  const verdict = await verify(await hs256({ org: "acme" }));
+  assert.equal(verdict.ok && verdict.payload.tenant, "acme");
+});
+
+Deno.test("JWT verifier rejects a token signed with another secret", async () => {
+  const verify = createJwtVerifier({ secret: SECRET }, { now });
+  const verdict = await verify(await hs256({ tenant: "acme" }, "another-secret-another-secret-00"));
+  assert.deepEqual(verdict, { ok: false, description: "JWT signature verification failed" });
+});
+
+Deno.test("JWT verifier rejects an expired token saying it expired", async () => {
+  const verify = createJwtVerifier({ secret: SECRET }, { now: () => NOW + 301_000 });
+  const verdict = await verify(await hs256({ tenant: "acme" }));
+  assert.equal(verdict.ok, false);
+  assert.match(!verdict.ok ? verdict.description : "", /^JWT expired at 2030-01-01T00:05:00\.000Z/);
+});
+
+Deno.test("JWT verifier rejects a token from the wrong issuer", async () => {
+  const verify = createJwtVerifier({ secret: SECRET, issuer: "https://idp.example" }, { now });
+  const verdict = await verify(await hs256({ tenant: "acme", iss: "https://evil.example" }));
+  assert.deepEqual(verdict, {
+    ok: false,
+    description: 'JWT rejected: unexpected "iss" claim value',
+  });
+});
+
+Deno.test("JWT verifier rejects a token for the wrong audience", async () => {
+  const verify = createJwtVerifier({ secret: SECRET, audience: "agent33" }, { now });
+  const verdict = await verify(await hs256({ tenant: "acme", aud: "other" }));
+  assert.deepEqual(verdict, {
+    ok: false,
+    description: 'JWT rejected: unexpected "aud" claim value',
+  });
+});
+
+Deno.test("JWT verifier accepts a matching issuer and audience", async () => {
+  const verify = createJwtVerifier(
+    { secret: SECRET, issuer: "https://idp.example", audience: "agent33" },
+    { now },
+  );
+  const verdict = await verify(
+    await hs256({ tenant: "acme", iss: "https://idp.example", aud: "agent33" }),
+  );
+  assert.equal(verdict.ok, true);
+});
+
+Deno.test("JWT verifier rejects a token without the tenant claim", async () => {
+  const verify = createJwtVerifier({ secret: SECRET }, { now });
+  const verdict = await verify(await hs256({ sub: "alice" }));
+  assert.deepEqual(verdict, { ok: false, description: 'JWT has no "tenant" claim' });
+});
+
+Deno.test("JWT verifier rejects an unsigned (alg none) token", async () => {
+  const verify = createJwtVerifier({ secret: SECRET }, { now });
+  const b64 = (o: unknown) => btoa(JSON.stringify(o)).replace(/=+$/, "");
+  const verdict = await verify(`${b64({ alg: "none" })}.${b64({ tenant: "acme" })}.`);
+  assert.equal(verdict.ok, false);
+});
+
+Deno.test("JWT verifier checks ES256 tokens against a served JWKS and rejects other keys", async () => {
+  const { publicKey, privateKey } = await generateKeyPair("ES256");
+  const other = await generateKeyPair("ES256");
+  const jwk = { ...(await exportJWK(publicKey)), kid: "k1", alg: "ES256", use: "sig" };
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen() {} },
+    () => Response.json({ keys: [jwk] }),
+  );
+  try {
+    const verify = createJwtVerifier({ jwksUrl: `http://127.0.0.1:${server.addr.port}/jwks` }, {
+      now,
+    });
+    const sign = (key: CryptoKey) =>
+      new SignJWT({ tenant: "acme", scope: "mcp" })
+        .setProtectedHeader({ alg: "ES256", kid: "k1" })
+        .setExpirationTime(nowSec + 60)
+        .sign(key);
+
+    assert.deepEqual(await verify(await sign(privateKey)), {
+      ok: true,
+      payload: { tenant: "acme", scopes: ["mcp"], subject: "jwt" },
+    });
+    assert.deepEqual(await verify(await sign(other.privateKey)), {
+      ok: false,
+      description: "JWT signature verification failed",
+    });
+  } finally {
+    await server.shutdown();
+  }
+});
+
+Deno.test("JWT verifier with a JWKS refuses HS256 tokens", async () => {
+  const verify = createJwtVerifier({ jwksUrl: "http://127.0.0.1:9/jwks" }, {
+    now,
+    fetch: () => Promise.reject(new Error("must not fetch")),
+  });
+  const verdict = await verify(await hs256({ tenant: "acme" }));
+  assert.deepEqual(verdict, { ok: false, description: "JWT algorithm is not accepted" });
+});
+
+Deno.test("JWT verifier fetches the JWKS through the injected fetch", async () => {
+  const { publicKey, privateKey } = await generateKeyPair("ES256");
+  const jwk = { ...(await exportJWK(publicKey)), alg: "ES256" };
+  const fetched: string[] = [];
+  const verify = createJwtVerifier({ jwksUrl: "https://idp.example/jwks" }, {
+    now,
+    fetch: (input) => {
+      fetched.push(String(input));
+      return Promise.resolve(Response.json({ keys: [jwk] }));
+    },
+  });
+  const token = await new SignJWT({ tenant: "acme" }).setProtectedHeader({ alg: "ES256" }).sign(
+    privateKey,
+  );
+  assert.equal((await verify(token)).ok, true);
+  assert.deepEqual(fetched, ["https://idp.example/jwks"]);
+});
+
+Deno.test("JWT verifier reports an unreachable JWKS without throwing", async () => {
+  const { privateKey } = await generateKeyPair("ES256");
+  const verify = createJwtVerifier({ jwksUrl: "https://idp.example/jwks" }, {
+    now,
+    fetch: () => Promise.resolve(new Response("down", { status: 503 })),
+  });
+  const token = await new SignJWT({ tenant: "acme" }).setProtectedHeader({ alg: "ES256" }).sign(
+    privateKey,
+  );
+  const verdict = await verify(token);
+  assert.match(!verdict.ok ? verdict.description : "", /^JWT could not be verified: /);
+});

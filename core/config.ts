@@ -1,0 +1,330 @@
+/**
+ * Gateway configuration: environment variables (and an optional `.env`), overridden by CLI flags,
+ * validated once with zod into a fully resolved {@link GatewayConfig}.
+ *
+ * User config is a flat map of optional variables; resolved config has every field. One function,
+ * {@link resolveConfig}, joins them, and every error names the variable (or flag) and the fix.
+ * @module
+ */
+import { z } from "zod";
+import { readDotenv } from "./dotenv.ts";
+import { GatewayError } from "./errors.ts";
+
+/** The fully resolved configuration. */
+export interface GatewayConfig {
+  server: {
+    /** MCP_SERVER_ENABLED: serve the MCP interface at all. */
+    enabled: boolean;
+    /** MCP_SERVER_TRANSPORT: `stdio`, or `http` (Streamable HTTP and legacy SSE on one listener). */
+    transport: "stdio" | "http";
+    host: string;
+    port: number;
+    authToken?: string;
+    /** `--no-auth`: loopback only, for local development and the conformance suite. */
+    authDisabled: boolean;
+    tokensFile?: string;
+    jwt: { secret?: string; jwksUrl?: string; issuer?: string; audience?: string };
+    allowedHosts: string[];
+    allowedOrigins: string[];
+    maxMessageBytes: number;
+    pageSize: number;
+    httpResponseMode: "json" | "sse";
+    stdioTenant: string;
+  };
+  proxy: {
+    configPath?: string;
+    healthCheckIntervalSeconds: number;
+    toolSeparator: string;
+  };
+  pluginPaths: string[];
+  policyPath: string;
+  natsUrl?: string;
+  log: { level: "debug" | "info" | "warn" | "error"; format: "text" | "json" };
+  /** Every `MCP_PLUGIN_*` variable, for plugin config slices. */
+  pluginEnv: Record<string, string>;
+}
+
+/** CLI flags; each overrides the variable named beside it. */
+export interface ConfigFlags {
+  /** MCP_SERVER_TRANSPORT */
+  transport?: string;
+  /** MCP_SERVER_HOST */
+  host?: string;
+  /** MCP_SERVER_PORT */
+  port?: string;
+  /** MCP_PROXY_CONFIG_PATH */
+  config?: string;
+  /** MCP_AUTH_DISABLED */
+  noAuth?: boolean;
+}
+
+const FLAG_OF: Record<string, string> = {
+  MCP_SERVER_TRANSPORT: "--transport",
+  MCP_SERVER_HOST: "--host",
+  MCP_SERVER_PORT: "--port",
+  MCP_PROXY_CONFIG_PATH: "--config",
+  MCP_AUTH_DISABLED: "--no-auth",
+};
+
+/** Every variable the gateway reads, with its default and meaning: the README's reference. */
+export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning: string }[] = [
+  { name: "MCP_SERVER_ENABLED", default: "true", meaning: "Serve the MCP interface at all" },
+  {
+    name: "MCP_SERVER_TRANSPORT",
+    default: "http",
+    meaning:
+      "`stdio`, or `http` (Streamable HTTP at /mcp and legacy SSE at /sse); `sse` is accepted as the seed's name for `http`",
+  },
+  { name: "MCP_SERVER_HOST", default: "127.0.0.1", meaning: "HTTP bind address" },
+  { name: "MCP_SERVER_PORT", default: "8787", meaning: "HTTP port (0 picks a free one)" },
+  {
+    name: "MCP_SERVER_AUTH_TOKEN",
+    default: "(generated and printed at start)",
+    meaning: "Shared bearer token for HTTP; resolves to tenant `default` with scope `admin`",
+  },
+  {
+    name: "MCP_AUTH_TOKENS_FILE",
+    default: "(none)",
+    meaning: "YAML/JSON file of SHA-256-hashed tokens, each with tenant, scopes and subject",
+  },
+  { name: "MCP_AUTH_JWT_SECRET", default: "(none)", meaning: "HS256 secret for JWT bearer tokens" },
+  {
+    name: "MCP_AUTH_JWKS_URL",
+    default: "(none)",
+    meaning: "JWKS URL for asymmetric JWT bearer tokens",
+  },
+  { name: "MCP_AUTH_JWT_ISSUER", default: "(any)", meaning: "Required JWT `iss`" },
+  { name: "MCP_AUTH_JWT_AUDIENCE", default: "(any)", meaning: "Required JWT `aud`" },
+  {
+    name: "MCP_AUTH_DISABLED",
+    default: "false",
+    meaning: "Same as `--no-auth`: no credentials on HTTP; refused unless the host is loopback",
+  },
+  {
+    name: "MCP_ALLOWED_HOSTS",
+    default: "localhost, 127.0.0.1, [::1] (+ the bind host)",
+    meaning: "Comma-separated Host header values accepted (DNS-rebinding protection)",
+  },
+  {
+    name: "MCP_ALLOWED_ORIGINS",
+    default: "(origins of allowed hosts)",
+    meaning: "Comma-separated Origin values accepted",
+  },
+  {
+    name: "MCP_MAX_MESSAGE_BYTES",
+    default: "4194304",
+    meaning: "Largest JSON-RPC frame or HTTP body",
+  },
+  { name: "MCP_LIST_PAGE_SIZE", default: "100", meaning: "Items per page of every MCP list" },
+  {
+    name: "MCP_HTTP_RESPONSE_MODE",
+    default: "sse",
+    meaning: "Streamable HTTP POST answers: `sse` stream or one `json` body",
+  },
+  { name: "MCP_STDIO_TENANT", default: "default", meaning: "Tenant of the trusted stdio parent" },
+  {
+    name: "MCP_PROXY_CONFIG_PATH",
+    default: "(none)",
+    meaning: "Fleet YAML of upstream MCP servers",
+  },
+  {
+    name: "MCP_PROXY_HEALTH_CHECK_INTERVAL",
+    default: "30",
+    meaning: "Seconds between upstream health checks",
+  },
+  {
+    name: "MCP_PROXY_TOOL_SEPARATOR",
+    default: "__",
+    meaning: "Separator in `<server_id><sep><tool>`",
+  },
+  {
+    name: "MCP_PLUGIN_PATHS",
+    default: "(none)",
+    meaning: "Extra plugin directories, separated by `:`",
+  },
+  { name: "MCP_POLICY_PATH", default: "policies", meaning: "Governance policy file or directory" },
+  { name: "NATS_URL", default: "(none: in-process bus)", meaning: "NATS server for fleet events" },
+  {
+    name: "MCP_LOG_LEVEL",
+    default: "info",
+    meaning: "`debug`, `info`, `warn` or `error` (logs go to stderr)",
+  },
+  { name: "MCP_LOG_FORMAT", default: "text", meaning: "`text` or `json`" },
+];
+
+const bool = (name: string) =>
+  z.string().optional().transform((value, ctx) => {
+    if (value === undefined || value === "") return undefined;
+    const v = value.toLowerCase();
+    if (["1", "true", "yes", "on"].includes(v)) return true;
+    if (["0", "false", "no", "off"].includes(v)) return false;
+    ctx.addIssue({
+      code: "custom",
+      message: `${name} must be true or false, received "${value}"`,
+    });
+    return z.NEVER;
+  });
+
+const int = (name: string, min: number, max: number) =>
+  z.string().optional().transform((value, ctx) => {
+    if (value === undefined || value === "") return undefined;
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min || n > max) {
+      ctx.addIssue({
+        code: "custom",
+        message: `${name} must be an integer from ${min} to ${max}, received "${value}"`,
+      });
+      return z.NEVER;
+    }
+    return n;
+  });
+
+const oneOf = <T extends string>(
+  name: string,
+  values: readonly T[],
+  aliases: Record<string, T> = {},
+) =>
+  z.string().optional().transform((value, ctx) => {
+    if (value === undefined || value === "") return undefined;
+    const v = value.toLowerCase();
+    if ((values as readonly string[]).includes(v)) return v as T;
+    if (Object.hasOwn(aliases, v)) return aliases[v]!;
+    ctx.addIssue({
+      code: "custom",
+      message: `${name} must be one of ${values.join(", ")}, received "${value}"`,
+    });
+    return z.NEVER;
+  });
+
+const text = z.string().optional().transform((v) => (v === undefined || v === "" ? undefined : v));
+const list = text.transform((v) =>
+  v === undefined ? undefined : v.split(",").map((s) => s.trim()).filter(Boolean)
+);
+
+const ENV_SCHEMA = z.object({
+  MCP_SERVER_ENABLED: bool("MCP_SERVER_ENABLED"),
+  MCP_SERVER_TRANSPORT: oneOf("MCP_SERVER_TRANSPORT", ["stdio", "http"] as const, { sse: "http" }),
+  MCP_SERVER_HOST: text,
+  MCP_SERVER_PORT: int("MCP_SERVER_PORT", 0, 65535),
+  MCP_SERVER_AUTH_TOKEN: text,
+  MCP_AUTH_TOKENS_FILE: text,
+  MCP_AUTH_JWT_SECRET: text,
+  MCP_AUTH_JWKS_URL: text.refine((v) => v === undefined || URL.canParse(v), {
+    message:
+      "MCP_AUTH_JWKS_URL must be an absolute URL, e.g. https://idp.example.com/.well-known/jwks.json",
+  }),
+  MCP_AUTH_JWT_ISSUER: text,
+  MCP_AUTH_JWT_AUDIENCE: text,
+  MCP_AUTH_DISABLED: bool("MCP_AUTH_DISABLED"),
+  MCP_ALLOWED_HOSTS: list,
+  MCP_ALLOWED_ORIGINS: list,
+  MCP_MAX_MESSAGE_BYTES: int("MCP_MAX_MESSAGE_BYTES", 1024, 1024 * 1024 * 1024),
+  MCP_LIST_PAGE_SIZE: int("MCP_LIST_PAGE_SIZE", 1, 10_000),
+  MCP_HTTP_RESPONSE_MODE: oneOf("MCP_HTTP_RESPONSE_MODE", ["sse", "json"] as const),
+  MCP_STDIO_TENANT: text,
+  MCP_PROXY_CONFIG_PATH: text,
+  MCP_PROXY_HEALTH_CHECK_INTERVAL: int("MCP_PROXY_HEALTH_CHECK_INTERVAL", 1, 86_400),
+  MCP_PROXY_TOOL_SEPARATOR: text.refine((v) => v === undefined || /^[A-Za-z0-9_.-]{1,8}$/.test(v), {
+    message:
+      "MCP_PROXY_TOOL_SEPARATOR must be 1–8 characters valid in a tool name (letters, digits, _ - .), e.g. __",
+  }),
+  MCP_PLUGIN_PATHS: text,
+  MCP_POLICY_PATH: text,
+  NATS_URL: text.refine(
+    (v) => v === undefined || /^(nats|tls|wss?):\/\/./.test(v) || !v.includes("://"),
+    {
+      message: "NATS_URL must look like nats://127.0.0.1:4222",
+    },
+  ),
+  MCP_LOG_LEVEL: oneOf("MCP_LOG_LEVEL", ["debug", "info", "warn", "error"] as const),
+  MCP_LOG_FORMAT: oneOf("MCP_LOG_FORMAT", ["text", "json"] as const),
+});
+
+/** Joins environment and flags into a resolved config; throws `config_invalid` naming each bad variable. */
+export function resolveConfig(
+  env: Record<string, string | undefined>,
+  flags: ConfigFlags = {},
+): GatewayConfig {
+  const merged: Record<string, string | undefined> = { ...env };
+  if (flags.transport !== undefined) merged.MCP_SERVER_TRANSPORT = flags.transport;
+  if (flags.host !== undefined) merged.MCP_SERVER_HOST = flags.host;
+  if (flags.port !== undefined) merged.MCP_SERVER_PORT = flags.port;
+  if (flags.config !== undefined) merged.MCP_PROXY_CONFIG_PATH = flags.config;
+  if (flags.noAuth) merged.MCP_AUTH_DISABLED = "true";
+
+  const parsed = ENV_SCHEMA.safeParse(merged);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => {
+      const variable = String(issue.path[0] ?? "configuration");
+      const flag = FLAG_OF[variable];
+      const message = issue.message.startsWith(variable)
+        ? issue.message
+        : `${variable}: ${issue.message}`;
+      return flag ? `${message} (set by ${flag} or ${variable})` : message;
+    });
+    throw new GatewayError(
+      "config_invalid",
+      `Invalid configuration:\n  - ${problems.join("\n  - ")}`,
+      {
+        problems,
+      },
+    );
+  }
+  const e = parsed.data;
+  const pluginEnv: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) {
+    if (key.startsWith("MCP_PLUGIN_") && key !== "MCP_PLUGIN_PATHS" && value !== undefined) {
+      pluginEnv[key] = value;
+    }
+  }
+  const separator = Deno.build.os === "windows" ? ";" : ":";
+  return {
+    server: {
+      enabled: e.MCP_SERVER_ENABLED ?? true,
+      transport: e.MCP_SERVER_TRANSPORT ?? "http",
+      host: e.MCP_SERVER_HOST ?? "127.0.0.1",
+      port: e.MCP_SERVER_PORT ?? 8787,
+      ...(e.MCP_SERVER_AUTH_TOKEN === undefined ? {} : { authToken: e.MCP_SERVER_AUTH_TOKEN }),
+      authDisabled: e.MCP_AUTH_DISABLED ?? false,
+      ...(e.MCP_AUTH_TOKENS_FILE === undefined ? {} : { tokensFile: e.MCP_AUTH_TOKENS_FILE }),
+      jwt: definedOnly({
+        secret: e.MCP_AUTH_JWT_SECRET,
+        jwksUrl: e.MCP_AUTH_JWKS_URL,
+        issuer: e.MCP_AUTH_JWT_ISSUER,
+        audience: e.MCP_AUTH_JWT_AUDIENCE,
+      }),
+      allowedHosts: e.MCP_ALLOWED_HOSTS ?? [],
+      allowedOrigins: e.MCP_ALLOWED_ORIGINS ?? [],
+      maxMessageBytes: e.MCP_MAX_MESSAGE_BYTES ?? 4 * 1024 * 1024,
+      pageSize: e.MCP_LIST_PAGE_SIZE ?? 100,
+      httpResponseMode: e.MCP_HTTP_RESPONSE_MODE ?? "sse",
+      stdioTenant: e.MCP_STDIO_TENANT ?? "default",
+    },
+    proxy: {
+      ...(e.MCP_PROXY_CONFIG_PATH === undefined ? {} : { configPath: e.MCP_PROXY_CONFIG_PATH }),
+      healthCheckIntervalSeconds: e.MCP_PROXY_HEALTH_CHECK_INTERVAL ?? 30,
+      toolSeparator: e.MCP_PROXY_TOOL_SEPARATOR ?? "__",
+    },
+    pluginPaths: (e.MCP_PLUGIN_PATHS ?? "").split(separator).map((p) => p.trim()).filter(Boolean),
+    policyPath: e.MCP_POLICY_PATH ?? "policies",
+    ...(e.NATS_URL === undefined ? {} : { natsUrl: e.NATS_URL }),
+    log: { level: e.MCP_LOG_LEVEL ?? "info", format: e.MCP_LOG_FORMAT ?? "text" },
+    pluginEnv,
+  };
+}
+
+/** Reads `.env` (process variables win over it), applies flags, and resolves. */
+export async function loadConfig(
+  flags: ConfigFlags = {},
+  options: { env?: Record<string, string>; envFile?: string } = {},
+): Promise<GatewayConfig> {
+  const env = options.env ?? Deno.env.toObject();
+  const fromFile = await readDotenv(options.envFile ?? ".env");
+  return resolveConfig({ ...fromFile, ...env }, flags);
+}
+
+function definedOnly<T extends Record<string, unknown>>(
+  o: T,
+): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as never;
+}

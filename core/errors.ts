@@ -1,0 +1,86 @@
+/**
+ * Stable error codes and the one error type that carries them.
+ *
+ * Local errors carry a string `code` that callers and clients can match on; when an error crosses
+ * the MCP wire it becomes a JSON-RPC error whose `data.code` is that same string.
+ * @module
+ */
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+
+/** Every error code the gateway reports. Stable: clients match on these strings. */
+export type GatewayErrorCode =
+  | "config_invalid"
+  | "plugin_invalid"
+  | "unauthorized"
+  | "forbidden"
+  | "not_found"
+  | "unknown_tool"
+  | "invalid_arguments"
+  | "invalid_cursor"
+  | "not_allowed"
+  | "approval_required"
+  | "circuit_open"
+  | "upstream_error"
+  | "timeout"
+  | "internal";
+
+/** JSON-RPC error code for each gateway code (server-side failures are -32603, never -32700/-32602). */
+const RPC_CODE: Record<GatewayErrorCode, number> = {
+  config_invalid: ErrorCode.InternalError,
+  plugin_invalid: ErrorCode.InternalError,
+  unauthorized: ErrorCode.InvalidRequest,
+  forbidden: ErrorCode.InvalidRequest,
+  not_found: -32002,
+  unknown_tool: ErrorCode.InvalidParams,
+  invalid_arguments: ErrorCode.InvalidParams,
+  invalid_cursor: ErrorCode.InvalidParams,
+  not_allowed: ErrorCode.InvalidRequest,
+  approval_required: ErrorCode.InvalidRequest,
+  circuit_open: ErrorCode.InternalError,
+  upstream_error: ErrorCode.InternalError,
+  timeout: ErrorCode.RequestTimeout,
+  internal: ErrorCode.InternalError,
+};
+
+/** An error a person can act on: a stable `code`, a message naming the thing and the fix. */
+export class GatewayError extends Error {
+  override readonly name = "GatewayError";
+  /** The stable code. */
+  readonly code: GatewayErrorCode;
+  /** Structured details that travel with the error (never secrets). */
+  readonly data: Record<string, unknown>;
+
+  constructor(code: GatewayErrorCode, message: string, data: Record<string, unknown> = {}) {
+    super(message);
+    this.code = code;
+    this.data = data;
+  }
+
+  /** The same error as the JSON-RPC error the SDK sends on the wire. */
+  toMcpError(): McpError {
+    return new McpError(RPC_CODE[this.code], this.message, { code: this.code, ...this.data });
+  }
+}
+
+/** Turns anything thrown into a wire error: gateway errors keep their code, others become -32603. */
+export function toMcpError(error: unknown): McpError {
+  if (error instanceof GatewayError) return error.toMcpError();
+  if (error instanceof McpError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new McpError(ErrorCode.InternalError, `Internal error: ${message}`, { code: "internal" });
+}
+
+/** A plain `{ code, message, data }` for crossing a worker or process boundary. */
+export interface SerializedError {
+  code: GatewayErrorCode;
+  message: string;
+  data?: Record<string, unknown>;
+}
+
+/** Serializes an error for postMessage or the bus; class instances never cross boundaries. */
+export function serializeError(error: unknown): SerializedError {
+  if (error instanceof GatewayError) {
+    return { code: error.code, message: error.message, data: error.data };
+  }
+  return { code: "internal", message: error instanceof Error ? error.message : String(error) };
+}

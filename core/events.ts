@@ -1,0 +1,39 @@
+/**
+ * Every event the gateway publishes, as one discriminated union, and the bus subject of each.
+ *
+ * Subjects are listed here and nowhere else; a NATS bus publishes each event on its subject.
+ * @module
+ */
+
+/** Events the gateway publishes. */
+export type GatewayEvent =
+  | { type: "gateway.started"; transport: string; url?: string }
+  | { type: "gateway.stopping" }
+  | { type: "plugin.loaded"; plugin: string; kind: string; path: string }
+  | { type: "plugin.failed"; path: string; reason: string }
+  | { type: "tools.changed"; count: number }
+  | { type: "session.opened"; sessionId: string; transport: string; tenant: string }
+  | { type: "session.closed"; sessionId: string; transport: string };
+
+/** The `type` of a {@link GatewayEvent}. */
+export type GatewayEventType = GatewayEvent["type"];
+
+/** Prefix of every subject; one place to change it. */
+export const SUBJECT_PREFIX = "agent33.mcp";
+
+/** The bus subject an event is published on. */
+export function subjectOf(event: GatewayEvent): string {
+  switch (event.type) {
+    case "gateway.started":
+    case "gateway.stopping":
+      return `${SUBJECT_PREFIX}.gateway.${event.type.slice("gateway.".length)}`;
+    case "plugin.loaded":
+    case "plugin.failed":
+      return `${SUBJECT_PREFIX}.plugins.${event.type.slice("plugin.".length)}`;
+    case "tools.changed":
+      return `${SUBJECT_PREFIX}.tools.changed`;
+    case "session.opened":
+    case "session.closed":
+      return `${SUBJECT_PREFIX}.sessions.${event.type.slice("session.".length)}`;
+  }
+}

@@ -1,0 +1,368 @@
+/**
+ * The kernel: wires config → plugins → services, and owns start and stop order.
+ *
+ * It decides nothing about protocol or policy itself; it builds the pieces, hands each plugin its
+ * narrow context, and shuts everything down in reverse order.
+ * @module
+ */
+import { createAuthenticator } from "./auth/authenticator.ts";
+import { createHostGuard, isLoopbackHost } from "./auth/host_guard.ts";
+import { MCPServiceBridge } from "./bridge.ts";
+import { type Clock, systemClock } from "./clock.ts";
+import type { GatewayConfig } from "./config.ts";
+import { DefinitionRegistry } from "./definition_registry.ts";
+import { GatewayError, serializeError } from "./errors.ts";
+import { type EventBus, InProcessEventBus } from "./event_bus.ts";
+import { HttpListener } from "./http_listener.ts";
+import { createLogger, type Logger } from "./logger.ts";
+import type {
+  InboundTransport,
+  PluginContext,
+  PluginKind,
+  PluginManifest,
+  StdioStreams,
+  TransportContext,
+} from "./plugin_api.ts";
+import {
+  BUILTIN_PLUGIN_DIR,
+  type LoadedPlugin,
+  loadPlugins,
+  pluginConfigSlice,
+  type PluginFailure,
+} from "./plugin_loader.ts";
+import { systemStatusTool } from "./system_tools.ts";
+import { ToolRegistry } from "./tool_registry.ts";
+
+/** What the kernel is built from; everything but `config` has a default. */
+export interface KernelOptions {
+  config: GatewayConfig;
+  logger?: Logger;
+  clock?: Clock;
+  /** Streams for the stdio transport; the process's by default. */
+  stdio?: StdioStreams;
+  /** Plugin directories; the built-in one plus MCP_PLUGIN_PATHS by default. */
+  pluginDirs?: string[];
+}
+
+/** What a started gateway tells the person who started it. */
+export interface StartInfo {
+  transport: "stdio" | "http";
+  /** Base URL of the HTTP listener. */
+  url?: string;
+  /** A bearer token the kernel generated because none was configured. */
+  generatedToken?: string;
+  /** Plugins that failed to load, with why. */
+  pluginFailures: PluginFailure[];
+}
+
+/** An instantiated plugin. */
+interface PluginInstance {
+  plugin: LoadedPlugin;
+  value: unknown;
+}
+
+/** The running gateway. */
+export class Kernel {
+  readonly config: GatewayConfig;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  readonly bus: EventBus;
+  readonly tools: ToolRegistry = new ToolRegistry();
+  readonly agents: DefinitionRegistry = new DefinitionRegistry();
+  readonly skills: DefinitionRegistry = new DefinitionRegistry();
+  readonly workflows: DefinitionRegistry = new DefinitionRegistry();
+  readonly bridge: MCPServiceBridge;
+
+  #options: KernelOptions;
+  #instances = new Map<PluginKind, PluginInstance[]>();
+  #transports: InboundTransport[] = [];
+  #failures: PluginFailure[] = [];
+  #listener: HttpListener | undefined;
+  #ready = false;
+  #stopping: Promise<void> | undefined;
+  #done = Promise.withResolvers<void>();
+
+  constructor(options: KernelOptions) {
+    this.#options = options;
+    this.config = options.config;
+    this.logger = options.logger ??
+      createLogger({ level: options.config.log.level, format: options.config.log.format });
+    this.clock = options.clock ?? systemClock;
+    this.bus = new InProcessEventBus(this.logger.child("bus"));
+    this.bridge = new MCPServiceBridge({
+      toolRegistry: this.tools,
+      agentRegistry: this.agents,
+      skillRegistry: this.skills,
+      workflowRegistry: this.workflows,
+      logger: this.logger.child("bridge"),
+      clock: this.clock,
+      bus: this.bus,
+      pageSize: options.config.server.pageSize,
+    });
+    this.tools.register(systemStatusTool(this.bridge));
+  }
+
+  /** Resolves when the gateway has ended on its own (stdio closed) or was stopped. */
+  get done(): Promise<void> {
+    return this.#done.promise;
+  }
+
+  /** Plugins that failed to load or start. */
+  get pluginFailures(): readonly PluginFailure[] {
+    return this.#failures;
+  }
+
+  /** Instances of loaded plugins of one kind, for the services that consume them. */
+  pluginsOf(kind: PluginKind): readonly unknown[] {
+    return (this.#instances.get(kind) ?? []).map((i) => i.value);
+  }
+
+  /** Loads plugins, then starts the selected transport. */
+  async start(): Promise<StartInfo> {
+    const { server } = this.config;
+    const auth = server.transport === "http" ? await this.#prepareAuth() : undefined;
+
+    const dirs = this.#options.pluginDirs ?? [BUILTIN_PLUGIN_DIR, ...this.config.pluginPaths];
+    const { plugins, failures } = await loadPlugins(dirs);
+    this.#failures.push(...failures);
+    for (const failure of failures) this.#reportFailure(failure);
+    for (const plugin of plugins) await this.#instantiate(plugin);
+
+    const info: StartInfo = { transport: server.transport, pluginFailures: this.#failures };
+    if (server.transport === "stdio") {
+      await this.#startStdio();
+    } else {
+      info.url = await this.#startHttp(auth!.authenticator);
+      if (auth!.generatedToken) info.generatedToken = auth!.generatedToken;
+    }
+    this.#ready = true;
+    this.bus.publish({
+      type: "gateway.started",
+      transport: server.transport,
+      ...(info.url ? { url: info.url } : {}),
+    });
+    return info;
+  }
+
+  /** Stops in reverse order: transports, sessions, listener, plugins, bus. Safe to call twice. */
+  stop(): Promise<void> {
+    this.#stopping ??= this.#stop();
+    return this.#stopping;
+  }
+
+  async #stop(): Promise<void> {
+    this.#ready = false;
+    this.bus.publish({ type: "gateway.stopping" });
+    try {
+      await Promise.allSettled(this.#transports.map((t) => t.close()));
+      await this.bridge.close();
+      await this.#listener?.close();
+      for (const instances of this.#instances.values()) {
+        for (const { value, plugin } of instances) {
+          const closable = value as { close?: () => unknown } | undefined;
+          if (typeof closable?.close !== "function") continue;
+          try {
+            await closable.close();
+          } catch (error) {
+            this.logger.warn("plugin failed to close", {
+              plugin: plugin.manifest.name,
+              error: String(error),
+            });
+          }
+        }
+      }
+      await this.bus.close();
+    } finally {
+      this.#done.resolve();
+    }
+  }
+
+  async #prepareAuth() {
+    const { server } = this.config;
+    const loopback = isLoopbackHost(server.host);
+    if (server.authDisabled) {
+      if (!loopback) {
+        throw new GatewayError(
+          "config_invalid",
+          `--no-auth is only allowed on a loopback host, but MCP_SERVER_HOST is "${server.host}"; ` +
+            "bind 127.0.0.1 or configure MCP_SERVER_AUTH_TOKEN",
+        );
+      }
+      this.logger.warn(
+        "AUTHENTICATION IS DISABLED (--no-auth): any local process can call every tool. Use only for development and conformance tests.",
+      );
+      return { authenticator: null, generatedToken: undefined };
+    }
+    let generatedToken: string | undefined;
+    let staticToken = server.authToken;
+    const configured = staticToken !== undefined || server.tokensFile !== undefined ||
+      server.jwt.secret !== undefined || server.jwt.jwksUrl !== undefined;
+    if (!configured) {
+      if (!loopback) {
+        throw new GatewayError(
+          "config_invalid",
+          `Refusing to serve on non-loopback host "${server.host}" without authentication; ` +
+            "set MCP_SERVER_AUTH_TOKEN, MCP_AUTH_TOKENS_FILE or MCP_AUTH_JWT_SECRET/MCP_AUTH_JWKS_URL",
+        );
+      }
+      generatedToken = randomToken();
+      staticToken = generatedToken;
+    }
+    const authenticator = await createAuthenticator({
+      ...(staticToken === undefined ? {} : { staticToken }),
+      ...(server.tokensFile === undefined ? {} : { tokensFile: server.tokensFile }),
+      ...(server.jwt.secret || server.jwt.jwksUrl ? { jwt: server.jwt } : {}),
+      now: () => this.clock.now(),
+    });
+    return { authenticator, generatedToken };
+  }
+
+  async #instantiate(plugin: LoadedPlugin): Promise<void> {
+    const manifest: PluginManifest = plugin.manifest;
+    const logger = this.logger.child(manifest.name);
+    const slice = pluginConfigSlice(manifest.name, this.config.pluginEnv);
+    let config: Record<string, unknown> = slice;
+    if (manifest.configSchema) {
+      const parsed = manifest.configSchema.safeParse(slice);
+      if (!parsed.success) {
+        this.#fail(
+          plugin,
+          `invalid config slice (MCP_PLUGIN_${
+            manifest.name.toUpperCase().replaceAll("-", "_")
+          }_*): ${String((parsed.error as Error | undefined)?.message ?? parsed.error)}`,
+        );
+        return;
+      }
+      config = parsed.data as Record<string, unknown>;
+    }
+    const base: PluginContext = {
+      logger,
+      clock: this.clock,
+      config,
+      bus: this.bus,
+      tools: { register: (tool) => this.tools.register(tool) },
+    };
+    let value: unknown;
+    try {
+      switch (manifest.kind) {
+        case "transport": {
+          const ctx: TransportContext = {
+            ...base,
+            settings: {
+              maxMessageBytes: this.config.server.maxMessageBytes,
+              httpResponseMode: this.config.server.httpResponseMode,
+              stdioTenant: this.config.server.stdioTenant,
+            },
+            serve: (transport, session) => this.bridge.serve(transport, session),
+            stdio: this.#options.stdio ??
+              { stdin: Deno.stdin.readable, stdout: Deno.stdout.writable },
+          };
+          value = await manifest.create(ctx);
+          break;
+        }
+        case "bus":
+        case "upstream":
+        case "discovery":
+        case "scanner-rule":
+        case "model":
+          value = await manifest.create(base);
+          break;
+        default: {
+          const unreachable: never = manifest;
+          throw new Error(`unknown plugin kind ${(unreachable as PluginManifest).kind}`);
+        }
+      }
+    } catch (error) {
+      this.#fail(plugin, `factory threw: ${serializeError(error).message}`);
+      return;
+    }
+    const list = this.#instances.get(manifest.kind) ?? [];
+    list.push({ plugin, value });
+    this.#instances.set(manifest.kind, list);
+    this.bus.publish({
+      type: "plugin.loaded",
+      plugin: manifest.name,
+      kind: manifest.kind,
+      path: plugin.path,
+    });
+    logger.debug("plugin loaded", { kind: manifest.kind, path: plugin.path });
+  }
+
+  #fail(plugin: LoadedPlugin, reason: string): void {
+    const failure = { path: plugin.path, reason };
+    this.#failures.push(failure);
+    this.#reportFailure(failure);
+  }
+
+  #reportFailure(failure: PluginFailure): void {
+    this.logger.error(`plugin skipped: ${failure.path}: ${failure.reason}`);
+    this.bus.publish({ type: "plugin.failed", path: failure.path, reason: failure.reason });
+  }
+
+  #transportsOf(mode: "stdio" | "http"): InboundTransport[] {
+    return (this.#instances.get("transport") ?? [])
+      .map((i) => i.value as InboundTransport)
+      .filter((t) => t.mode === mode);
+  }
+
+  async #startStdio(): Promise<void> {
+    if (!this.config.server.enabled) {
+      throw new GatewayError(
+        "config_invalid",
+        "MCP_SERVER_ENABLED=false leaves nothing to serve over stdio; enable it or use --transport http",
+      );
+    }
+    const transport = this.#transportsOf("stdio")[0];
+    if (!transport?.start) {
+      throw new GatewayError(
+        "plugin_invalid",
+        "No stdio transport plugin loaded; see the plugin errors above",
+      );
+    }
+    this.#transports.push(transport);
+    await transport.start();
+    transport.done?.then(() => this.stop());
+  }
+
+  async #startHttp(authenticator: Awaited<ReturnType<typeof createAuthenticator>> | null) {
+    const { server } = this.config;
+    const listener = new HttpListener({
+      host: server.host,
+      port: server.port,
+      authenticator,
+      hostGuard: (port) =>
+        createHostGuard({
+          host: server.host,
+          port,
+          ...(server.allowedHosts.length ? { allowedHosts: server.allowedHosts } : {}),
+          ...(server.allowedOrigins.length ? { allowedOrigins: server.allowedOrigins } : {}),
+        }),
+      logger: this.logger.child("http"),
+      maxBodyBytes: server.maxMessageBytes,
+      readiness: () => ({
+        ready: this.#ready,
+        detail: {
+          plugins: [...this.#instances.values()].flat().length,
+          pluginFailures: this.#failures.length,
+          sessions: this.bridge.sessionCount,
+        },
+      }),
+    });
+    if (server.enabled) {
+      for (const transport of this.#transportsOf("http")) {
+        this.#transports.push(transport);
+        for (const route of transport.routes ?? []) listener.mount(route);
+      }
+    }
+    this.#listener = listener;
+    const addr = await listener.start();
+    const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
+    return `http://${host}:${addr.port}`;
+  }
+}
+
+function randomToken(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_")
+    .replaceAll("=", "");
+}

@@ -1,0 +1,198 @@
+/**
+ * The plugin API: everything a plugin may see. Plugins import this module (and npm packages),
+ * never other core files.
+ *
+ * A plugin is a folder with a `mod.ts` whose default export is a manifest made with
+ * {@link definePlugin}: a name, a version, one `kind` from a closed set, the Deno permissions it
+ * needs, and a `create` factory that receives a narrow context.
+ * @module
+ */
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { TokenPayload } from "./auth/token_payload.ts";
+import type { Clock } from "./clock.ts";
+import type { EventBus } from "./event_bus.ts";
+import type { Logger } from "./logger.ts";
+
+export type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+export type { TokenPayload } from "./auth/token_payload.ts";
+export type { Clock } from "./clock.ts";
+export type { EventBus } from "./event_bus.ts";
+export type { GatewayEvent } from "./events.ts";
+export type { Logger } from "./logger.ts";
+
+/** The closed set of extension points; the kernel handles each one exhaustively. */
+export const PLUGIN_KINDS = [
+  "transport",
+  "upstream",
+  "discovery",
+  "scanner-rule",
+  "bus",
+  "model",
+] as const;
+
+/** One extension point. */
+export type PluginKind = typeof PLUGIN_KINDS[number];
+
+/** A Deno permission grant: `true` for all, or a list of allowed values. */
+export type PermissionGrant = boolean | string[];
+
+/** The Deno permissions a plugin needs, in the shape of `Deno.PermissionOptionsObject`. */
+export interface PluginPermissions {
+  read?: PermissionGrant;
+  write?: PermissionGrant;
+  net?: PermissionGrant;
+  env?: PermissionGrant;
+  run?: PermissionGrant;
+  sys?: PermissionGrant;
+}
+
+/** A native tool: an MCP tool descriptor plus its handler. */
+export interface NativeTool extends Tool {
+  /** Runs the tool with arguments already validated against `inputSchema`. */
+  handler(args: Record<string, unknown>, ctx: ToolCallContext): Promise<CallToolResult>;
+}
+
+/** What a tool handler learns about its call. */
+export interface ToolCallContext {
+  /** The caller. */
+  auth: TokenPayload;
+  /** Aborted when the client cancels or disconnects. */
+  signal: AbortSignal;
+  /** Sends a progress notification when the client asked for progress. */
+  progress(progress: number, total?: number, message?: string): Promise<void>;
+}
+
+/** Lets a plugin add native tools; the returned function removes the tool again. */
+export interface ToolRegistration {
+  register(tool: NativeTool): () => void;
+}
+
+/** What every plugin receives: a logger, a clock, its config slice, the bus and tool registration. */
+export interface PluginContext {
+  logger: Logger;
+  clock: Clock;
+  /** `MCP_PLUGIN_<NAME>_<KEY>` variables, keyed by `<KEY>` lower-cased; validated if the manifest has a `configSchema`. */
+  config: Record<string, unknown>;
+  bus: EventBus;
+  tools: ToolRegistration;
+}
+
+/** Server settings a transport needs. */
+export interface TransportSettings {
+  /** Largest accepted JSON-RPC frame or HTTP body, in bytes. */
+  maxMessageBytes: number;
+  /** How Streamable HTTP answers a POST: one JSON body, or an SSE stream. */
+  httpResponseMode: "json" | "sse";
+  /** Tenant of the trusted stdio parent. */
+  stdioTenant: string;
+}
+
+/** Describes one inbound MCP session to the bridge. */
+export interface SessionInfo {
+  /** The inbound transport's id, e.g. `stdio`, `streamable-http`, `sse`. */
+  transport: string;
+  /** The authenticated caller. */
+  auth: TokenPayload;
+  /** The transport's session id, when it has one. */
+  sessionId?: string;
+}
+
+/** A live MCP session served by the bridge. */
+export interface ServedSession {
+  /** Closes the session and its transport. */
+  close(): Promise<void>;
+}
+
+/** Byte streams for stdio; injectable so tests can drive a transport in process. */
+export interface StdioStreams {
+  stdin: ReadableStream<Uint8Array>;
+  stdout: WritableStream<Uint8Array>;
+}
+
+/** What a transport plugin receives. */
+export interface TransportContext extends PluginContext {
+  settings: TransportSettings;
+  /** Serves MCP over `transport` for the given (already authenticated) caller. */
+  serve(transport: Transport, session: SessionInfo): Promise<ServedSession>;
+  /** Process stdio (or test streams). */
+  stdio: StdioStreams;
+}
+
+/** An HTTP route a transport mounts on the gateway's listener, behind auth and Host checks. */
+export interface HttpRoute {
+  /** HTTP methods served; others get 405. */
+  methods: string[];
+  /** Exact path, e.g. `/mcp`. */
+  path: string;
+  /** Handles a request from an authenticated caller. */
+  handle(request: Request, auth: TokenPayload): Promise<Response>;
+}
+
+/** A running inbound transport. */
+export interface InboundTransport {
+  /** `stdio` transports own the process streams; `http` transports mount routes. */
+  mode: "stdio" | "http";
+  /** Routes to mount (http mode). */
+  routes?: HttpRoute[];
+  /** Starts serving (stdio mode). */
+  start?(): Promise<void>;
+  /** Resolves when the transport has ended on its own (stdin closed). */
+  done?: Promise<void>;
+  /** Stops serving and closes every session. */
+  close(): Promise<void>;
+}
+
+/** Fields every manifest has. */
+interface ManifestBase {
+  /** Unique plugin name, `[a-z0-9][a-z0-9-]*`. */
+  name: string;
+  /** Semver of the plugin. */
+  version: string;
+  /** One line: what it does. */
+  description?: string;
+  /** The Deno permissions the plugin needs (documented, and granted to its worker where it runs in one). */
+  permissions: PluginPermissions;
+  /** Validates the plugin's config slice; a failure names the variable. */
+  configSchema?: {
+    safeParse(input: unknown): { success: boolean; error?: unknown; data?: unknown };
+  };
+}
+
+/** An inbound MCP transport. */
+export interface TransportPlugin extends ManifestBase {
+  kind: "transport";
+  /** The transport id users select, e.g. `stdio`, `streamable-http`, `sse`. */
+  transport: string;
+  create(ctx: TransportContext): InboundTransport | Promise<InboundTransport>;
+}
+
+/** Extension points whose consumers arrive with later kernel services; the kernel keeps their instances by kind. */
+export interface GenericPlugin<K extends Exclude<PluginKind, "transport" | "bus">>
+  extends ManifestBase {
+  kind: K;
+  create(ctx: PluginContext): unknown;
+}
+
+/** An event bus backend. */
+export interface BusPlugin extends ManifestBase {
+  kind: "bus";
+  create(ctx: PluginContext): EventBus | Promise<EventBus>;
+}
+
+/** Any plugin manifest. */
+export type PluginManifest =
+  | TransportPlugin
+  | BusPlugin
+  | GenericPlugin<"upstream">
+  | GenericPlugin<"discovery">
+  | GenericPlugin<"scanner-rule">
+  | GenericPlugin<"model">;
+
+/** Identity helper that gives a manifest its type. */
+export function definePlugin<T extends PluginManifest>(manifest: T): T {
+  return manifest;
+}
+
+export { StreamTransport } from "./stream_transport.ts";
+export type { StreamTransportOptions } from "./stream_transport.ts";

@@ -1,0 +1,158 @@
+/**
+ * AGENT-33 MCP gateway command line: `serve | scan | sync | discover | policy`.
+ *
+ * Thin on purpose: parse flags, build the kernel, run it. Everything is printed to stderr, since
+ * in stdio mode stdout carries the protocol.
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { type ConfigFlags, loadConfig } from "./core/config.ts";
+import { GatewayError } from "./core/errors.ts";
+import { Kernel, type StartInfo } from "./core/kernel.ts";
+import { stderrSink } from "./core/logger.ts";
+
+const say = (text = "") => stderrSink(text);
+
+const HELP: Record<string, string> = {
+  main: `AGENT-33 MCP gateway
+
+Usage: deno task start            (HTTP, embedded defaults)
+       deno task mcp              (stdio, for desktop clients)
+       main.ts <command> [options]
+
+Commands:
+  serve      Serve MCP over stdio or HTTP (Streamable HTTP at /mcp, legacy SSE at /sse)
+  scan       Scan MCP server descriptors for risky tools (not available yet)
+  sync       Sync the fleet with an MCP registry (not available yet)
+  discover   Discover MCP servers on the LAN, a tailnet or Kubernetes (not available yet)
+  policy     Check and explain governance policies (not available yet)
+
+Run "main.ts <command> --help" for a command's options.
+Configuration comes from the environment and .env; see README.md "Configuration".`,
+  serve: `Usage: main.ts serve [options]
+
+Options:
+  --transport stdio|http   Inbound transport (MCP_SERVER_TRANSPORT, default http; "sse" = http)
+  --host H                 HTTP bind address (MCP_SERVER_HOST, default 127.0.0.1)
+  --port P                 HTTP port (MCP_SERVER_PORT, default 8787; 0 picks a free port)
+  --config FILE            Fleet YAML of upstream servers (MCP_PROXY_CONFIG_PATH)
+  --env-file FILE          Read variables from FILE instead of ./.env
+  --no-auth                No credentials on HTTP (loopback only; for development and conformance)
+  -h, --help               Show this help`,
+  scan: `Usage: main.ts scan [options]
+
+Scans MCP server descriptors (tools, prompts, resources) for risky tools before you allow them.
+Not available yet: it arrives with the scanner issue.`,
+  sync: `Usage: main.ts sync --registry <URL|FILE> [--apply]
+
+Compares the fleet with an MCP registry and proposes additions and removals.
+Not available yet: it arrives with the registry sync issue.`,
+  discover: `Usage: main.ts discover [--source lan|tailscale|kubernetes]
+
+Finds MCP servers that announce themselves.
+Not available yet: it arrives with the discovery issue.`,
+  policy: `Usage: main.ts policy check|explain [options]
+
+Validates governance policy files and explains a decision.
+Not available yet: it arrives with the governance issue.`,
+};
+
+async function main(args: string[]): Promise<number> {
+  const [command, ...rest] = args;
+  if (command === undefined || command === "-h" || command === "--help" || command === "help") {
+    say(HELP.main);
+    return command === undefined ? 2 : 0;
+  }
+  if (!(command in HELP) || command === "main") {
+    say(`Unknown command "${command}".\n\n${HELP.main}`);
+    return 2;
+  }
+  if (rest.includes("--help") || rest.includes("-h")) {
+    say(HELP[command]);
+    return 0;
+  }
+  if (command !== "serve") {
+    say(`"${command}" is not available yet.\n\n${HELP[command]}`);
+    return 3;
+  }
+  return await serve(rest);
+}
+
+async function serve(args: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args,
+      options: {
+        transport: { type: "string" },
+        host: { type: "string" },
+        port: { type: "string" },
+        config: { type: "string" },
+        "env-file": { type: "string" },
+        "no-auth": { type: "boolean" },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    say(`${(error as Error).message}\n\n${HELP.serve}`);
+    return 2;
+  }
+  const flags: ConfigFlags = {};
+  if (values.transport !== undefined) flags.transport = values.transport;
+  if (values.host !== undefined) flags.host = values.host;
+  if (values.port !== undefined) flags.port = values.port;
+  if (values.config !== undefined) flags.config = values.config;
+  if (values["no-auth"]) flags.noAuth = true;
+
+  let kernel: Kernel;
+  try {
+    const config = await loadConfig(
+      flags,
+      values["env-file"] === undefined ? {} : { envFile: values["env-file"] },
+    );
+    kernel = new Kernel({ config });
+    const info = await kernel.start();
+    if (info.transport === "http") printWhereToConnect(info);
+  } catch (error) {
+    if (error instanceof GatewayError) {
+      say(`Cannot start: ${error.message}`);
+      return 1;
+    }
+    throw error;
+  }
+
+  const stop = () => void kernel.stop();
+  const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
+  for (const signal of signals) Deno.addSignalListener(signal, stop);
+  await kernel.done;
+  for (const signal of signals) Deno.removeSignalListener(signal, stop);
+  return 0;
+}
+
+function printWhereToConnect(info: StartInfo): void {
+  const token = info.generatedToken;
+  say();
+  say(`AGENT-33 MCP gateway is listening on ${info.url}`);
+  say(`  Streamable HTTP: ${info.url}/mcp`);
+  say(`  Legacy SSE:      ${info.url}/sse`);
+  say(`  Health:          ${info.url}/healthz  ${info.url}/readyz`);
+  if (token) {
+    say();
+    say(`No token was configured, so this one was generated for this run:`);
+    say(`  Authorization: Bearer ${token}`);
+    say(`Set MCP_SERVER_AUTH_TOKEN to keep a token across restarts.`);
+  }
+  say();
+  say(`Try it:`);
+  say(
+    `  curl -s ${info.url}/mcp -H 'Authorization: Bearer ${token ?? "<token>"}' ` +
+      `-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' ` +
+      `-d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}'`,
+  );
+  say();
+}
+
+if (import.meta.main) {
+  Deno.exit(await main(Deno.args));
+}

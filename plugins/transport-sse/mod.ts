@@ -1,0 +1,133 @@
+/**
+ * Inbound legacy HTTP+SSE transport for older clients: `GET /sse` opens a session,
+ * `POST /messages?sessionId=…` delivers the client's messages.
+ * @module
+ */
+import { JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js";
+import { definePlugin, type ServedSession, type TokenPayload } from "../../core/plugin_api.ts";
+import { SseSessionTransport } from "./sse_session_transport.ts";
+
+interface Session {
+  transport: SseSessionTransport;
+  owner: TokenPayload;
+  served: ServedSession;
+}
+
+function error(status: number, code: string, message: string): Response {
+  return Response.json({ error: { code, message } }, { status });
+}
+
+export default definePlugin({
+  name: "transport-sse",
+  version: "1.0.0",
+  kind: "transport",
+  transport: "sse",
+  description: "Legacy MCP HTTP+SSE (GET /sse, POST /messages) for 2024-11-05 clients",
+  permissions: { net: true },
+  create(ctx) {
+    const sessions = new Map<string, Session>();
+    const max = ctx.settings.maxMessageBytes;
+
+    async function connect(_request: Request, auth: TokenPayload): Promise<Response> {
+      const transport = new SseSessionTransport("/messages");
+      const served = await ctx.serve(transport, {
+        transport: "sse",
+        auth,
+        sessionId: transport.sessionId,
+      });
+      sessions.set(transport.sessionId, { transport, owner: auth, served });
+      transport.onclose = () => void sessions.delete(transport.sessionId);
+      return new Response(transport.stream, {
+        headers: {
+          "content-type": "text/event-stream",
+          "cache-control": "no-cache, no-transform",
+          "x-accel-buffering": "no",
+        },
+      });
+    }
+
+    async function post(request: Request, auth: TokenPayload): Promise<Response> {
+      const id = new URL(request.url).searchParams.get("sessionId");
+      if (!id) {
+        return error(
+          400,
+          "invalid_request",
+          "Missing ?sessionId=; POST to the URL sent in the endpoint event of GET /sse",
+        );
+      }
+      const session = sessions.get(id);
+      if (!session) {
+        return error(404, "not_found", `Unknown session "${id}"; open a new one with GET /sse`);
+      }
+      if (session.owner.tenant !== auth.tenant || session.owner.subject !== auth.subject) {
+        return error(
+          403,
+          "forbidden",
+          "This session belongs to another caller; open your own with GET /sse",
+        );
+      }
+      if (
+        !(request.headers.get("content-type") ?? "").toLowerCase().startsWith("application/json")
+      ) {
+        return error(
+          415,
+          "unsupported_media_type",
+          "Send the JSON-RPC message with Content-Type: application/json",
+        );
+      }
+      const text = await request.text();
+      if (new TextEncoder().encode(text).length > max) {
+        return error(
+          413,
+          "payload_too_large",
+          `Message exceeds ${max} bytes (MCP_MAX_MESSAGE_BYTES)`,
+        );
+      }
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch (e) {
+        return Response.json(
+          {
+            jsonrpc: "2.0",
+            id: null,
+            error: { code: -32700, message: `Parse error: ${(e as Error).message}` },
+          },
+          { status: 400 },
+        );
+      }
+      const parsed = JSONRPCMessageSchema.safeParse(json);
+      if (!parsed.success) {
+        return Response.json(
+          {
+            jsonrpc: "2.0",
+            id: null,
+            error: {
+              code: -32600,
+              message: 'Invalid Request: expected one JSON-RPC 2.0 message with "jsonrpc": "2.0"',
+            },
+          },
+          { status: 400 },
+        );
+      }
+      session.transport.receive(parsed.data);
+      return new Response("Accepted", { status: 202 });
+    }
+
+    return {
+      mode: "http",
+      routes: [
+        { path: "/sse", methods: ["GET"], handle: connect },
+        { path: "/messages", methods: ["POST"], handle: post },
+      ],
+      async close() {
+        const open = [...sessions.values()];
+        sessions.clear();
+        await Promise.allSettled(open.map(async (s) => {
+          await s.served.close();
+          await s.transport.close();
+        }));
+      },
+    };
+  },
+});

@@ -1,0 +1,40 @@
+/**
+ * Inbound stdio transport: newline-delimited JSON-RPC on the process's stdin and stdout.
+ *
+ * stdout carries only protocol frames; every log line goes to stderr. The parent process is the
+ * trust boundary, so the session's tenant comes from MCP_STDIO_TENANT.
+ * @module
+ */
+import { definePlugin, StreamTransport } from "../../core/plugin_api.ts";
+
+export default definePlugin({
+  name: "transport-stdio",
+  version: "1.0.0",
+  kind: "transport",
+  transport: "stdio",
+  description: "MCP over the gateway's own stdin/stdout",
+  permissions: {},
+  create(ctx) {
+    const transport = new StreamTransport(ctx.stdio.stdin, ctx.stdio.stdout, {
+      maxMessageBytes: ctx.settings.maxMessageBytes,
+    });
+    transport.onerror = (error) => ctx.logger.warn("bad frame on stdin", { error: error.message });
+    let session: { close(): Promise<void> } | undefined;
+    return {
+      mode: "stdio",
+      async start() {
+        session = await ctx.serve(transport, {
+          transport: "stdio",
+          auth: { tenant: ctx.settings.stdioTenant, scopes: ["admin"], subject: "stdio-parent" },
+        });
+      },
+      get done() {
+        return transport.finished;
+      },
+      async close() {
+        await session?.close();
+        await transport.close();
+      },
+    };
+  },
+});

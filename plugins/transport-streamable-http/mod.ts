@@ -1,0 +1,118 @@
+/**
+ * Inbound Streamable HTTP transport at `/mcp` (POST, GET, DELETE), one SDK
+ * `WebStandardStreamableHTTPServerTransport` per session.
+ *
+ * A session belongs to the caller that opened it: a request that carries its `Mcp-Session-Id`
+ * with another caller's credentials is refused.
+ * @module
+ */
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { definePlugin, type ServedSession, type TokenPayload } from "../../core/plugin_api.ts";
+
+interface Session {
+  transport: WebStandardStreamableHTTPServerTransport;
+  owner: TokenPayload;
+  served?: ServedSession;
+}
+
+/** A JSON-RPC error body as the Streamable HTTP spec answers transport-level failures. */
+function rpcError(status: number, code: number, message: string): Response {
+  return Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, { status });
+}
+
+function sameCaller(a: TokenPayload, b: TokenPayload): boolean {
+  return a.tenant === b.tenant && a.subject === b.subject;
+}
+
+export default definePlugin({
+  name: "transport-streamable-http",
+  version: "1.0.0",
+  kind: "transport",
+  transport: "streamable-http",
+  description: "MCP Streamable HTTP at /mcp, in SSE or JSON response mode",
+  permissions: { net: true },
+  create(ctx) {
+    const sessions = new Map<string, Session>();
+    const { maxMessageBytes, httpResponseMode } = ctx.settings;
+
+    async function open(request: Request, auth: TokenPayload): Promise<Response> {
+      let body: unknown;
+      try {
+        body = JSON.parse(await request.text());
+      } catch (error) {
+        return rpcError(400, -32700, `Parse error: ${(error as Error).message}`);
+      }
+      const initializes = Array.isArray(body)
+        ? body.some(isInitializeRequest)
+        : isInitializeRequest(body);
+      if (!initializes) {
+        return rpcError(
+          400,
+          -32000,
+          "Bad Request: no Mcp-Session-Id header; start a session with an initialize request, then send its Mcp-Session-Id on every request",
+        );
+      }
+      const session: Partial<Session> & { owner: TokenPayload } = { owner: auth };
+      const transport = new WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: () => crypto.randomUUID(),
+        enableJsonResponse: httpResponseMode === "json",
+        maxRequestBodySize: maxMessageBytes,
+        onsessioninitialized: (id) => void sessions.set(id, session as Session),
+        onsessionclosed: (id) => void sessions.delete(id),
+      });
+      session.transport = transport;
+      transport.onclose = () => {
+        if (transport.sessionId) sessions.delete(transport.sessionId);
+      };
+      session.served = await ctx.serve(transport, { transport: "streamable-http", auth });
+      const response = await transport.handleRequest(request, { parsedBody: body });
+      // A refused initialize (bad Accept header, bad version) leaves no session to keep.
+      if (transport.sessionId === undefined) await session.served.close();
+      return response;
+    }
+
+    return {
+      mode: "http",
+      routes: [{
+        path: "/mcp",
+        methods: ["POST", "GET", "DELETE"],
+        handle(request, auth) {
+          const id = request.headers.get("mcp-session-id");
+          if (id === null) {
+            if (request.method === "POST") return open(request, auth);
+            return Promise.resolve(rpcError(
+              400,
+              -32000,
+              `Bad Request: ${request.method} /mcp needs the Mcp-Session-Id header of a session opened with initialize`,
+            ));
+          }
+          const session = sessions.get(id);
+          if (!session) {
+            return Promise.resolve(rpcError(
+              404,
+              -32001,
+              "Session not found: it expired or was closed; send a new initialize request without Mcp-Session-Id",
+            ));
+          }
+          if (!sameCaller(session.owner, auth)) {
+            return Promise.resolve(rpcError(
+              403,
+              -32000,
+              "Forbidden: this session belongs to another caller; open your own with initialize",
+            ));
+          }
+          return session.transport.handleRequest(request);
+        },
+      }],
+      async close() {
+        const open = [...sessions.values()];
+        sessions.clear();
+        await Promise.allSettled(open.map(async (s) => {
+          await s.served?.close();
+          await s.transport.close();
+        }));
+      },
+    };
+  },
+});
