@@ -7,21 +7,27 @@
  * @module
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
   CallToolRequestSchema,
   type CallToolResult,
   CompleteRequestSchema,
+  ErrorCode,
   GetPromptRequestSchema,
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
+  McpError,
   type Prompt,
   ReadResourceRequestSchema,
   type Resource,
   type ResourceTemplate,
+  type ServerNotification,
+  type ServerRequest,
 } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
 import type { Clock } from "./clock.ts";
 import type { Definition, DefinitionRegistry } from "./definition_registry.ts";
 import { GatewayError, toMcpError } from "./errors.ts";
@@ -165,14 +171,14 @@ export class MCPServiceBridge {
         `engine definitions as resources (${STATUS_URI} for counts) and prompts.`,
     });
 
-    server.setRequestHandler(ListToolsRequestSchema, (request) => {
+    handle(server, ListToolsRequestSchema, (request) => {
       return guard(() => {
         const page = paginate(o.toolRegistry.list(), request.params?.cursor, o.pageSize);
         return { tools: page.items, ...cursor(page.nextCursor) };
       });
     });
 
-    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    handle(server, CallToolRequestSchema, async (request, extra) => {
       const { name, arguments: rawArgs } = request.params;
       const tool = o.toolRegistry.get(name);
       if (!tool) {
@@ -223,21 +229,21 @@ export class MCPServiceBridge {
       }
     });
 
-    server.setRequestHandler(ListResourcesRequestSchema, (request) => {
+    handle(server, ListResourcesRequestSchema, (request) => {
       return guard(() => {
         const page = paginate(this.#resources(), request.params?.cursor, o.pageSize);
         return { resources: page.items, ...cursor(page.nextCursor) };
       });
     });
 
-    server.setRequestHandler(ListResourceTemplatesRequestSchema, (request) => {
+    handle(server, ListResourceTemplatesRequestSchema, (request) => {
       return guard(() => {
         const page = paginate(resourceTemplates(), request.params?.cursor, o.pageSize);
         return { resourceTemplates: page.items, ...cursor(page.nextCursor) };
       });
     });
 
-    server.setRequestHandler(ReadResourceRequestSchema, (request) => {
+    handle(server, ReadResourceRequestSchema, (request) => {
       return guard(() => {
         const { uri } = request.params;
         const text = this.#readResource(uri);
@@ -245,7 +251,7 @@ export class MCPServiceBridge {
       });
     });
 
-    server.setRequestHandler(ListPromptsRequestSchema, (request) => {
+    handle(server, ListPromptsRequestSchema, (request) => {
       return guard(() => {
         const prompts = this.#prompts().map((p) => p.prompt);
         const page = paginate(prompts, request.params?.cursor, o.pageSize);
@@ -253,7 +259,7 @@ export class MCPServiceBridge {
       });
     });
 
-    server.setRequestHandler(GetPromptRequestSchema, (request) => {
+    handle(server, GetPromptRequestSchema, (request) => {
       return guard(() => {
         const { name, arguments: args = {} } = request.params;
         const found = this.#prompts().find((p) => p.prompt.name === name);
@@ -283,7 +289,7 @@ export class MCPServiceBridge {
       });
     });
 
-    server.setRequestHandler(CompleteRequestSchema, (request) => {
+    handle(server, CompleteRequestSchema, (request) => {
       return guard(() => {
         const { ref, argument } = request.params;
         let candidates: string[] = [];
@@ -414,6 +420,34 @@ function resourceTemplates(): ResourceTemplate[] {
 
 function cursor(next: string | undefined): { nextCursor?: string } {
   return next === undefined ? {} : { nextCursor: next };
+}
+
+/**
+ * Installs a request handler whose malformed params are answered with -32602 Invalid params.
+ *
+ * The SDK parses params before a handler runs and reports a failure as -32603 Internal error;
+ * a client that sends `{"name": 42}` made a mistake of its own, so the parse happens here.
+ */
+function handle<S extends z.ZodObject>(
+  server: Server,
+  schema: S,
+  handler: (
+    request: z.infer<S>,
+    extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
+  ) => unknown,
+): void {
+  const method = (schema.shape as { method: z.ZodLiteral<string> }).method.value;
+  const lenient = schema.extend({ params: z.unknown().optional() });
+  server.setRequestHandler(lenient, (request, extra) => {
+    const parsed = schema.safeParse(request);
+    if (!parsed.success) {
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `Invalid params for ${method}: ${z.prettifyError(parsed.error).replaceAll("\n", "; ")}`,
+      );
+    }
+    return handler(parsed.data, extra) as never;
+  });
 }
 
 /** Runs a handler body, turning gateway errors into wire errors. */

@@ -13,6 +13,7 @@ import type { GatewayConfig } from "./config.ts";
 import { DefinitionRegistry } from "./definition_registry.ts";
 import { GatewayError, serializeError } from "./errors.ts";
 import { type EventBus, InProcessEventBus } from "./event_bus.ts";
+import { SwitchableEventBus } from "./switchable_event_bus.ts";
 import { HttpListener } from "./http_listener.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import type {
@@ -66,7 +67,7 @@ export class Kernel {
   readonly config: GatewayConfig;
   readonly logger: Logger;
   readonly clock: Clock;
-  readonly bus: EventBus;
+  readonly bus: SwitchableEventBus;
   readonly tools: ToolRegistry = new ToolRegistry();
   readonly agents: DefinitionRegistry = new DefinitionRegistry();
   readonly skills: DefinitionRegistry = new DefinitionRegistry();
@@ -88,7 +89,7 @@ export class Kernel {
     this.logger = options.logger ??
       createLogger({ level: options.config.log.level, format: options.config.log.format });
     this.clock = options.clock ?? systemClock;
-    this.bus = new InProcessEventBus(this.logger.child("bus"));
+    this.bus = new SwitchableEventBus(new InProcessEventBus(this.logger.child("bus")));
     this.bridge = new MCPServiceBridge({
       toolRegistry: this.tools,
       agentRegistry: this.agents,
@@ -126,7 +127,10 @@ export class Kernel {
     const { plugins, failures } = await loadPlugins(dirs);
     this.#failures.push(...failures);
     for (const failure of failures) this.#reportFailure(failure);
-    for (const plugin of plugins) await this.#instantiate(plugin);
+    await this.#selectBus(plugins);
+    for (const plugin of plugins) {
+      if (plugin.manifest.kind !== "bus") await this.#instantiate(plugin);
+    }
 
     const info: StartInfo = { transport: server.transport, pluginFailures: this.#failures };
     if (server.transport === "stdio") {
@@ -161,6 +165,8 @@ export class Kernel {
         for (const { value, plugin } of instances) {
           const closable = value as { close?: () => unknown } | undefined;
           if (typeof closable?.close !== "function") continue;
+          // Running transports were closed first, above; close() is not required to be idempotent.
+          if (this.#transports.includes(value as InboundTransport)) continue;
           try {
             await closable.close();
           } catch (error) {
@@ -217,13 +223,40 @@ export class Kernel {
     return { authenticator, generatedToken };
   }
 
-  async #instantiate(plugin: LoadedPlugin): Promise<void> {
+  /** With NATS_URL set, the `bus-nats` plugin replaces the in-process bus; failing that is fatal. */
+  async #selectBus(plugins: LoadedPlugin[]): Promise<void> {
+    const url = this.config.natsUrl;
+    if (url === undefined) return;
+    const plugin = plugins.find((p) => p.manifest.kind === "bus" && p.manifest.name === "bus-nats");
+    if (!plugin) {
+      throw new GatewayError(
+        "plugin_invalid",
+        "NATS_URL is set but the bus-nats plugin did not load; see the plugin errors above or unset NATS_URL",
+      );
+    }
+    const bus = await this.#instantiate(plugin, { url });
+    if (!bus) {
+      throw new GatewayError(
+        "plugin_invalid",
+        `Cannot use NATS at ${url}; see the error above, or unset NATS_URL to use the in-process bus`,
+      );
+    }
+    await this.bus.use(bus as EventBus);
+  }
+
+  async #instantiate(plugin: LoadedPlugin, extra: Record<string, unknown> = {}): Promise<unknown> {
     const manifest: PluginManifest = plugin.manifest;
     const logger = this.logger.child(manifest.name);
-    const slice = pluginConfigSlice(manifest.name, this.config.pluginEnv);
+    const slice = { ...pluginConfigSlice(manifest.name, this.config.pluginEnv), ...extra };
     let config: Record<string, unknown> = slice;
     if (manifest.configSchema) {
-      const parsed = manifest.configSchema.safeParse(slice);
+      // A schema that throws is a broken plugin like any other: report it, don't abort start().
+      let parsed: ReturnType<NonNullable<PluginManifest["configSchema"]>["safeParse"]>;
+      try {
+        parsed = manifest.configSchema.safeParse(slice);
+      } catch (error) {
+        parsed = { success: false, error };
+      }
       if (!parsed.success) {
         this.#fail(
           plugin,
@@ -233,7 +266,8 @@ export class Kernel {
         );
         return;
       }
-      config = parsed.data as Record<string, unknown>;
+      // `data` is optional in the schema contract; without it the plugin gets the raw slice.
+      config = (parsed.data ?? slice) as Record<string, unknown>;
     }
     const base: PluginContext = {
       logger,
@@ -274,7 +308,7 @@ export class Kernel {
       }
     } catch (error) {
       this.#fail(plugin, `factory threw: ${serializeError(error).message}`);
-      return;
+      return undefined;
     }
     const list = this.#instances.get(manifest.kind) ?? [];
     list.push({ plugin, value });
@@ -286,6 +320,7 @@ export class Kernel {
       path: plugin.path,
     });
     logger.debug("plugin loaded", { kind: manifest.kind, path: plugin.path });
+    return value;
   }
 
   #fail(plugin: LoadedPlugin, reason: string): void {

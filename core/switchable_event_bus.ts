@@ -1,0 +1,45 @@
+/**
+ * SwitchableEventBus: the kernel's bus handle. Services get it at construction; the backend behind
+ * it (in-process by default, a bus plugin such as NATS when configured) is chosen at start.
+ * @module
+ */
+import type { EventBus, EventHandler } from "./event_bus.ts";
+import type { GatewayEvent } from "./events.ts";
+
+/** An EventBus whose backend can be replaced once services already hold it. */
+export class SwitchableEventBus implements EventBus {
+  #target: EventBus;
+  #subscriptions = new Map<EventHandler, () => void>();
+
+  constructor(initial: EventBus) {
+    this.#target = initial;
+  }
+
+  publish(event: GatewayEvent): void {
+    this.#target.publish(event);
+  }
+
+  subscribe(handler: EventHandler): () => void {
+    this.#subscriptions.set(handler, this.#target.subscribe(handler));
+    return () => {
+      this.#subscriptions.get(handler)?.();
+      this.#subscriptions.delete(handler);
+    };
+  }
+
+  /** Moves every subscriber to `next` and closes the previous backend. */
+  async use(next: EventBus): Promise<void> {
+    const previous = this.#target;
+    this.#target = next;
+    for (const [handler, unsubscribe] of this.#subscriptions) {
+      unsubscribe();
+      this.#subscriptions.set(handler, next.subscribe(handler));
+    }
+    await previous.close();
+  }
+
+  close(): Promise<void> {
+    this.#subscriptions.clear();
+    return this.#target.close();
+  }
+}
