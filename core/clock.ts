@@ -39,7 +39,8 @@ export class ManualClock implements Clock {
 
   setTimeout(fn: () => void, ms: number): TimerHandle {
     const id = this.#nextId++;
-    this.#timers.push({ at: this.#now + ms, fn, id });
+    // Like the real setTimeout, a negative delay means "now": time never runs backwards.
+    this.#timers.push({ at: this.#now + Math.max(0, ms), fn, id });
     return { cancel: () => void (this.#timers = this.#timers.filter((t) => t.id !== id)) };
   }
 

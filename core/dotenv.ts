@@ -25,12 +25,19 @@ export function parseDotenv(text: string, file = ".env"): Record<string, string>
   return out;
 }
 
+/** A double-quoted value (with `\n`, `\"` and `\\` escapes), optionally followed by a comment. */
+const DOUBLE = /^"((?:[^"\\]|\\.)*)"(?:\s+#.*)?$/;
+/** A single-quoted (literal) value, optionally followed by a comment. */
+const SINGLE = /^'([^']*)'(?:\s+#.*)?$/;
+
 function unquote(value: string): string {
-  const quote = value[0];
-  if ((quote === `"` || quote === `'`) && value.endsWith(quote) && value.length >= 2) {
-    const inner = value.slice(1, -1);
-    return quote === `"` ? inner.replace(/\\n/g, "\n").replace(/\\(["\\])/g, "$1") : inner;
+  const double = DOUBLE.exec(value);
+  if (double) {
+    // One pass, so an escaped backslash before "n" stays a backslash and an "n".
+    return double[1]!.replace(/\\([n"\\])/g, (_, c: string) => (c === "n" ? "\n" : c));
   }
+  const single = SINGLE.exec(value);
+  if (single) return single[1]!;
   // An unquoted value ends at an inline comment.
   return value.replace(/\s+#.*$/, "");
 }

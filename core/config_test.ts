@@ -1,0 +1,261 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { type ConfigFlags, loadConfig, resolveConfig } from "./config.ts";
+import { GatewayError } from "./errors.ts";
+
+/** Resolves and returns the `config_invalid` error it must throw. */
+function configError(
+  env: Record<string, string | undefined>,
+  flags: ConfigFlags = {},
+): GatewayError {
+  try {
+    resolveConfig(env, flags);
+  } catch (error) {
+    assert.ok(error instanceof GatewayError, `expected a GatewayError, got ${error}`);
+    assert.equal(error.code, "config_invalid");
+    return error;
+  }
+  assert.fail("expected resolveConfig to throw config_invalid");
+}
+
+Deno.test("resolveConfig resolves an empty environment to the documented defaults", () => {
+  assert.deepEqual(resolveConfig({}), {
+    server: {
+      enabled: true,
+      transport: "http",
+      host: "127.0.0.1",
+      port: 8787,
+      authDisabled: false,
+      jwt: {},
+      allowedHosts: [],
+      allowedOrigins: [],
+      maxMessageBytes: 4 * 1024 * 1024,
+      pageSize: 100,
+      httpResponseMode: "sse",
+      stdioTenant: "default",
+    },
+    proxy: { healthCheckIntervalSeconds: 30, toolSeparator: "__" },
+    pluginPaths: [],
+    policyPath: "policies",
+    log: { level: "info", format: "text" },
+    pluginEnv: {},
+  });
+});
+
+Deno.test("resolveConfig treats an empty variable as unset", () => {
+  const config = resolveConfig({
+    MCP_SERVER_PORT: "",
+    MCP_SERVER_TRANSPORT: "",
+    MCP_AUTH_DISABLED: "",
+    MCP_PROXY_TOOL_SEPARATOR: "",
+  });
+  assert.equal(config.server.port, 8787);
+  assert.equal(config.server.transport, "http");
+  assert.equal(config.server.authDisabled, false);
+  assert.equal(config.proxy.toolSeparator, "__");
+});
+
+Deno.test("resolveConfig reads each variable from the environment", () => {
+  const config = resolveConfig({
+    MCP_SERVER_ENABLED: "no",
+    MCP_SERVER_TRANSPORT: "stdio",
+    MCP_SERVER_HOST: "0.0.0.0",
+    MCP_SERVER_PORT: "9000",
+    MCP_SERVER_AUTH_TOKEN: "secret-token",
+    MCP_AUTH_TOKENS_FILE: "tokens.yaml",
+    MCP_AUTH_JWT_SECRET: "hs-secret",
+    MCP_AUTH_JWKS_URL: "https://idp.example.com/.well-known/jwks.json",
+    MCP_AUTH_JWT_ISSUER: "https://idp.example.com",
+    MCP_AUTH_JWT_AUDIENCE: "agent33",
+    MCP_AUTH_DISABLED: "yes",
+    MCP_ALLOWED_HOSTS: "a.example, b.example ,",
+    MCP_ALLOWED_ORIGINS: "https://a.example",
+    MCP_MAX_MESSAGE_BYTES: "2048",
+    MCP_LIST_PAGE_SIZE: "5",
+    MCP_HTTP_RESPONSE_MODE: "json",
+    MCP_STDIO_TENANT: "acme",
+    MCP_PROXY_CONFIG_PATH: "fleet.yaml",
+    MCP_PROXY_HEALTH_CHECK_INTERVAL: "5",
+    MCP_PROXY_TOOL_SEPARATOR: ".",
+    MCP_POLICY_PATH: "rules.yaml",
+    NATS_URL: "nats://127.0.0.1:4222",
+    MCP_LOG_LEVEL: "DEBUG",
+    MCP_LOG_FORMAT: "json",
+  });
+  assert.deepEqual(config.server, {
+    enabled: false,
+    transport: "stdio",
+    host: "0.0.0.0",
+    port: 9000,
+    authToken: "secret-token",
+    authDisabled: true,
+    tokensFile: "tokens.yaml",
+    jwt: {
+      secret: "hs-secret",
+      jwksUrl: "https://idp.example.com/.well-known/jwks.json",
+      issuer: "https://idp.example.com",
+      audience: "agent33",
+    },
+    allowedHosts: ["a.example", "b.example"],
+    allowedOrigins: ["https://a.example"],
+    maxMessageBytes: 2048,
+    pageSize: 5,
+    httpResponseMode: "json",
+    stdioTenant: "acme",
+  });
+  assert.deepEqual(config.proxy, {
+    configPath: "fleet.yaml",
+    healthCheckIntervalSeconds: 5,
+    toolSeparator: ".",
+  });
+  assert.equal(config.policyPath, "rules.yaml");
+  assert.equal(config.natsUrl, "nats://127.0.0.1:4222");
+  assert.deepEqual(config.log, { level: "debug", format: "json" });
+});
+
+Deno.test("resolveConfig accepts sse as an alias of the http transport", () => {
+  assert.equal(resolveConfig({ MCP_SERVER_TRANSPORT: "sse" }).server.transport, "http");
+  assert.equal(resolveConfig({}, { transport: "sse" }).server.transport, "http");
+});
+
+Deno.test("resolveConfig lets --transport override MCP_SERVER_TRANSPORT", () => {
+  const config = resolveConfig({ MCP_SERVER_TRANSPORT: "http" }, { transport: "stdio" });
+  assert.equal(config.server.transport, "stdio");
+});
+
+Deno.test("resolveConfig lets --host override MCP_SERVER_HOST", () => {
+  const config = resolveConfig({ MCP_SERVER_HOST: "0.0.0.0" }, { host: "localhost" });
+  assert.equal(config.server.host, "localhost");
+});
+
+Deno.test("resolveConfig lets --port override MCP_SERVER_PORT", () => {
+  const config = resolveConfig({ MCP_SERVER_PORT: "9000" }, { port: "0" });
+  assert.equal(config.server.port, 0);
+});
+
+Deno.test("resolveConfig lets --config override MCP_PROXY_CONFIG_PATH", () => {
+  const config = resolveConfig({ MCP_PROXY_CONFIG_PATH: "env.yaml" }, { config: "flag.yaml" });
+  assert.equal(config.proxy.configPath, "flag.yaml");
+});
+
+Deno.test("resolveConfig lets --no-auth override MCP_AUTH_DISABLED", () => {
+  const config = resolveConfig({ MCP_AUTH_DISABLED: "false" }, { noAuth: true });
+  assert.equal(config.server.authDisabled, true);
+});
+
+Deno.test("resolveConfig names the variable, the flag and the fix for a port that is not a number", () => {
+  const error = configError({ MCP_SERVER_PORT: "abc" });
+  assert.match(error.message, /MCP_SERVER_PORT must be an integer from 0 to 65535, received "abc"/);
+  assert.match(error.message, /--port/);
+});
+
+Deno.test("resolveConfig names the flag for an out-of-range --port", () => {
+  const error = configError({}, { port: "70000" });
+  assert.match(error.message, /MCP_SERVER_PORT must be an integer from 0 to 65535/);
+  assert.match(error.message, /received "70000"/);
+  assert.match(error.message, /set by --port or MCP_SERVER_PORT/);
+});
+
+Deno.test("resolveConfig names the variable and the accepted values for a bad boolean", () => {
+  const error = configError({ MCP_SERVER_ENABLED: "maybe" });
+  assert.match(error.message, /MCP_SERVER_ENABLED must be true or false, received "maybe"/);
+});
+
+Deno.test("resolveConfig names the variable and the accepted values for an unknown transport", () => {
+  const error = configError({ MCP_SERVER_TRANSPORT: "ws" });
+  assert.match(error.message, /MCP_SERVER_TRANSPORT must be one of stdio, http, received "ws"/);
+  assert.match(error.message, /--transport/);
+});
+
+Deno.test("resolveConfig rejects a tool separator that is not valid in a tool name", () => {
+  const error = configError({ MCP_PROXY_TOOL_SEPARATOR: "a b" });
+  assert.match(error.message, /MCP_PROXY_TOOL_SEPARATOR must be 1–8 characters/);
+});
+
+Deno.test("resolveConfig rejects a JWKS URL that is not an absolute URL", () => {
+  const error = configError({ MCP_AUTH_JWKS_URL: "idp.example.com/jwks" });
+  assert.match(error.message, /MCP_AUTH_JWKS_URL must be an absolute URL, e\.g\. https:\/\//);
+});
+
+Deno.test("resolveConfig names the variable and the accepted values for an unknown log level", () => {
+  const error = configError({ MCP_LOG_LEVEL: "loud" });
+  assert.match(error.message, /MCP_LOG_LEVEL must be one of debug, info, warn, error/);
+});
+
+Deno.test("resolveConfig reports every problem together", () => {
+  const error = configError({ MCP_SERVER_PORT: "abc", MCP_LOG_FORMAT: "xml" }, {
+    transport: "ws",
+  });
+  const problems = error.data.problems as string[];
+  assert.equal(problems.length, 3);
+  for (const variable of ["MCP_SERVER_PORT", "MCP_LOG_FORMAT", "MCP_SERVER_TRANSPORT"]) {
+    assert.ok(
+      problems.some((p) => p.startsWith(variable)),
+      `no problem names ${variable}: ${problems}`,
+    );
+    assert.match(error.message, new RegExp(variable));
+  }
+});
+
+Deno.test("resolveConfig splits MCP_PLUGIN_PATHS on colons, dropping empty entries", {
+  ignore: Deno.build.os === "windows",
+}, () => {
+  const config = resolveConfig({ MCP_PLUGIN_PATHS: "./plugins: /opt/agent33/plugins::" });
+  assert.deepEqual(config.pluginPaths, ["./plugins", "/opt/agent33/plugins"]);
+});
+
+Deno.test("resolveConfig collects MCP_PLUGIN_* variables except MCP_PLUGIN_PATHS into pluginEnv", () => {
+  const config = resolveConfig({
+    MCP_PLUGIN_PATHS: "./plugins",
+    MCP_PLUGIN_ECHO_GREETING: "hello",
+    MCP_PLUGIN_ECHO_TIMES: "3",
+    MCP_SERVER_HOST: "localhost",
+    HOME: "/root",
+  });
+  assert.deepEqual(config.pluginEnv, {
+    MCP_PLUGIN_ECHO_GREETING: "hello",
+    MCP_PLUGIN_ECHO_TIMES: "3",
+  });
+});
+
+Deno.test("loadConfig reads a .env file, and the process environment wins over it", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const envFile = join(dir, ".env");
+    await Deno.writeTextFile(
+      envFile,
+      "MCP_SERVER_PORT=9100\nMCP_SERVER_HOST=0.0.0.0\nMCP_PLUGIN_ECHO_GREETING=from-file\n",
+    );
+    const config = await loadConfig({}, { envFile, env: { MCP_SERVER_HOST: "localhost" } });
+    assert.equal(config.server.port, 9100);
+    assert.equal(config.server.host, "localhost");
+    assert.deepEqual(config.pluginEnv, { MCP_PLUGIN_ECHO_GREETING: "from-file" });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("loadConfig applies flags over both the .env file and the environment", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const envFile = join(dir, ".env");
+    await Deno.writeTextFile(envFile, "MCP_SERVER_PORT=9100\n");
+    const config = await loadConfig({ port: "9200" }, {
+      envFile,
+      env: { MCP_SERVER_PORT: "9300" },
+    });
+    assert.equal(config.server.port, 9200);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("loadConfig treats a missing .env file as empty", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const config = await loadConfig({}, { envFile: join(dir, "absent.env"), env: {} });
+    assert.equal(config.server.port, 8787);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
