@@ -5,6 +5,7 @@
  * with its path and reason and skipped; the others load.
  * @module
  */
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { z } from "zod";
 import { PLUGIN_KINDS, type PluginManifest } from "./plugin_api.ts";
 
@@ -28,7 +29,8 @@ export interface PluginLoadResult {
 }
 
 /** The built-in plugins directory of this checkout. */
-export const BUILTIN_PLUGIN_DIR: string = new URL("../plugins/", import.meta.url).pathname;
+// fileURLToPath, not URL.pathname: a checkout path with a space would stay percent-encoded.
+export const BUILTIN_PLUGIN_DIR: string = fileURLToPath(new URL("../plugins/", import.meta.url));
 
 const grant = z.union([z.boolean(), z.array(z.string())]);
 const MANIFEST = z.object({
@@ -47,7 +49,14 @@ const MANIFEST = z.object({
     env: grant.optional(),
     run: grant.optional(),
     sys: grant.optional(),
-  }, { message: 'must be an object of Deno permissions, e.g. { net: ["127.0.0.1"] }' }).strict(),
+  }, {
+    // The unknown-key message names the key; a blanket message would hide which one is wrong.
+    error: (issue) =>
+      issue.code === "unrecognized_keys"
+        ? `has unknown key ${issue.keys.map((k) => `"${k}"`).join(", ")}; ` +
+          "use read, write, net, env, run or sys"
+        : 'must be an object of Deno permissions, e.g. { net: ["127.0.0.1"] }',
+  }).strict(),
   create: z.custom<(...args: unknown[]) => unknown>((v) => typeof v === "function", {
     message: "must be a function (the plugin's factory)",
   }),
@@ -118,7 +127,8 @@ async function pluginModules(dir: string, failures: PluginFailure[]): Promise<st
 async function loadOne(path: string): Promise<LoadedPlugin | PluginFailure> {
   let mod: { default?: unknown };
   try {
-    mod = await import(new URL(`file://${path}`).href);
+    // pathToFileURL escapes "#", "?", "%" and spaces that a `file://${path}` string would misread.
+    mod = await import(pathToFileURL(path).href);
   } catch (error) {
     return { path, reason: `cannot import: ${firstLine((error as Error).message)}` };
   }
