@@ -13,7 +13,21 @@ export type GatewayEvent =
   | { type: "plugin.failed"; path: string; reason: string }
   | { type: "tools.changed"; count: number }
   | { type: "session.opened"; sessionId: string; transport: string; tenant: string }
-  | { type: "session.closed"; sessionId: string; transport: string };
+  | { type: "session.closed"; sessionId: string; transport: string }
+  | { type: "proxy.state"; server: string; from: string; to: string; reason?: string }
+  | {
+    type: "proxy.breaker";
+    server: string;
+    from: string;
+    to: string;
+    trips: number;
+    retryAfterMs?: number;
+  }
+  | { type: "proxy.health"; server: string; ok: boolean; latencyMs: number; error?: string }
+  | { type: "proxy.tools"; server: string; count: number }
+  | { type: "proxy.tool_dropped"; server: string; tool: string; reason: string }
+  | { type: "fleet.reloaded"; path: string; added: string[]; removed: string[]; changed: string[] }
+  | { type: "fleet.reload_failed"; path: string; reason: string };
 
 /** The `type` of a {@link GatewayEvent}. */
 export type GatewayEventType = GatewayEvent["type"];
@@ -35,5 +49,14 @@ export function subjectOf(event: GatewayEvent): string {
     case "session.opened":
     case "session.closed":
       return `${SUBJECT_PREFIX}.sessions.${event.type.slice("session.".length)}`;
+    case "proxy.state":
+    case "proxy.breaker":
+    case "proxy.health":
+    case "proxy.tools":
+    case "proxy.tool_dropped":
+      return `${SUBJECT_PREFIX}.proxy.${event.server}.${event.type.slice("proxy.".length)}`;
+    case "fleet.reloaded":
+    case "fleet.reload_failed":
+      return `${SUBJECT_PREFIX}.fleet.${event.type.slice("fleet.".length)}`;
   }
 }

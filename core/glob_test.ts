@@ -1,0 +1,25 @@
+import assert from "node:assert/strict";
+import { compileAllowDeny, compileGlob } from "./glob.ts";
+
+Deno.test("compileGlob matches * as any run and ? as one character", () => {
+  const m = compileGlob("github__*_issue?");
+  assert.equal(m("github__create_issues"), true);
+  assert.equal(m("github__x_issue"), false);
+  assert.equal(m("gitlab__create_issues"), false);
+});
+
+Deno.test("compileGlob treats regex characters literally", () => {
+  assert.equal(compileGlob("a.b+(c)")("a.b+(c)"), true);
+  assert.equal(compileGlob("a.b")("axb"), false);
+});
+
+Deno.test("compileAllowDeny: deny wins, and any allow glob turns on allowlist semantics", () => {
+  const open = compileAllowDeny([], ["delete_*"]);
+  assert.equal(open("read_file"), true);
+  assert.equal(open("delete_file"), false);
+  const listed = compileAllowDeny(["read_*", "delete_*"], ["delete_all"]);
+  assert.equal(listed("read_file"), true);
+  assert.equal(listed("write_file"), false);
+  assert.equal(listed("delete_file"), true);
+  assert.equal(listed("delete_all"), false);
+});

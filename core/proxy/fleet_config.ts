@@ -1,0 +1,662 @@
+/**
+ * The fleet file: the upstream MCP servers the gateway aggregates, as YAML.
+ *
+ * ```yaml
+ * proxy_servers:
+ *   - id: github
+ *     command: ["npx", "-y", "@modelcontextprotocol/server-github"]
+ *     env:
+ *       GITHUB_TOKEN: ${GITHUB_TOKEN}
+ *   - id: gateway
+ *     url: https://mcp.example.com/sse
+ *     transport: sse
+ *     enabled: false
+ * ```
+ *
+ * The person reading an error here is editing that file, so every problem is reported as
+ * `file:line: what is wrong and how to fix it`, and all problems are reported at once rather than
+ * one per restart. Unknown keys are errors (a typo such as `trasport` would otherwise be silently
+ * ignored). Secrets come from the environment through `${VAR}` interpolation, applied after
+ * parsing so that line numbers still point into the file as written.
+ * @module
+ */
+import { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument } from "yaml";
+import { z } from "zod";
+import { GatewayError } from "../errors.ts";
+import { interpolate } from "./interpolate.ts";
+
+/** How the gateway talks to an upstream server. */
+export type FleetTransport = "stdio" | "sse" | "http";
+
+/** A sandbox grant: `true` for all, `false` for none, or the list of allowed paths/hosts/names. */
+export type FleetGrant = boolean | string[];
+
+/** Deno permission grants for a `sandbox: deno` server; an absent key grants nothing. */
+export interface FleetPermissions {
+  read?: FleetGrant;
+  write?: FleetGrant;
+  net?: FleetGrant;
+  env?: FleetGrant;
+  run?: FleetGrant;
+  sys?: FleetGrant;
+}
+
+/** One upstream server, resolved: defaults applied and variables interpolated. */
+export interface FleetServer {
+  /** Unique id, `^[a-z0-9][a-z0-9_-]*$`, never containing the tool separator. */
+  id: string;
+  transport: FleetTransport;
+  /** The child process and its arguments (stdio only). */
+  command?: string[];
+  /** The server's http(s) endpoint (sse and http only). */
+  url?: string;
+  /** Extra HTTP request headers (sse and http only). */
+  headers: Record<string, string>;
+  /** Extra environment variables for the child process (stdio only). */
+  env: Record<string, string>;
+  enabled: boolean;
+  /** Working directory of the child process (stdio only). */
+  cwd?: string;
+  timeouts: { connectMs: number; callMs: number };
+  /** Check every `intervalMs`; degraded after `degradedAfter`, failed after `failedAfter` misses. */
+  health: { intervalMs: number; degradedAfter: number; failedAfter: number };
+  breaker: { threshold: number; baseMs: number; maxMs: number };
+  permissions: FleetPermissions;
+  /** `deno`: the stdio child runs under `deno run` with {@link FleetServer.permissions} as flags. */
+  sandbox: "none" | "deno";
+  /** Namespace of the server's tools (`<prefix><separator><tool>`); `""` means unprefixed. */
+  prefix: string;
+  /** Tool-name globs: an empty `allow` allows all; `deny` wins over `allow`. */
+  tools: { allow: string[]; deny: string[] };
+  /** 1-based line of the entry in the file */
+  line: number;
+}
+
+/** A parsed fleet file. */
+export interface FleetConfig {
+  servers: FleetServer[];
+  /** The file the fleet came from, as given. */
+  path: string;
+}
+
+/** Values from the gateway configuration that the fleet file defaults to. */
+export interface FleetDefaults {
+  /** MCP_PROXY_TOOL_SEPARATOR: ids and prefixes must not contain it. */
+  separator: string;
+  /** MCP_PROXY_HEALTH_CHECK_INTERVAL: `health.interval` when a server sets none. */
+  healthIntervalSeconds: number;
+}
+
+type Path = (string | number)[];
+
+const TRANSPORTS = ["stdio", "sse", "http"] as const;
+const ID_PATTERN = /^[a-z0-9][a-z0-9_-]*$/;
+// Prefixes become part of tool names, so they use the MCP tool-name alphabet.
+const PREFIX_PATTERN = /^(?:[A-Za-z0-9][A-Za-z0-9_.-]*)?$/;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const SECONDS_KEYS = new Set(["connect", "call", "interval", "base", "max"]);
+
+const nonEmpty = z.string().min(1);
+const seconds = z.number().positive();
+const count = z.number().int().min(1);
+const grant = z.union([z.boolean(), z.array(nonEmpty)], {
+  error: (iss) => `must be true, false or a list of strings, received ${describe(iss.input)}`,
+});
+
+/** One schema per server field, parsed separately so that one bad field hides no other problem. */
+const FIELDS = {
+  id: z.string().regex(ID_PATTERN, {
+    error: (iss) =>
+      `must be lowercase letters, digits, _ and -, starting with a letter or digit, received ${
+        describe(iss.input)
+      }`,
+  }),
+  command: z.array(z.string()).min(1),
+  transport: z.enum(TRANSPORTS),
+  url: nonEmpty,
+  headers: z.record(z.string(), z.string()),
+  env: z.record(z.string(), z.string()),
+  enabled: z.boolean(),
+  cwd: nonEmpty,
+  timeouts: z.strictObject({ connect: seconds.optional(), call: seconds.optional() }),
+  health: z.strictObject({
+    interval: seconds.optional(),
+    degraded_after: count.optional(),
+    failed_after: count.optional(),
+  }),
+  breaker: z.strictObject({
+    threshold: count.optional(),
+    base: seconds.optional(),
+    max: seconds.optional(),
+  }),
+  permissions: z.strictObject({
+    read: grant.optional(),
+    write: grant.optional(),
+    net: grant.optional(),
+    env: grant.optional(),
+    run: grant.optional(),
+    sys: grant.optional(),
+  }),
+  sandbox: z.enum(["none", "deno"]),
+  prefix: z.string().regex(PREFIX_PATTERN, {
+    error: (iss) =>
+      `must be empty or letters, digits, _ . and -, starting with a letter or digit, received ${
+        describe(iss.input)
+      }`,
+  }),
+  tools: z.strictObject({
+    allow: z.array(nonEmpty).optional(),
+    deny: z.array(nonEmpty).optional(),
+  }),
+};
+
+type FieldName = keyof typeof FIELDS;
+type Fields = { [K in FieldName]?: z.output<(typeof FIELDS)[K]> };
+
+const SERVER_KEYS = Object.keys(FIELDS);
+const NESTED_KEYS: Record<string, string[]> = {
+  timeouts: Object.keys(FIELDS.timeouts.shape),
+  health: Object.keys(FIELDS.health.shape),
+  breaker: Object.keys(FIELDS.breaker.shape),
+  permissions: Object.keys(FIELDS.permissions.shape),
+  tools: Object.keys(FIELDS.tools.shape),
+};
+
+const EXPECTED: Record<string, string> = {
+  string: "a string",
+  number: "a number",
+  int: "a whole number",
+  boolean: "true or false",
+  array: "a list",
+  object: "a mapping",
+  record: "a mapping",
+};
+
+/** Messages for the issues the schemas above leave to the parse, in the file's vocabulary. */
+const PARSE = {
+  error: (iss: z.core.$ZodRawIssue): string | undefined => {
+    switch (iss.code) {
+      case "invalid_type":
+        if (iss.input === undefined) return "is required";
+        if (
+          iss.expected === "string" &&
+          (typeof iss.input === "number" || typeof iss.input === "boolean")
+        ) {
+          return `must be a string, received ${describe(iss.input)}; quote it: "${iss.input}"`;
+        }
+        return `must be ${EXPECTED[iss.expected] ?? iss.expected}, received ${describe(iss.input)}`;
+      case "invalid_value":
+        return `must be one of ${iss.values.join(", ")}, received ${describe(iss.input)}`;
+      case "too_small":
+        if (iss.origin === "array" || iss.origin === "string") return "must not be empty";
+        return `must be ${iss.inclusive ? "at least" : "greater than"} ${String(iss.minimum)}, ` +
+          `received ${describe(iss.input)}`;
+      default:
+        return undefined;
+    }
+  },
+};
+
+/** Parses fleet YAML; throws `config_invalid` listing every problem as `file:line: message`. */
+export function parseFleetConfig(
+  text: string,
+  path: string,
+  env: Record<string, string | undefined>,
+  defaults: FleetDefaults,
+): FleetConfig {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false });
+  if (doc.errors.length > 0) {
+    throw invalid(
+      path,
+      doc.errors.map((error) => {
+        const { line, col } = lineCounter.linePos(error.pos[0]);
+        return `${path}:${line}:${col}: invalid YAML: ${error.message}`;
+      }),
+    );
+  }
+
+  const lineAt = (offset: number) => lineCounter.linePos(offset).line;
+  // Walks the nodes rather than `doc.getIn` so a map entry reports its key's line, and a path
+  // that stops short (a missing field) reports the nearest enclosing node's line.
+  const lineOf = (at: Path): number => {
+    let node: unknown = doc.contents;
+    let line = isNode(node) && node.range ? lineAt(node.range[0]) : 1;
+    for (const key of at) {
+      if (isMap(node)) {
+        const pair = node.items.find((p) =>
+          String(isScalar(p.key) ? p.key.value : p.key) === String(key)
+        );
+        if (!pair) break;
+        if (isNode(pair.key) && pair.key.range) line = lineAt(pair.key.range[0]);
+        node = pair.value;
+      } else if (isSeq(node) && typeof key === "number") {
+        node = node.items[key];
+        if (!isNode(node)) break;
+        if (node.range) line = lineAt(node.range[0]);
+      } else {
+        break;
+      }
+    }
+    return line;
+  };
+
+  const problems: { line: number; message: string }[] = [];
+  const report = (line: number, message: string) => problems.push({ line, message });
+  const fieldProblem = (at: Path, message: string) =>
+    report(lineOf(at), `${formatPath(at)} ${message}`);
+  const unknownKey = (at: Path, known: readonly string[]) => {
+    const key = String(at[at.length - 1]);
+    const close = suggest(key, known);
+    fieldProblem(
+      at,
+      close
+        ? `is not a known field; did you mean "${close}"${
+          SECONDS_KEYS.has(close) ? " (in seconds)" : ""
+        }?`
+        : `is not a known field; known fields are ${known.join(", ")}`,
+    );
+  };
+
+  let root: unknown;
+  try {
+    root = doc.toJS();
+  } catch (error) {
+    // Only alias bombs get here: the document itself parsed.
+    throw invalid(path, [`${path}:1: ${error instanceof Error ? error.message : String(error)}`]);
+  }
+
+  const servers: FleetServer[] = [];
+  if (root === null || root === undefined) return { servers, path };
+  if (!isRecord(root)) {
+    throw invalid(path, [
+      `${path}:${lineOf([])}: the file must be a mapping with a proxy_servers list, received ${
+        describe(root)
+      }`,
+    ]);
+  }
+  for (const key of Object.keys(root)) {
+    if (key !== "proxy_servers") unknownKey([key], ["proxy_servers"]);
+  }
+  const list = root.proxy_servers;
+  if (!Object.hasOwn(root, "proxy_servers")) {
+    report(
+      lineOf([]),
+      "proxy_servers is required: list the upstream servers under it (an empty file means no servers)",
+    );
+  } else if (list !== null && !Array.isArray(list)) {
+    fieldProblem(["proxy_servers"], `must be a list of servers, received ${describe(list)}`);
+  }
+
+  const ids = new Map<string, { index: number; line: number }>();
+  const prefixes = new Map<string, { id: string; line: number }>();
+  const entries: unknown[] = Array.isArray(list) ? list : [];
+  entries.forEach((raw, index) => {
+    const at: Path = ["proxy_servers", index];
+    const before = problems.length;
+    if (!isRecord(raw)) {
+      fieldProblem(at, `must be a mapping with at least an id, received ${describe(raw)}`);
+      return;
+    }
+
+    const fields: Fields = {};
+    for (const [key, value] of Object.entries(raw)) {
+      if (!Object.hasOwn(FIELDS, key)) {
+        unknownKey([...at, key], SERVER_KEYS);
+        continue;
+      }
+      const result = FIELDS[key as FieldName].safeParse(value, PARSE);
+      if (result.success) {
+        (fields as Record<string, unknown>)[key] = result.data;
+        continue;
+      }
+      for (const issue of result.error.issues) {
+        const issuePath: Path = [...at, key, ...issue.path.map((k) => k as string | number)];
+        if (issue.code === "unrecognized_keys") {
+          for (const extra of issue.keys) unknownKey([...issuePath, extra], NESTED_KEYS[key] ?? []);
+        } else {
+          fieldProblem(issuePath, issue.message);
+        }
+      }
+    }
+    const has = (key: FieldName) => Object.hasOwn(raw, key);
+    const line = lineOf(at);
+    const { id } = fields;
+    if (!has("id")) fieldProblem([...at, "id"], "is required");
+    const label = id === undefined ? formatPath(at) : `server "${id}"`;
+
+    // Cross-field rules: each runs only when the fields it reads are valid, to avoid echoes.
+    if (id !== undefined && defaults.separator && id.includes(defaults.separator)) {
+      fieldProblem(
+        [...at, "id"],
+        `"${id}" must not contain the tool separator "${defaults.separator}" ` +
+          "(MCP_PROXY_TOOL_SEPARATOR); rename the server",
+      );
+    }
+    // An invalid prefix is already reported; undefined keeps it out of the collision check.
+    const prefix = has("prefix") ? fields.prefix : id;
+    if (
+      fields.prefix !== undefined && defaults.separator &&
+      fields.prefix.includes(defaults.separator)
+    ) {
+      fieldProblem(
+        [...at, "prefix"],
+        `"${fields.prefix}" must not contain the tool separator "${defaults.separator}" ` +
+          "(MCP_PROXY_TOOL_SEPARATOR); choose another prefix",
+      );
+    }
+
+    const transport: FleetTransport | undefined = fields.transport ??
+      (has("transport") ? undefined : has("command") ? "stdio" : "http");
+    if (!has("transport") && !has("command") && !has("url")) {
+      fieldProblem(
+        at,
+        "needs a command (for a stdio server) or a url (for an sse or http server)",
+      );
+    } else if (transport === "stdio") {
+      if (!has("command")) {
+        fieldProblem(
+          [...at, "command"],
+          'is required for a stdio server, e.g. command: ["npx", "-y", "@modelcontextprotocol/server-github"]',
+        );
+      } else if (fields.command?.[0] === "") {
+        fieldProblem(
+          [...at, "command", 0],
+          "must name the program to run, received an empty string",
+        );
+      }
+      for (const key of ["url", "headers"] as const) {
+        if (has(key)) {
+          fieldProblem(
+            [...at, key],
+            "is only for sse and http servers; remove it or set transport: sse or http",
+          );
+        }
+      }
+    } else if (transport !== undefined) {
+      if (has("command")) {
+        fieldProblem(
+          [...at, "command"],
+          `is only for stdio servers; remove it or set transport: stdio (this one is ${transport})`,
+        );
+      }
+      if (!has("url")) {
+        fieldProblem(
+          [...at, "url"],
+          `is required for an ${transport} server, e.g. url: https://mcp.example.com/mcp`,
+        );
+      }
+      for (const key of ["env", "cwd"] as const) {
+        if (has(key)) {
+          fieldProblem(
+            [...at, key],
+            `is only for stdio servers (it configures the child process); remove it`,
+          );
+        }
+      }
+      if (fields.sandbox === "deno") {
+        fieldProblem([...at, "sandbox"], "deno only applies to stdio servers; remove it");
+      }
+    }
+    const sandboxValid = !has("sandbox") || fields.sandbox !== undefined;
+    if (has("permissions") && sandboxValid && fields.sandbox !== "deno") {
+      fieldProblem(
+        [...at, "permissions"],
+        "only apply with sandbox: deno; add sandbox: deno or remove permissions",
+      );
+    }
+    const health = fields.health ?? {};
+    const degradedAfter = health.degraded_after ?? 1;
+    const failedAfter = health.failed_after ?? 3;
+    if (failedAfter < degradedAfter) {
+      if (health.failed_after === undefined) {
+        fieldProblem(
+          [...at, "health", "degraded_after"],
+          `(${degradedAfter}) must not exceed failed_after (3, the default); set failed_after too`,
+        );
+      } else {
+        fieldProblem(
+          [...at, "health", "failed_after"],
+          `(${failedAfter}) must be at least degraded_after (${degradedAfter}${
+            health.degraded_after === undefined ? ", the default" : ""
+          })`,
+        );
+      }
+    }
+    const breaker = fields.breaker ?? {};
+    const baseSeconds = breaker.base ?? 30;
+    const maxSeconds = breaker.max ?? 600;
+    if (maxSeconds < baseSeconds) {
+      if (breaker.max === undefined) {
+        fieldProblem(
+          [...at, "breaker", "base"],
+          `(${baseSeconds} s) must not exceed max (600 s, the default); set max too`,
+        );
+      } else {
+        fieldProblem(
+          [...at, "breaker", "max"],
+          `(${maxSeconds} s) must be at least base (${baseSeconds} s${
+            breaker.base === undefined ? ", the default" : ""
+          })`,
+        );
+      }
+    }
+    for (const key of Object.keys(fields.env ?? {})) {
+      if (key === "" || key.includes("=") || key.includes("\0")) {
+        fieldProblem(
+          [...at, "env", key],
+          `is not a valid variable name: it must not be empty or contain "="`,
+        );
+      }
+    }
+    for (const key of Object.keys(fields.headers ?? {})) {
+      if (!HEADER_NAME.test(key)) {
+        fieldProblem(
+          [...at, "headers", key],
+          "is not a valid header name: use letters, digits and -, e.g. Authorization",
+        );
+      }
+    }
+
+    // A disabled server may reference variables that are not set yet: it keeps the raw text.
+    const enabled = fields.enabled ?? true;
+    const unresolved = new Set<string>();
+    const resolve = (value: string, where: Path, field: string): string => {
+      const missing = new Set<string>();
+      let resolved: string;
+      try {
+        resolved = interpolate(value, env, (name) => missing.add(name));
+      } catch (error) {
+        report(lineOf(where), `${label} ${field}: ${(error as Error).message}`);
+        unresolved.add(field);
+        return value;
+      }
+      if (missing.size === 0) return resolved;
+      unresolved.add(field);
+      if (enabled) {
+        for (const name of missing) {
+          report(
+            lineOf(where),
+            `${label} ${field} needs variable ${name}, which is not set; ` +
+              `export it or use \${${name}:-default}`,
+          );
+        }
+      }
+      return value;
+    };
+    const command = fields.command?.map((arg, i) =>
+      resolve(arg, [...at, "command", i], `command[${i}]`)
+    );
+    const url = fields.url === undefined ? undefined : resolve(fields.url, [...at, "url"], "url");
+    const headers = mapValues(
+      fields.headers ?? {},
+      (value, key) => resolve(value, [...at, "headers", key], `headers.${key}`),
+    );
+    const childEnv = mapValues(
+      fields.env ?? {},
+      (value, key) => resolve(value, [...at, "env", key], `env.${key}`),
+    );
+    const cwd = fields.cwd === undefined ? undefined : resolve(fields.cwd, [...at, "cwd"], "cwd");
+    // Validated after interpolation; quotes the text as written so no secret reaches the message.
+    if (url !== undefined && !unresolved.has("url") && !isHttpUrl(url)) {
+      fieldProblem([...at, "url"], `must be an http:// or https:// URL, received "${fields.url}"`);
+    }
+
+    if (id !== undefined) {
+      const first = ids.get(id);
+      if (first) {
+        fieldProblem(
+          [...at, "id"],
+          `"${id}" is already used by proxy_servers[${first.index}] (line ${first.line}); ` +
+            "give each server a unique id",
+        );
+      } else {
+        ids.set(id, { index, line: lineOf([...at, "id"]) });
+        if (prefix) {
+          const owner = prefixes.get(prefix);
+          if (owner) {
+            fieldProblem(
+              [...at, fields.prefix === undefined ? "id" : "prefix"],
+              `"${prefix}" is already the tool prefix of server "${owner.id}" (line ${owner.line}); ` +
+                "tool names would collide, so set a different prefix",
+            );
+          } else {
+            prefixes.set(prefix, { id, line: lineOf([...at, "prefix"]) });
+          }
+        }
+      }
+    }
+
+    if (problems.length > before || id === undefined || transport === undefined) return;
+    const timeouts = fields.timeouts ?? {};
+    const tools = fields.tools ?? {};
+    servers.push({
+      id,
+      transport,
+      ...(command === undefined ? {} : { command }),
+      ...(url === undefined ? {} : { url }),
+      headers,
+      env: childEnv,
+      enabled,
+      ...(cwd === undefined ? {} : { cwd }),
+      timeouts: { connectMs: ms(timeouts.connect ?? 30), callMs: ms(timeouts.call ?? 60) },
+      health: {
+        intervalMs: ms(health.interval ?? defaults.healthIntervalSeconds),
+        degradedAfter,
+        failedAfter,
+      },
+      breaker: {
+        threshold: breaker.threshold ?? 5,
+        baseMs: ms(baseSeconds),
+        maxMs: ms(maxSeconds),
+      },
+      permissions: { ...fields.permissions },
+      sandbox: fields.sandbox ?? "none",
+      prefix: prefix ?? id,
+      tools: { allow: tools.allow ?? [], deny: tools.deny ?? [] },
+      line,
+    });
+  });
+
+  if (problems.length > 0) {
+    // Stable sort: problems on one line keep the order they were found in.
+    problems.sort((a, b) => a.line - b.line);
+    throw invalid(path, problems.map((p) => `${path}:${p.line}: ${p.message}`));
+  }
+  return { servers, path };
+}
+
+/** Reads and parses a fleet file; see {@link parseFleetConfig}. */
+export async function loadFleetConfig(
+  path: string,
+  env: Record<string, string | undefined>,
+  defaults: FleetDefaults,
+  readTextFile: (path: string) => Promise<string> = Deno.readTextFile,
+): Promise<FleetConfig> {
+  let text: string;
+  try {
+    text = await readTextFile(path);
+  } catch (error) {
+    const message = error instanceof Deno.errors.NotFound
+      ? `Fleet config "${path}" does not exist; create it or point MCP_PROXY_CONFIG_PATH (--config) at it`
+      : `Cannot read fleet config "${path}": ${
+        error instanceof Error ? error.message : String(error)
+      }; check MCP_PROXY_CONFIG_PATH (--config)`;
+    throw new GatewayError("config_invalid", message, { path, problems: [message] });
+  }
+  return parseFleetConfig(text, path, env, defaults);
+}
+
+function invalid(path: string, problems: string[]): GatewayError {
+  return new GatewayError(
+    "config_invalid",
+    `Invalid fleet config "${path}":\n  - ${problems.join("\n  - ")}`,
+    { path, problems },
+  );
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function isHttpUrl(text: string): boolean {
+  const url = URL.parse(text);
+  return url !== null && (url.protocol === "http:" || url.protocol === "https:");
+}
+
+function ms(seconds: number): number {
+  return Math.round(seconds * 1000);
+}
+
+function mapValues(
+  record: Record<string, string>,
+  fn: (value: string, key: string) => string,
+): Record<string, string> {
+  return Object.fromEntries(Object.entries(record).map(([k, v]) => [k, fn(v, k)]));
+}
+
+/** A value as the error reader wrote it: strings quoted, collections named. */
+function describe(value: unknown): string {
+  if (value === undefined) return "nothing";
+  if (value === null) return "an empty value";
+  if (typeof value === "string") return JSON.stringify(value);
+  if (Array.isArray(value)) return "a list";
+  if (typeof value === "object") return "a mapping";
+  return String(value);
+}
+
+function formatPath(path: Path): string {
+  if (path.length === 0) return "the file";
+  return path.map((k, i) => typeof k === "number" ? `[${k}]` : `${i ? "." : ""}${k}`).join("");
+}
+
+/** The known key `key` most likely meant: same after normalizing case, `-` and unit suffixes, or within 2 edits. */
+function suggest(key: string, known: readonly string[]): string | undefined {
+  const normal = key.toLowerCase().replaceAll("-", "_");
+  const unitless = normal.replace(/_(?:ms|s|secs?|seconds|millis)$/, "");
+  const exact = known.find((k) => k === normal || k === unitless);
+  if (exact) return exact;
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const candidate of known) {
+    const d = editDistance(normal, candidate);
+    if (d < bestDistance && d < candidate.length) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current.push(Math.min(previous[j]! + 1, current[j - 1]! + 1, substitution));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
+}

@@ -1,0 +1,477 @@
+import assert from "node:assert/strict";
+import { GatewayError } from "../errors.ts";
+import {
+  type FleetDefaults,
+  type FleetServer,
+  loadFleetConfig,
+  parseFleetConfig,
+} from "./fleet_config.ts";
+
+const DEFAULTS: FleetDefaults = { separator: "__", healthIntervalSeconds: 30 };
+const SEED = new URL("../../tests/fixtures/fleet/seed.yaml", import.meta.url);
+
+function parse(text: string, env: Record<string, string> = {}, defaults = DEFAULTS) {
+  return parseFleetConfig(text, "fleet.yaml", env, defaults);
+}
+
+/** The problems a fleet file is rejected with; fails if it is accepted. */
+function problemsOf(
+  text: string,
+  env: Record<string, string> = {},
+  defaults = DEFAULTS,
+): string[] {
+  try {
+    parse(text, env, defaults);
+  } catch (error) {
+    assert.ok(error instanceof GatewayError, String(error));
+    assert.equal(error.code, "config_invalid");
+    const { problems } = error.data;
+    assert.ok(Array.isArray(problems));
+    return problems;
+  }
+  assert.fail("expected the fleet file to be rejected");
+}
+
+/** What every server gets when it sets nothing but its id and endpoint. */
+function defaultsFor(id: string, line: number): Omit<FleetServer, "transport"> {
+  return {
+    id,
+    headers: {},
+    env: {},
+    enabled: true,
+    timeouts: { connectMs: 30_000, callMs: 60_000 },
+    health: { intervalMs: 30_000, degradedAfter: 1, failedAfter: 3 },
+    breaker: { threshold: 5, baseMs: 30_000, maxMs: 600_000 },
+    permissions: {},
+    sandbox: "none",
+    prefix: id,
+    tools: { allow: [], deny: [] },
+    line,
+  };
+}
+
+Deno.test("loadFleetConfig parses the seed example with its variables set", async () => {
+  const fleet = await loadFleetConfig(SEED.pathname, { GITHUB_TOKEN: "ghp_x" }, DEFAULTS);
+  assert.deepEqual(fleet, {
+    path: SEED.pathname,
+    servers: [
+      {
+        ...defaultsFor("github", 2),
+        transport: "stdio",
+        command: ["npx", "-y", "@modelcontextprotocol/server-github"],
+        env: { GITHUB_TOKEN: "ghp_x" },
+      },
+      {
+        ...defaultsFor("gateway", 8),
+        transport: "sse",
+        url: "https://mcp.example.com/sse",
+        // Disabled and MCP_GATEWAY_TOKEN unset: the raw text is kept, and that is no error.
+        headers: { Authorization: "Bearer ${MCP_GATEWAY_TOKEN}" },
+        enabled: false,
+      },
+    ],
+  });
+});
+
+Deno.test("loadFleetConfig interpolates an enabled server's headers", async () => {
+  const text = (await Deno.readTextFile(SEED)).replace("enabled: false", "enabled: true");
+  const fleet = parse(text, { GITHUB_TOKEN: "g", MCP_GATEWAY_TOKEN: "secret" });
+  assert.deepEqual(fleet.servers[1]?.headers, { Authorization: "Bearer secret" });
+});
+
+Deno.test("loadFleetConfig names a missing file and the variable that points at it", async () => {
+  await assert.rejects(loadFleetConfig("/nonexistent/fleet.yaml", {}, DEFAULTS), {
+    name: "GatewayError",
+    code: "config_invalid",
+    message: 'Fleet config "/nonexistent/fleet.yaml" does not exist; create it or point ' +
+      "MCP_PROXY_CONFIG_PATH (--config) at it",
+  });
+});
+
+Deno.test("parseFleetConfig applies defaults, with the health interval from the caller", () => {
+  const fleet = parse("proxy_servers:\n  - id: a\n    command: [node, server.js]\n", {}, {
+    separator: "__",
+    healthIntervalSeconds: 45,
+  });
+  assert.deepEqual(fleet.servers, [{
+    ...defaultsFor("a", 2),
+    transport: "stdio",
+    command: ["node", "server.js"],
+    health: { intervalMs: 45_000, degradedAfter: 1, failedAfter: 3 },
+  }]);
+});
+
+Deno.test("parseFleetConfig defaults transport to stdio with a command and http without", () => {
+  const fleet = parse(
+    "proxy_servers:\n  - id: local\n    command: [x]\n  - id: remote\n    url: http://127.0.0.1:9000/mcp\n",
+  );
+  assert.deepEqual(fleet.servers.map((s) => [s.id, s.transport]), [
+    ["local", "stdio"],
+    ["remote", "http"],
+  ]);
+});
+
+Deno.test("parseFleetConfig reads every extension field, converting seconds to ms", () => {
+  const fleet = parse(
+    `proxy_servers:
+  - id: fs
+    command: [deno, run, server.ts]
+    cwd: \${HOME}/mcp
+    sandbox: deno
+    permissions: { read: ["/data"], net: false, env: true }
+    timeouts: { connect: 0.5, call: 120 }
+    health: { interval: 10, degraded_after: 2, failed_after: 4 }
+    breaker: { threshold: 3, base: 5, max: 60 }
+    prefix: files
+    tools: { allow: ["read_*"], deny: ["read_secret*"] }
+`,
+    { HOME: "/home/me" },
+  );
+  assert.deepEqual(fleet.servers, [{
+    ...defaultsFor("fs", 2),
+    transport: "stdio",
+    command: ["deno", "run", "server.ts"],
+    cwd: "/home/me/mcp",
+    sandbox: "deno",
+    permissions: { read: ["/data"], net: false, env: true },
+    timeouts: { connectMs: 500, callMs: 120_000 },
+    health: { intervalMs: 10_000, degradedAfter: 2, failedAfter: 4 },
+    breaker: { threshold: 3, baseMs: 5_000, maxMs: 60_000 },
+    prefix: "files",
+    tools: { allow: ["read_*"], deny: ["read_secret*"] },
+  }]);
+});
+
+Deno.test('parseFleetConfig keeps prefix "" as unprefixed', () => {
+  const fleet = parse('proxy_servers:\n  - id: a\n    command: [x]\n    prefix: ""\n');
+  assert.equal(fleet.servers[0]?.prefix, "");
+});
+
+Deno.test("parseFleetConfig treats an empty file, a comment-only file and an empty list as no servers", () => {
+  for (const text of ["", "# nothing yet\n", "proxy_servers: []\n", "proxy_servers:\n"]) {
+    assert.deepEqual(parse(text), { servers: [], path: "fleet.yaml" }, JSON.stringify(text));
+  }
+});
+
+Deno.test("parseFleetConfig uses the default of ${VAR:-default} when VAR is unset", () => {
+  const fleet = parse(
+    "proxy_servers:\n  - id: r\n    url: http://${HOST:-127.0.0.1}:${PORT:-9000}/mcp\n",
+    { PORT: "9100" },
+  );
+  assert.equal(fleet.servers[0]?.url, "http://127.0.0.1:9100/mcp");
+});
+
+Deno.test("parseFleetConfig interpolates command, env, headers, url and cwd, with $$ as $", () => {
+  const env = { BIN: "/usr/bin/node", TOKEN: "t0k", HOST: "h", DIR: "/srv" };
+  const fleet = parse(
+    `proxy_servers:
+  - id: a
+    command: ["\${BIN}", "--price=$$5"]
+    env: { TOKEN: "\${TOKEN}" }
+    cwd: \${DIR}
+  - id: b
+    url: https://\${HOST}/mcp
+    headers: { X-Token: "\${TOKEN}" }
+`,
+    env,
+  );
+  const [a, b] = fleet.servers;
+  assert.deepEqual(a?.command, ["/usr/bin/node", "--price=$5"]);
+  assert.deepEqual(a?.env, { TOKEN: "t0k" });
+  assert.equal(a?.cwd, "/srv");
+  assert.equal(b?.url, "https://h/mcp");
+  assert.deepEqual(b?.headers, { "X-Token": "t0k" });
+});
+
+Deno.test("parseFleetConfig reports every problem in one config_invalid error", () => {
+  const text = "proxy_servers:\n  - id: Bad\n    command: [x]\n  - id: b\n    transport: tcp\n";
+  assert.throws(() => parse(text), (error: unknown) => {
+    assert.ok(error instanceof GatewayError);
+    assert.equal(error.code, "config_invalid");
+    const problems = [
+      'fleet.yaml:2: proxy_servers[0].id must be lowercase letters, digits, _ and -, starting with a letter or digit, received "Bad"',
+      'fleet.yaml:5: proxy_servers[1].transport must be one of stdio, sse, http, received "tcp"',
+    ];
+    assert.deepEqual(error.data, { path: "fleet.yaml", problems });
+    assert.equal(
+      error.message,
+      `Invalid fleet config "fleet.yaml":\n  - ${problems.join("\n  - ")}`,
+    );
+    return true;
+  });
+});
+
+Deno.test("parseFleetConfig rejects a bad transport naming its line", () => {
+  assert.deepEqual(
+    problemsOf(
+      "proxy_servers:\n  - id: a\n    command: [x]\n  - id: b\n    url: http://h/\n    transport: tcp\n",
+    ),
+    ['fleet.yaml:6: proxy_servers[1].transport must be one of stdio, sse, http, received "tcp"'],
+  );
+});
+
+Deno.test("parseFleetConfig rejects an id outside ^[a-z0-9][a-z0-9_-]*$", () => {
+  for (const id of ["GitHub", "-a", "a.b", '""']) {
+    const [problem, ...rest] = problemsOf(`proxy_servers:\n  - id: ${id}\n    command: [x]\n`);
+    assert.match(
+      problem ?? "",
+      /^fleet\.yaml:2: proxy_servers\[0\]\.id must be lowercase letters/,
+      id,
+    );
+    assert.deepEqual(rest, [], id);
+  }
+  assert.deepEqual(problemsOf("proxy_servers:\n  - id: 7\n    command: [x]\n"), [
+    'fleet.yaml:2: proxy_servers[0].id must be a string, received 7; quote it: "7"',
+  ]);
+});
+
+Deno.test("parseFleetConfig rejects an id containing the tool separator", () => {
+  assert.deepEqual(problemsOf("proxy_servers:\n  - id: my__server\n    command: [x]\n"), [
+    'fleet.yaml:2: proxy_servers[0].id "my__server" must not contain the tool separator "__" ' +
+    "(MCP_PROXY_TOOL_SEPARATOR); rename the server",
+  ]);
+  const dash = { separator: "-", healthIntervalSeconds: 30 };
+  assert.equal(
+    parse("proxy_servers:\n  - id: a_b\n    command: [x]\n", {}, dash).servers.length,
+    1,
+  );
+  assert.equal(problemsOf("proxy_servers:\n  - id: a-b\n    command: [x]\n", {}, dash).length, 1);
+});
+
+Deno.test("parseFleetConfig rejects a stdio server without a command", () => {
+  assert.deepEqual(problemsOf("proxy_servers:\n  - id: a\n    transport: stdio\n"), [
+    "fleet.yaml:2: proxy_servers[0].command is required for a stdio server, " +
+    'e.g. command: ["npx", "-y", "@modelcontextprotocol/server-github"]',
+  ]);
+});
+
+Deno.test("parseFleetConfig rejects a server with neither command nor url", () => {
+  assert.deepEqual(problemsOf("proxy_servers:\n  - id: a\n"), [
+    "fleet.yaml:2: proxy_servers[0] needs a command (for a stdio server) or a url (for an sse or http server)",
+  ]);
+});
+
+Deno.test("parseFleetConfig rejects an http or sse server without a url", () => {
+  assert.deepEqual(problemsOf("proxy_servers:\n  - id: a\n    transport: http\n"), [
+    "fleet.yaml:2: proxy_servers[0].url is required for an http server, e.g. url: https://mcp.example.com/mcp",
+  ]);
+  assert.deepEqual(problemsOf("proxy_servers:\n  - id: a\n    transport: sse\n"), [
+    "fleet.yaml:2: proxy_servers[0].url is required for an sse server, e.g. url: https://mcp.example.com/mcp",
+  ]);
+});
+
+Deno.test("parseFleetConfig rejects a command on an http server and a url on a stdio server", () => {
+  assert.deepEqual(
+    problemsOf(
+      "proxy_servers:\n  - id: a\n    transport: http\n    url: http://h/\n    command: [x]\n" +
+        "  - id: b\n    command: [x]\n    url: http://h/\n",
+    ),
+    [
+      "fleet.yaml:5: proxy_servers[0].command is only for stdio servers; remove it or set transport: stdio (this one is http)",
+      "fleet.yaml:8: proxy_servers[1].url is only for sse and http servers; remove it or set transport: sse or http",
+    ],
+  );
+});
+
+Deno.test("parseFleetConfig rejects a url that is not http(s) without echoing interpolated secrets", () => {
+  assert.deepEqual(
+    problemsOf("proxy_servers:\n  - id: a\n    url: ftp://${HOST}/mcp\n", { HOST: "user:pw@h" }),
+    [
+      'fleet.yaml:3: proxy_servers[0].url must be an http:// or https:// URL, received "ftp://${HOST}/mcp"',
+    ],
+  );
+});
+
+Deno.test("parseFleetConfig rejects an unknown key, suggesting the close known one", () => {
+  assert.deepEqual(
+    problemsOf("proxy_servers:\n  - id: a\n    command: [x]\n    trasport: stdio\n"),
+    ['fleet.yaml:4: proxy_servers[0].trasport is not a known field; did you mean "transport"?'],
+  );
+  assert.deepEqual(
+    problemsOf(
+      "proxy_servers:\n  - id: a\n    command: [x]\n    timeouts:\n      connect_ms: 5000\n",
+    ),
+    [
+      'fleet.yaml:5: proxy_servers[0].timeouts.connect_ms is not a known field; did you mean "connect" (in seconds)?',
+    ],
+  );
+  assert.deepEqual(problemsOf("proxy_server:\n  - id: a\n    command: [x]\n"), [
+    'fleet.yaml:1: proxy_server is not a known field; did you mean "proxy_servers"?',
+    "fleet.yaml:1: proxy_servers is required: list the upstream servers under it (an empty file means no servers)",
+  ]);
+});
+
+Deno.test("parseFleetConfig rejects an unknown key with nothing close, listing the known ones", () => {
+  assert.deepEqual(
+    problemsOf("proxy_servers:\n  - id: a\n    command: [x]\n    tools: { only: [x] }\n"),
+    ["fleet.yaml:4: proxy_servers[0].tools.only is not a known field; known fields are allow, deny"],
+  );
+});
+
+Deno.test("parseFleetConfig rejects a duplicate id naming both lines", () => {
+  assert.deepEqual(
+    problemsOf(
+      "proxy_servers:\n  - id: a\n    command: [x]\n  - id: b\n    command: [x]\n" +
+        "  - id: a\n    url: http://h/\n",
+    ),
+    [
+      'fleet.yaml:6: proxy_servers[2].id "a" is already used by proxy_servers[0] (line 2); ' +
+      "give each server a unique id",
+    ],
+  );
+});
+
+Deno.test("parseFleetConfig rejects two servers with the same tool prefix", () => {
+  assert.deepEqual(
+    problemsOf(
+      "proxy_servers:\n  - id: github\n    command: [x]\n  - id: gh2\n    command: [x]\n" +
+        "    prefix: github\n",
+    ),
+    [
+      'fleet.yaml:6: proxy_servers[1].prefix "github" is already the tool prefix of server ' +
+      '"github" (line 2); tool names would collide, so set a different prefix',
+    ],
+  );
+  // Any number of servers may be unprefixed.
+  const fleet = parse(
+    'proxy_servers:\n  - id: a\n    command: [x]\n    prefix: ""\n  - id: b\n    command: [x]\n    prefix: ""\n',
+  );
+  assert.equal(fleet.servers.length, 2);
+});
+
+Deno.test("parseFleetConfig rejects a missing variable naming server, field and variable", () => {
+  assert.deepEqual(
+    problemsOf(
+      "proxy_servers:\n  - id: github\n    command: [npx]\n    env:\n      GITHUB_TOKEN: ${GITHUB_TOKEN}\n",
+    ),
+    [
+      'fleet.yaml:5: server "github" env.GITHUB_TOKEN needs variable GITHUB_TOKEN, which is not set; ' +
+      "export it or use ${GITHUB_TOKEN:-default}",
+    ],
+  );
+  assert.deepEqual(
+    problemsOf('proxy_servers:\n  - id: s\n    command: ["${BIN}", "--user=${USER}"]\n'),
+    [
+      'fleet.yaml:3: server "s" command[0] needs variable BIN, which is not set; export it or use ${BIN:-default}',
+      'fleet.yaml:3: server "s" command[1] needs variable USER, which is not set; export it or use ${USER:-default}',
+    ],
+  );
+});
+
+Deno.test("parseFleetConfig lets a disabled server leave variables unset, keeping the raw text", () => {
+  const fleet = parse(
+    "proxy_servers:\n  - id: a\n    command: [x]\n    enabled: false\n    env:\n      T: ${T}\n      U: ${U:-u}\n",
+  );
+  assert.deepEqual(fleet.servers[0]?.env, { T: "${T}", U: "u" });
+  assert.equal(fleet.servers[0]?.enabled, false);
+  // The raw url is not judged as a URL until its variables are there.
+  const remote = parse(
+    "proxy_servers:\n  - id: r\n    url: https://${HOST}/mcp\n    enabled: false\n",
+  );
+  assert.equal(remote.servers[0]?.url, "https://${HOST}/mcp");
+});
+
+Deno.test("parseFleetConfig rejects a malformed variable reference even on a disabled server", () => {
+  assert.deepEqual(
+    problemsOf("proxy_servers:\n  - id: a\n    enabled: false\n    command: [x]\n    cwd: ${DIR\n"),
+    [
+      'fleet.yaml:5: server "a" cwd: Unclosed variable reference "${DIR"; close it with }, or write ' +
+      "${NAME} or ${NAME:-default} (NAME is letters, digits and _), or $$ for a literal $",
+    ],
+  );
+});
+
+Deno.test("parseFleetConfig reports YAML syntax errors with file:line:col", () => {
+  assert.deepEqual(problemsOf("proxy_servers:\n  - id: a\n    id: b\n"), [
+    "fleet.yaml:3:5: invalid YAML: Map keys must be unique",
+  ]);
+  assert.deepEqual(problemsOf("proxy_servers: x: y\n"), [
+    "fleet.yaml:1:16: invalid YAML: Nested mappings are not allowed in compact mappings",
+  ]);
+});
+
+Deno.test("parseFleetConfig asks to quote a number where a string is expected", () => {
+  assert.deepEqual(
+    problemsOf("proxy_servers:\n  - id: a\n    command: [node, s.js, --port, 3000]\n"),
+    ['fleet.yaml:3: proxy_servers[0].command[3] must be a string, received 3000; quote it: "3000"'],
+  );
+});
+
+Deno.test("parseFleetConfig rejects a root that is not a mapping and a proxy_servers that is not a list", () => {
+  assert.deepEqual(problemsOf("- id: a\n"), [
+    "fleet.yaml:1: the file must be a mapping with a proxy_servers list, received a list",
+  ]);
+  assert.deepEqual(problemsOf("proxy_servers:\n  id: a\n"), [
+    "fleet.yaml:1: proxy_servers must be a list of servers, received a mapping",
+  ]);
+  assert.deepEqual(problemsOf("proxy_servers:\n  - github\n"), [
+    'fleet.yaml:2: proxy_servers[0] must be a mapping with at least an id, received "github"',
+  ]);
+});
+
+Deno.test("parseFleetConfig rejects bad field types and ranges with the value received", () => {
+  assert.deepEqual(
+    problemsOf(`proxy_servers:
+  - id: a
+    command: []
+    enabled: "no"
+    timeouts: { call: 0 }
+    health: { failed_after: 1.5 }
+    breaker: { threshold: 0 }
+    sandbox: docker
+    tools: { deny: "x*" }
+`),
+    [
+      "fleet.yaml:3: proxy_servers[0].command must not be empty",
+      'fleet.yaml:4: proxy_servers[0].enabled must be true or false, received "no"',
+      "fleet.yaml:5: proxy_servers[0].timeouts.call must be greater than 0, received 0",
+      "fleet.yaml:6: proxy_servers[0].health.failed_after must be a whole number, received 1.5",
+      "fleet.yaml:7: proxy_servers[0].breaker.threshold must be at least 1, received 0",
+      'fleet.yaml:8: proxy_servers[0].sandbox must be one of none, deno, received "docker"',
+      'fleet.yaml:9: proxy_servers[0].tools.deny must be a list, received "x*"',
+    ],
+  );
+});
+
+Deno.test("parseFleetConfig rejects breaker and health settings that contradict each other", () => {
+  assert.deepEqual(
+    problemsOf(
+      "proxy_servers:\n  - id: a\n    command: [x]\n    breaker: { base: 900 }\n" +
+        "    health: { degraded_after: 4 }\n",
+    ),
+    [
+      "fleet.yaml:4: proxy_servers[0].breaker.base (900 s) must not exceed max (600 s, the default); set max too",
+      "fleet.yaml:5: proxy_servers[0].health.degraded_after (4) must not exceed failed_after (3, the default); set failed_after too",
+    ],
+  );
+});
+
+Deno.test("parseFleetConfig rejects permissions without sandbox: deno", () => {
+  assert.deepEqual(
+    problemsOf("proxy_servers:\n  - id: a\n    command: [x]\n    permissions: { read: true }\n"),
+    [
+      "fleet.yaml:4: proxy_servers[0].permissions only apply with sandbox: deno; add sandbox: deno or remove permissions",
+    ],
+  );
+});
+
+Deno.test("parseFleetConfig rejects stdio-only fields on remote servers", () => {
+  assert.deepEqual(
+    problemsOf(
+      "proxy_servers:\n  - id: a\n    url: http://h/\n    env: { A: b }\n    sandbox: deno\n",
+    ),
+    [
+      "fleet.yaml:4: proxy_servers[0].env is only for stdio servers (it configures the child process); remove it",
+      "fleet.yaml:5: proxy_servers[0].sandbox deno only applies to stdio servers; remove it",
+    ],
+  );
+});
+
+Deno.test("parseFleetConfig rejects header names that are not HTTP tokens", () => {
+  assert.deepEqual(
+    problemsOf('proxy_servers:\n  - id: a\n    url: http://h/\n    headers: { "Bad Name": x }\n'),
+    [
+      "fleet.yaml:4: proxy_servers[0].headers.Bad Name is not a valid header name: use letters, digits and -, e.g. Authorization",
+    ],
+  );
+});
