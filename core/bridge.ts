@@ -26,6 +26,9 @@ import {
   type ResourceTemplate,
   type ServerNotification,
   type ServerRequest,
+  SetLevelRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { Clock } from "./clock.ts";
@@ -35,7 +38,9 @@ import type { EventBus } from "./event_bus.ts";
 import type { Logger } from "./logger.ts";
 import { paginate } from "./pagination.ts";
 import type { ServedSession, SessionInfo, ToolCallContext } from "./plugin_api.ts";
+import type { CatalogView, ProxyManager } from "./proxy/proxy_manager.ts";
 import type { ToolRegistry } from "./tool_registry.ts";
+import { type InboundSession, upstreamCallContext } from "./upstream_context.ts";
 import { GATEWAY_INFO } from "./version.ts";
 
 /** URI of the system status resource. */
@@ -71,14 +76,17 @@ export interface MCPServiceBridgeOptions {
   bus: EventBus;
   /** Items per page of every list. */
   pageSize: number;
-  /** Counts upstream servers; the proxy manager supplies it. */
-  proxyCount?: () => number;
+  /** The upstream fleet, when one is configured. */
+  proxy?: ProxyManager;
 }
 
 interface LiveSession {
   id: string;
   info: SessionInfo;
   server: Server;
+  inbound: InboundSession;
+  /** Upstream resources this session subscribed to: `<server>\0<upstream uri>` → the URI it used. */
+  subscriptions: Map<string, string>;
 }
 
 /** Serves MCP sessions over any transport from the engine's registries. */
@@ -98,6 +106,15 @@ export class MCPServiceBridge {
       skillRegistry.onChange(() => this.#broadcastDefinitionsChanged()),
       workflowRegistry.onChange(() => this.#broadcastDefinitionsChanged()),
     );
+    if (options.proxy) {
+      this.#unsubscribe.push(
+        options.proxy.onChange(() => {
+          this.#broadcastToolsChanged();
+          this.#broadcastDefinitionsChanged();
+        }),
+        options.proxy.onResourceUpdated((uri) => this.#onResourceUpdated(uri)),
+      );
+    }
   }
 
   /** Number of live sessions. */
@@ -117,7 +134,7 @@ export class MCPServiceBridge {
       tools: o.toolRegistry.size,
       skills: o.skillRegistry.size,
       workflows: o.workflowRegistry.size,
-      proxies: o.proxyCount?.() ?? 0,
+      proxies: o.proxy?.size ?? 0,
       sessions: this.#sessions.size,
     };
   }
@@ -125,8 +142,9 @@ export class MCPServiceBridge {
   /** Serves one MCP session over `transport` for an authenticated caller. */
   async serve(transport: Transport, info: SessionInfo): Promise<ServedSession> {
     const id = crypto.randomUUID();
-    const server = this.#createServer(info);
-    const live: LiveSession = { id, info, server };
+    const live = { id, info, subscriptions: new Map() } as unknown as LiveSession;
+    const server = this.#createServer(live);
+    live.server = server;
     server.onclose = () => {
       if (this.#sessions.delete(id)) {
         this.#options.bus.publish({
@@ -156,41 +174,63 @@ export class MCPServiceBridge {
     this.#sessions.clear();
   }
 
-  #createServer(info: SessionInfo): Server {
+  #createServer(live: LiveSession): Server {
     const o = this.#options;
+    const { info } = live;
+    const view = this.#view(info);
+    const native = info.upstream === undefined; // a /mcp/<id> session sees one upstream alone
     const server = new Server(GATEWAY_INFO, {
       capabilities: {
         tools: { listChanged: true },
-        resources: { listChanged: true },
+        resources: { listChanged: true, ...(o.proxy ? { subscribe: true } : {}) },
         prompts: { listChanged: true },
         logging: {},
         completions: {},
       },
-      instructions:
-        "AGENT-33 MCP gateway: native tools, proxied upstream tools (<server>__<tool>), " +
-        `engine definitions as resources (${STATUS_URI} for counts) and prompts.`,
+      instructions: native
+        ? "AGENT-33 MCP gateway: native tools, proxied upstream tools (<server>__<tool>), " +
+          `engine definitions as resources (${STATUS_URI} for counts) and prompts.`
+        : `AGENT-33 MCP gateway: upstream "${info.upstream}" alone, under its own names.`,
+    });
+    const session: InboundSession = { server };
+    live.inbound = session;
+
+    handle(server, SetLevelRequestSchema, (request) => {
+      session.logLevel = request.params.level;
+      return {};
     });
 
     handle(server, ListToolsRequestSchema, (request) => {
       return guard(() => {
-        const page = paginate(o.toolRegistry.list(), request.params?.cursor, o.pageSize);
+        const tools = [...(native ? o.toolRegistry.list() : []), ...(view?.tools() ?? [])];
+        const page = paginate(tools, request.params?.cursor, o.pageSize);
         return { tools: page.items, ...cursor(page.nextCursor) };
       });
     });
 
     handle(server, CallToolRequestSchema, async (request, extra) => {
       const { name, arguments: rawArgs } = request.params;
-      const tool = o.toolRegistry.get(name);
+      const progressToken = request.params._meta?.progressToken;
+      const tool = native ? o.toolRegistry.get(name) : undefined;
       if (!tool) {
-        throw toMcpError(
-          new GatewayError(
-            "unknown_tool",
-            `Unknown tool "${name}"; call tools/list for the names`,
-            {
-              tool: name,
-            },
-          ),
-        );
+        const route = view?.resolveTool(name);
+        if (!route) {
+          throw toMcpError(
+            new GatewayError(
+              "unknown_tool",
+              `Unknown tool "${name}"; call tools/list for the names`,
+              {
+                tool: name,
+              },
+            ),
+          );
+        }
+        const ctx = upstreamCallContext(session, extra, progressToken, route.handle.id);
+        try {
+          return await route.handle.callTool(route.original, rawArgs ?? {}, ctx);
+        } catch (error) {
+          throw toMcpError(error);
+        }
       }
       let args: Record<string, unknown>;
       try {
@@ -198,7 +238,6 @@ export class MCPServiceBridge {
       } catch (error) {
         throw toMcpError(error);
       }
-      const progressToken = request.params._meta?.progressToken;
       const ctx: ToolCallContext = {
         auth: info.auth,
         signal: extra.signal,
@@ -231,38 +270,117 @@ export class MCPServiceBridge {
 
     handle(server, ListResourcesRequestSchema, (request) => {
       return guard(() => {
-        const page = paginate(this.#resources(), request.params?.cursor, o.pageSize);
+        const resources = [...(native ? this.#resources() : []), ...(view?.resources() ?? [])];
+        const page = paginate(resources, request.params?.cursor, o.pageSize);
         return { resources: page.items, ...cursor(page.nextCursor) };
       });
     });
 
     handle(server, ListResourceTemplatesRequestSchema, (request) => {
       return guard(() => {
-        const page = paginate(resourceTemplates(), request.params?.cursor, o.pageSize);
+        const templates = [
+          ...(native ? resourceTemplates() : []),
+          ...(view?.resourceTemplates() ?? []),
+        ];
+        const page = paginate(templates, request.params?.cursor, o.pageSize);
         return { resourceTemplates: page.items, ...cursor(page.nextCursor) };
       });
     });
 
-    handle(server, ReadResourceRequestSchema, (request) => {
+    handle(server, ReadResourceRequestSchema, async (request, extra) => {
+      const { uri } = request.params;
+      const route = view?.resolveResource(uri);
+      if (route && (!native || !uri.startsWith("agent33://"))) {
+        const ctx = upstreamCallContext(session, extra, undefined, route.handle.id);
+        try {
+          const result = await route.handle.readResource(route.original, ctx);
+          // Contents carry the upstream's URIs; answer with the names this client used.
+          return {
+            ...result,
+            contents: result.contents.map((c) => c.uri === route.original ? { ...c, uri } : c),
+          };
+        } catch (error) {
+          throw toMcpError(error);
+        }
+      }
       return guard(() => {
-        const { uri } = request.params;
         const text = this.#readResource(uri);
         return { contents: [{ uri, mimeType: "application/json", text }] };
       });
     });
 
+    handle(server, SubscribeRequestSchema, async (request, extra) => {
+      const { uri } = request.params;
+      const route = view?.resolveResource(uri);
+      if (!route) {
+        throw toMcpError(
+          new GatewayError(
+            "not_found",
+            `Cannot subscribe to "${uri}": only upstream resources change; engine resources are static`,
+            { uri },
+          ),
+        );
+      }
+      const key = `${route.handle.id}\u0000${route.original}`;
+      live.subscriptions.set(key, uri);
+      try {
+        await route.handle.subscribe(
+          route.original,
+          upstreamCallContext(session, extra, undefined, route.handle.id),
+        );
+      } catch (error) {
+        live.subscriptions.delete(key);
+        throw toMcpError(error);
+      }
+      return {};
+    });
+
+    handle(server, UnsubscribeRequestSchema, async (request, extra) => {
+      const { uri } = request.params;
+      const route = view?.resolveResource(uri);
+      if (!route) return {};
+      const key = `${route.handle.id}\u0000${route.original}`;
+      live.subscriptions.delete(key);
+      // Other sessions may still want updates of this resource.
+      const stillWanted = [...this.#sessions.values()].some((s) => s.subscriptions.has(key));
+      if (!stillWanted) {
+        await route.handle.unsubscribe(
+          route.original,
+          upstreamCallContext(session, extra, undefined, route.handle.id),
+        ).catch((error) => o.logger.debug("upstream unsubscribe failed", { error: String(error) }));
+      }
+      return {};
+    });
+
     handle(server, ListPromptsRequestSchema, (request) => {
       return guard(() => {
-        const prompts = this.#prompts().map((p) => p.prompt);
+        const prompts = [
+          ...(native ? this.#prompts().map((p) => p.prompt) : []),
+          ...(view?.prompts() ?? []),
+        ];
         const page = paginate(prompts, request.params?.cursor, o.pageSize);
         return { prompts: page.items, ...cursor(page.nextCursor) };
       });
     });
 
-    handle(server, GetPromptRequestSchema, (request) => {
+    handle(server, GetPromptRequestSchema, async (request, extra) => {
+      const { name, arguments: args = {} } = request.params;
+      const found = native ? this.#prompts().find((p) => p.prompt.name === name) : undefined;
+      if (!found) {
+        const route = view?.resolvePrompt(name);
+        if (route) {
+          try {
+            return await route.handle.getPrompt(
+              route.original,
+              args,
+              upstreamCallContext(session, extra, undefined, route.handle.id),
+            );
+          } catch (error) {
+            throw toMcpError(error);
+          }
+        }
+      }
       return guard(() => {
-        const { name, arguments: args = {} } = request.params;
-        const found = this.#prompts().find((p) => p.prompt.name === name);
         if (!found) {
           throw new GatewayError(
             "not_found",
@@ -289,9 +407,27 @@ export class MCPServiceBridge {
       });
     });
 
-    handle(server, CompleteRequestSchema, (request) => {
+    handle(server, CompleteRequestSchema, async (request, extra) => {
+      const { ref, argument } = request.params;
+      const route = ref.type === "ref/prompt"
+        ? (native && this.#prompts().some((p) => p.prompt.name === ref.name)
+          ? undefined
+          : view?.resolvePrompt(ref.name))
+        : view?.resolveResource(ref.uri);
+      if (route) {
+        const upstreamRef = ref.type === "ref/prompt"
+          ? { type: "ref/prompt" as const, name: route.original }
+          : { type: "ref/resource" as const, uri: route.original };
+        try {
+          return await route.handle.complete(
+            { ...request.params, ref: upstreamRef },
+            upstreamCallContext(session, extra, undefined, route.handle.id),
+          );
+        } catch (error) {
+          throw toMcpError(error);
+        }
+      }
       return guard(() => {
-        const { ref, argument } = request.params;
         let candidates: string[] = [];
         if (ref.type === "ref/resource") {
           const kind = DEFINITION_KINDS.find((k) => ref.uri === templateUri(k.kind));
@@ -311,6 +447,31 @@ export class MCPServiceBridge {
     });
 
     return server;
+  }
+
+  #view(info: SessionInfo): CatalogView | undefined {
+    const proxy = this.#options.proxy;
+    if (info.upstream === undefined) return proxy?.aggregated;
+    const view = proxy?.scoped(info.upstream);
+    if (!view) {
+      throw new GatewayError(
+        "not_found",
+        `No upstream server "${info.upstream}" is configured; see GET /v1/operator/status for the ids`,
+        { server: info.upstream },
+      );
+    }
+    return view;
+  }
+
+  #onResourceUpdated(namespacedUri: string): void {
+    const route = this.#options.proxy?.aggregated.resolveResource(namespacedUri);
+    if (!route) return;
+    const key = `${route.handle.id}\u0000${route.original}`;
+    for (const session of this.#sessions.values()) {
+      const uri = session.subscriptions.get(key);
+      if (uri === undefined) continue;
+      session.server.sendResourceUpdated({ uri }).catch(() => {});
+    }
   }
 
   #registry(kind: DefinitionKind): DefinitionRegistry {
@@ -383,7 +544,9 @@ export class MCPServiceBridge {
   }
 
   #broadcastToolsChanged(): void {
-    this.#options.bus.publish({ type: "tools.changed", count: this.#options.toolRegistry.size });
+    const count = this.#options.toolRegistry.size +
+      (this.#options.proxy?.aggregated.tools().length ?? 0);
+    this.#options.bus.publish({ type: "tools.changed", count });
     this.#broadcast((s) => s.sendToolListChanged());
   }
 

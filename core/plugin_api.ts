@@ -13,6 +13,7 @@ import type { TokenPayload } from "./auth/token_payload.ts";
 import type { Clock } from "./clock.ts";
 import type { EventBus } from "./event_bus.ts";
 import type { Logger } from "./logger.ts";
+import type { WorkerStartSpec } from "./proxy/worker_protocol.ts";
 
 export type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 export type { TokenPayload } from "./auth/token_payload.ts";
@@ -20,6 +21,9 @@ export type { Clock } from "./clock.ts";
 export type { EventBus } from "./event_bus.ts";
 export type { GatewayEvent } from "./events.ts";
 export type { Logger } from "./logger.ts";
+export type { SerializedError } from "./errors.ts";
+export { parseKernelMessage } from "./proxy/worker_protocol.ts";
+export type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "./proxy/worker_protocol.ts";
 
 /** The closed set of extension points; the kernel handles each one exhaustively. */
 export const PLUGIN_KINDS = [
@@ -96,6 +100,8 @@ export interface SessionInfo {
   auth: TokenPayload;
   /** The transport's session id, when it has one. */
   sessionId?: string;
+  /** Serve one upstream alone under its own names (`/mcp/<server_id>`). */
+  upstream?: string;
 }
 
 /** A live MCP session served by the bridge. */
@@ -167,8 +173,48 @@ export interface TransportPlugin extends ManifestBase {
   create(ctx: TransportContext): InboundTransport | Promise<InboundTransport>;
 }
 
+/** The parts of a fleet entry an upstream adapter reads (see core/proxy/fleet_config.ts). */
+export interface UpstreamServerSpec {
+  id: string;
+  transport: "stdio" | "http" | "sse";
+  command?: string[];
+  url?: string;
+  headers: Record<string, string>;
+  env: Record<string, string>;
+  cwd?: string;
+  permissions: PluginPermissions;
+  sandbox: "none" | "deno";
+}
+
+/** The sandbox and start message of one upstream's worker. */
+export interface UpstreamPlan {
+  /** Exactly what the worker may do; never "inherit". Unlisted permissions are denied. */
+  permissions: PluginPermissions;
+  /** The message the worker starts from. */
+  start: WorkerStartSpec;
+}
+
+/** Reaches upstream servers of one fleet transport through a worker relay. */
+export interface UpstreamAdapter {
+  /** The fleet `transport` value it serves. */
+  transport: "stdio" | "http" | "sse";
+  /** Module URL of the worker script that relays JSON-RPC frames. */
+  workerUrl: string;
+  /** Computes the worker's permissions and start message for one server. */
+  plan(
+    server: UpstreamServerSpec,
+    options: { maxMessageBytes: number; baseEnv: Record<string, string> },
+  ): UpstreamPlan;
+}
+
+/** An upstream adapter plugin. */
+export interface UpstreamPlugin extends ManifestBase {
+  kind: "upstream";
+  create(ctx: PluginContext): UpstreamAdapter | Promise<UpstreamAdapter>;
+}
+
 /** Extension points whose consumers arrive with later kernel services; the kernel keeps their instances by kind. */
-export interface GenericPlugin<K extends Exclude<PluginKind, "transport" | "bus">>
+export interface GenericPlugin<K extends Exclude<PluginKind, "transport" | "bus" | "upstream">>
   extends ManifestBase {
   kind: K;
   create(ctx: PluginContext): unknown;
@@ -184,7 +230,7 @@ export interface BusPlugin extends ManifestBase {
 export type PluginManifest =
   | TransportPlugin
   | BusPlugin
-  | GenericPlugin<"upstream">
+  | UpstreamPlugin
   | GenericPlugin<"discovery">
   | GenericPlugin<"scanner-rule">
   | GenericPlugin<"model">;

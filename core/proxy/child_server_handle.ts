@@ -1,0 +1,694 @@
+/**
+ * ChildServerHandle: one upstream MCP server, its lifecycle, health checks and circuit breaker.
+ *
+ * Lifecycle (the seed's, exactly): STOPPED → STARTING (start) → READY (handshake done) →
+ * DEGRADED (health failing intermittently) → FAILED (failing consistently); FAILED → STARTING on
+ * restart (automatic with backoff, or by request); any → STOPPED on graceful shutdown.
+ * @module
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import {
+  type CallToolResult,
+  type ClientCapabilities,
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ErrorCode,
+  ListRootsRequestSchema,
+  LoggingMessageNotificationSchema,
+  McpError,
+  type Progress,
+  type Prompt,
+  PromptListChangedNotificationSchema,
+  type Resource,
+  ResourceListChangedNotificationSchema,
+  type ResourceTemplate,
+  ResourceUpdatedNotificationSchema,
+  type Tool,
+  ToolListChangedNotificationSchema,
+  ToolSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import type { Clock, TimerHandle } from "../clock.ts";
+import { GatewayError } from "../errors.ts";
+import type { EventBus } from "../event_bus.ts";
+import type { Logger } from "../logger.ts";
+import { GATEWAY_INFO } from "../version.ts";
+import { type BreakerSnapshot, CircuitBreaker } from "./circuit_breaker.ts";
+import type { FleetServer } from "./fleet_config.ts";
+import { withTimeout } from "./with_timeout.ts";
+
+/** The seed's lifecycle states. */
+export type LifecycleState = "STOPPED" | "STARTING" | "READY" | "DEGRADED" | "FAILED";
+
+/** A server→client request from an upstream, to relay to the inbound client that caused it. */
+export interface RelayedRequest {
+  method: "sampling/createMessage" | "elicitation/create" | "roots/list";
+  params?: Record<string, unknown>;
+}
+
+/** What one forwarded call carries back to its inbound client. */
+export interface UpstreamCallContext {
+  /** Aborted when the inbound client cancels or goes away. */
+  signal: AbortSignal;
+  /** Forwards upstream progress to the inbound client. */
+  onProgress?: (progress: Progress) => void;
+  /** Forwards an upstream log message to the inbound client. */
+  onLog?: (params: { level: string; logger?: string; data: unknown }) => void;
+  /** Relays a server→client request (sampling, elicitation, roots) to the inbound client. */
+  relay?: (request: RelayedRequest, signal: AbortSignal) => Promise<Record<string, unknown>>;
+}
+
+/** The latest health check. */
+export interface HealthSnapshot {
+  /** When it ran (clock ms); absent before the first check. */
+  checkedAt?: number;
+  ok?: boolean;
+  latencyMs?: number;
+  error?: string;
+  consecutiveFailures: number;
+}
+
+/** Everything an operator sees about one upstream. */
+export interface HandleSnapshot {
+  id: string;
+  transport: FleetServer["transport"];
+  state: LifecycleState;
+  breaker: BreakerSnapshot;
+  health: HealthSnapshot;
+  tools: number;
+  resources: number;
+  prompts: number;
+  restarts: number;
+  lastError?: string;
+  serverInfo?: { name: string; version: string };
+}
+
+/** What the upstream advertises, refreshed on its list_changed notifications. */
+export interface UpstreamCatalog {
+  tools: Tool[];
+  resources: Resource[];
+  resourceTemplates: ResourceTemplate[];
+  prompts: Prompt[];
+}
+
+/** What a handle is built from. */
+export interface ChildServerHandleOptions {
+  server: FleetServer;
+  /** A fresh transport to the upstream for each (re)start. */
+  createTransport: () => Transport;
+  clock: Clock;
+  logger: Logger;
+  bus: EventBus;
+}
+
+/** Why the handle changed, for the proxy manager. */
+export type HandleChange = "state" | "catalog" | "breaker";
+
+const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+const EMPTY_CATALOG: UpstreamCatalog = {
+  tools: [],
+  resources: [],
+  resourceTemplates: [],
+  prompts: [],
+};
+const LENIENT_TOOLS_PAGE = z.looseObject({
+  tools: z.array(z.unknown()),
+  nextCursor: z.string().optional(),
+});
+const CLIENT_CAPABILITIES: ClientCapabilities = {
+  sampling: {},
+  elicitation: {},
+  roots: { listChanged: true },
+};
+
+/** One upstream server, owned by the ProxyManager. */
+export class ChildServerHandle {
+  readonly id: string;
+  readonly server: FleetServer;
+  readonly breaker: CircuitBreaker;
+
+  #options: ChildServerHandleOptions;
+  #log: Logger;
+  #state: LifecycleState = "STOPPED";
+  #client: Client | undefined;
+  #catalog: UpstreamCatalog = EMPTY_CATALOG;
+  #health: HealthSnapshot = { consecutiveFailures: 0 };
+  #active: UpstreamCallContext[] = [];
+  #listeners = new Set<(change: HandleChange) => void>();
+  #updateListeners = new Set<(uri: string) => void>();
+  #healthTimer: TimerHandle | undefined;
+  #restartTimer: TimerHandle | undefined;
+  #restarts = 0;
+  #lastError: string | undefined;
+  #starting: Promise<void> | undefined;
+
+  constructor(options: ChildServerHandleOptions) {
+    this.#options = options;
+    this.server = options.server;
+    this.id = options.server.id;
+    this.#log = options.logger.child(`upstream:${this.id}`);
+    this.breaker = new CircuitBreaker({
+      server: this.id,
+      clock: options.clock,
+      failureThreshold: options.server.breaker.threshold,
+      baseMs: options.server.breaker.baseMs,
+      maxMs: options.server.breaker.maxMs,
+      isFailure: isUpstreamFault,
+      onStateChange: (from, to, info) => {
+        this.#options.bus.publish({
+          type: "proxy.breaker",
+          server: this.id,
+          from,
+          to,
+          trips: info.trips,
+          ...(info.retryAfterMs === undefined ? {} : { retryAfterMs: info.retryAfterMs }),
+        });
+        this.#emit("breaker");
+      },
+    });
+  }
+
+  /** The lifecycle state. */
+  get state(): LifecycleState {
+    return this.#state;
+  }
+
+  /** Whether calls may be sent: READY or DEGRADED, with the breaker not OPEN. */
+  get serving(): boolean {
+    return (this.#state === "READY" || this.#state === "DEGRADED") &&
+      this.breaker.state !== "OPEN";
+  }
+
+  /** What the upstream advertises (empty until READY). */
+  get catalog(): UpstreamCatalog {
+    return this.#catalog;
+  }
+
+  /** The upstream's capabilities, once connected. */
+  get capabilities(): ReturnType<Client["getServerCapabilities"]> {
+    return this.#client?.getServerCapabilities();
+  }
+
+  /** Subscribes to state, catalog and breaker changes. */
+  onChange(listener: (change: HandleChange) => void): () => void {
+    this.#listeners.add(listener);
+    return () => void this.#listeners.delete(listener);
+  }
+
+  /** Subscribes to `notifications/resources/updated` from the upstream. */
+  onResourceUpdated(listener: (uri: string) => void): () => void {
+    this.#updateListeners.add(listener);
+    return () => void this.#updateListeners.delete(listener);
+  }
+
+  /** Connects (STOPPED or FAILED → STARTING → READY, or FAILED with a scheduled restart). */
+  start(): Promise<void> {
+    if (this.#state !== "STOPPED" && this.#state !== "FAILED") {
+      return this.#starting ?? Promise.resolve();
+    }
+    this.#restartTimer?.cancel();
+    this.#starting = this.#start().finally(() => (this.#starting = undefined));
+    return this.#starting;
+  }
+
+  async #start(): Promise<void> {
+    this.#setState("STARTING");
+    const client = new Client(
+      { name: GATEWAY_INFO.name, version: GATEWAY_INFO.version },
+      { capabilities: CLIENT_CAPABILITIES },
+    );
+    this.#wire(client);
+    const { connectMs } = this.server.timeouts;
+    try {
+      const transport = this.#options.createTransport();
+      await withTimeout(
+        client.connect(transport),
+        connectMs,
+        this.#options.clock,
+        `Upstream "${this.id}" did not complete the MCP handshake within ${connectMs} ms; ` +
+          `check its command or URL, or raise timeouts.connect`,
+        { server: this.id },
+      );
+      this.#client = client;
+      this.#catalog = await this.#fetchCatalog(client);
+    } catch (error) {
+      this.#client = undefined;
+      await client.close().catch(() => {});
+      if (this.#state !== "STARTING") return; // stopped meanwhile
+      this.#fail(`start failed: ${describe(error)}`);
+      return;
+    }
+    if (this.#state !== "STARTING") {
+      // Stopped while connecting.
+      await client.close().catch(() => {});
+      return;
+    }
+    this.#restarts = 0;
+    this.#health = { consecutiveFailures: 0 };
+    this.#setState("READY");
+    this.#emit("catalog");
+    this.#options.bus.publish({
+      type: "proxy.tools",
+      server: this.id,
+      count: this.#catalog.tools.length,
+    });
+    this.#scheduleHealth();
+  }
+
+  /** Graceful shutdown: any state → STOPPED; no restart follows. */
+  async stop(): Promise<void> {
+    this.#healthTimer?.cancel();
+    this.#restartTimer?.cancel();
+    const client = this.#client;
+    this.#client = undefined;
+    const hadCatalog = this.#catalog.tools.length + this.#catalog.resources.length +
+        this.#catalog.prompts.length > 0;
+    this.#catalog = EMPTY_CATALOG;
+    if (this.#state !== "STOPPED") this.#setState("STOPPED", "stopped by the gateway");
+    if (hadCatalog) this.#emit("catalog");
+    await client?.close().catch(() => {});
+  }
+
+  /** Restart by request: STOPPED, breaker reset, then start. */
+  async restart(): Promise<void> {
+    await this.stop();
+    this.breaker.reset();
+    this.#restarts = 0;
+    await this.start();
+  }
+
+  /** Runs one health check now (the timer runs it every `health.interval`). */
+  async checkHealth(): Promise<void> {
+    const client = this.#client;
+    if (!client || (this.#state !== "READY" && this.#state !== "DEGRADED")) return;
+    const { clock } = this.#options;
+    const started = clock.now();
+    const timeoutMs = Math.min(this.server.timeouts.connectMs, this.server.health.intervalMs);
+    try {
+      await withTimeout(
+        client.ping(),
+        timeoutMs,
+        clock,
+        `Upstream "${this.id}" did not answer a health-check ping within ${timeoutMs} ms`,
+        { server: this.id },
+      );
+    } catch (error) {
+      if (client !== this.#client) return;
+      const failures = this.#health.consecutiveFailures + 1;
+      this.#health = {
+        checkedAt: started,
+        ok: false,
+        latencyMs: clock.now() - started,
+        error: describe(error),
+        consecutiveFailures: failures,
+      };
+      this.#options.bus.publish({
+        type: "proxy.health",
+        server: this.id,
+        ok: false,
+        latencyMs: this.#health.latencyMs!,
+        error: this.#health.error!,
+      });
+      this.breaker.recordFailure();
+      if (failures >= this.server.health.failedAfter) {
+        await this.#disconnect(client);
+        this.#fail(`${failures} consecutive health checks failed: ${describe(error)}`);
+      } else if (failures >= this.server.health.degradedAfter && this.#state === "READY") {
+        this.#setState("DEGRADED", `health check failed: ${describe(error)}`);
+      }
+      return;
+    }
+    if (client !== this.#client) return;
+    this.#health = {
+      checkedAt: started,
+      ok: true,
+      latencyMs: clock.now() - started,
+      consecutiveFailures: 0,
+    };
+    this.#options.bus.publish({
+      type: "proxy.health",
+      server: this.id,
+      ok: true,
+      latencyMs: this.#health.latencyMs!,
+    });
+    this.breaker.recordSuccess();
+    if (this.#state === "DEGRADED") this.#setState("READY", "health check passed");
+  }
+
+  /** Calls a tool by its upstream name, through the breaker and with the call timeout. */
+  callTool(
+    name: string,
+    args: Record<string, unknown>,
+    ctx: UpstreamCallContext,
+  ): Promise<CallToolResult> {
+    return this.#forward(
+      `tools/call "${name}"`,
+      ctx,
+      (client, options) =>
+        client.callTool({ name, arguments: args }, undefined, options) as Promise<CallToolResult>,
+    );
+  }
+
+  /** Reads a resource by its upstream URI. */
+  readResource(uri: string, ctx: UpstreamCallContext): ReturnType<Client["readResource"]> {
+    return this.#forward(
+      `resources/read "${uri}"`,
+      ctx,
+      (client, options) => client.readResource({ uri }, options),
+    );
+  }
+
+  /** Gets a prompt by its upstream name. */
+  getPrompt(
+    name: string,
+    args: Record<string, string>,
+    ctx: UpstreamCallContext,
+  ): ReturnType<Client["getPrompt"]> {
+    return this.#forward(
+      `prompts/get "${name}"`,
+      ctx,
+      (client, options) => client.getPrompt({ name, arguments: args }, options),
+    );
+  }
+
+  /** Asks the upstream for completions. */
+  complete(
+    params: Parameters<Client["complete"]>[0],
+    ctx: UpstreamCallContext,
+  ): ReturnType<Client["complete"]> {
+    return this.#forward(
+      "completion/complete",
+      ctx,
+      (client, options) => client.complete(params, options),
+    );
+  }
+
+  /** Subscribes to updates of one upstream resource. */
+  subscribe(uri: string, ctx: UpstreamCallContext): Promise<unknown> {
+    return this.#forward(
+      `resources/subscribe "${uri}"`,
+      ctx,
+      (client, options) => client.subscribeResource({ uri }, options),
+    );
+  }
+
+  /** Ends a subscription. */
+  unsubscribe(uri: string, ctx: UpstreamCallContext): Promise<unknown> {
+    return this.#forward(
+      `resources/unsubscribe "${uri}"`,
+      ctx,
+      (client, options) => client.unsubscribeResource({ uri }, options),
+    );
+  }
+
+  /** State, breaker, health and counts for operators. */
+  snapshot(): HandleSnapshot {
+    const info = this.#client?.getServerVersion();
+    return {
+      id: this.id,
+      transport: this.server.transport,
+      state: this.#state,
+      breaker: this.breaker.snapshot(),
+      health: { ...this.#health },
+      tools: this.#catalog.tools.length,
+      resources: this.#catalog.resources.length,
+      prompts: this.#catalog.prompts.length,
+      restarts: this.#restarts,
+      ...(this.#lastError === undefined ? {} : { lastError: this.#lastError }),
+      ...(info ? { serverInfo: { name: info.name, version: info.version } } : {}),
+    };
+  }
+
+  async #forward<T>(
+    what: string,
+    ctx: UpstreamCallContext,
+    call: (
+      client: Client,
+      options: {
+        signal: AbortSignal;
+        timeout: number;
+        resetTimeoutOnProgress: boolean;
+        onprogress?: (progress: Progress) => void;
+      },
+    ) => Promise<T>,
+  ): Promise<T> {
+    const client = this.#client;
+    if (!client || (this.#state !== "READY" && this.#state !== "DEGRADED")) {
+      throw new GatewayError(
+        "upstream_error",
+        `Upstream "${this.id}" is ${this.#state}, so ${what} cannot be forwarded` +
+          (this.#lastError ? ` (last error: ${this.#lastError})` : "") +
+          "; check GET /v1/operator/status or restart it",
+        { server: this.id, state: this.#state },
+      );
+    }
+    const permit = this.breaker.tryAcquire();
+    if (!permit.ok) throw permit.error;
+    const callMs = this.server.timeouts.callMs;
+    this.#active.push(ctx);
+    try {
+      const result = await call(client, {
+        signal: ctx.signal,
+        timeout: callMs,
+        resetTimeoutOnProgress: true,
+        ...(ctx.onProgress ? { onprogress: ctx.onProgress } : {}),
+      });
+      permit.release(true);
+      return result;
+    } catch (error) {
+      if (ctx.signal.aborted) permit.abandon();
+      else permit.release(!isUpstreamFault(error));
+      throw this.#translate(error, what);
+    } finally {
+      const at = this.#active.lastIndexOf(ctx);
+      if (at !== -1) this.#active.splice(at, 1);
+    }
+  }
+
+  #translate(error: unknown, what: string): unknown {
+    if (error instanceof McpError) {
+      if (error.code === ErrorCode.RequestTimeout) {
+        return new GatewayError(
+          "timeout",
+          `Upstream "${this.id}" did not answer ${what} within ${this.server.timeouts.callMs} ms; ` +
+            "raise timeouts.call for slow tools",
+          { server: this.id },
+        );
+      }
+      if (error.code === ErrorCode.ConnectionClosed) {
+        return new GatewayError(
+          "upstream_error",
+          `Upstream "${this.id}" closed the connection during ${what}; it is restarted automatically`,
+          { server: this.id },
+        );
+      }
+      return error; // the upstream's own answer, passed through unchanged
+    }
+    if (error instanceof GatewayError) return error;
+    return new GatewayError(
+      "upstream_error",
+      `Upstream "${this.id}" failed during ${what}: ${describe(error)}`,
+      { server: this.id },
+    );
+  }
+
+  #wire(client: Client): void {
+    client.onclose = () => {
+      if (client !== this.#client) return;
+      this.#client = undefined;
+      this.breaker.recordFailure();
+      this.#fail("the upstream closed the connection (it exited or crashed)");
+    };
+    client.onerror = (error) => this.#log.debug("transport error", { error: error.message });
+
+    const refresh = () => {
+      if (client !== this.#client) return;
+      this.#fetchCatalog(client).then((catalog) => {
+        if (client !== this.#client) return;
+        this.#catalog = catalog;
+        this.#emit("catalog");
+        this.#options.bus.publish({
+          type: "proxy.tools",
+          server: this.id,
+          count: catalog.tools.length,
+        });
+      }).catch((error) =>
+        this.#log.warn("could not refresh the upstream's lists", { error: describe(error) })
+      );
+    };
+    client.setNotificationHandler(ToolListChangedNotificationSchema, refresh);
+    client.setNotificationHandler(ResourceListChangedNotificationSchema, refresh);
+    client.setNotificationHandler(PromptListChangedNotificationSchema, refresh);
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+      for (const listener of [...this.#updateListeners]) listener(n.params.uri);
+    });
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+      const targets = this.#active.filter((c) => c.onLog);
+      if (targets.length === 0) {
+        this.#log.debug("upstream log", { level: n.params.level, data: n.params.data });
+      }
+      for (const ctx of targets) ctx.onLog!(n.params);
+    });
+    const relay =
+      (method: RelayedRequest["method"]) =>
+      (request: { params?: Record<string, unknown> }, extra: { signal: AbortSignal }) => {
+        // The most recent in-flight call is the one the upstream is working on (stdio carries no
+        // request correlation for server→client requests).
+        const ctx = [...this.#active].reverse().find((c) => c.relay);
+        if (!ctx) {
+          throw new McpError(
+            ErrorCode.InvalidRequest,
+            `${method} from upstream "${this.id}" arrived with no inbound call in progress to relay it to`,
+          );
+        }
+        return ctx.relay!(
+          { method, ...(request.params === undefined ? {} : { params: request.params }) },
+          extra.signal,
+        ) as never;
+      };
+    client.setRequestHandler(CreateMessageRequestSchema, relay("sampling/createMessage"));
+    client.setRequestHandler(ElicitRequestSchema, relay("elicitation/create"));
+    client.setRequestHandler(ListRootsRequestSchema, relay("roots/list"));
+  }
+
+  async #fetchCatalog(client: Client): Promise<UpstreamCatalog> {
+    const caps = client.getServerCapabilities() ?? {};
+    const tools: Tool[] = [];
+    const resources: Resource[] = [];
+    const resourceTemplates: ResourceTemplate[] = [];
+    const prompts: Prompt[] = [];
+    const options = { timeout: this.server.timeouts.callMs };
+    if (caps.tools) {
+      let cursor: string | undefined;
+      do {
+        // Lenient page schema: one malformed tool must not hide the server's other tools.
+        const page = await client.request(
+          { method: "tools/list", params: cursor ? { cursor } : {} },
+          LENIENT_TOOLS_PAGE,
+          options,
+        );
+        for (const raw of page.tools) {
+          const parsed = ToolSchema.safeParse(raw);
+          const problem = parsed.success ? toolProblem(parsed.data) : z.prettifyError(parsed.error);
+          if (problem || !parsed.success) {
+            const name = String((raw as { name?: unknown } | null)?.name ?? "(unnamed)");
+            this.#log.warn(`dropped tool "${name}": ${problem}`);
+            this.#options.bus.publish({
+              type: "proxy.tool_dropped",
+              server: this.id,
+              tool: name,
+              reason: problem ?? "invalid",
+            });
+          } else tools.push(parsed.data);
+        }
+        cursor = page.nextCursor;
+      } while (cursor);
+    }
+    if (caps.resources) {
+      let cursor: string | undefined;
+      do {
+        const page = await client.listResources(cursor ? { cursor } : {}, options);
+        resources.push(...page.resources);
+        cursor = page.nextCursor;
+      } while (cursor);
+      cursor = undefined;
+      do {
+        const page = await client.listResourceTemplates(cursor ? { cursor } : {}, options);
+        resourceTemplates.push(...page.resourceTemplates);
+        cursor = page.nextCursor;
+      } while (cursor);
+    }
+    if (caps.prompts) {
+      let cursor: string | undefined;
+      do {
+        const page = await client.listPrompts(cursor ? { cursor } : {}, options);
+        prompts.push(...page.prompts);
+        cursor = page.nextCursor;
+      } while (cursor);
+    }
+    return { tools, resources, resourceTemplates, prompts };
+  }
+
+  async #disconnect(client: Client): Promise<void> {
+    if (this.#client === client) this.#client = undefined;
+    await client.close().catch(() => {});
+  }
+
+  /** → FAILED, tools hidden, restart scheduled with backoff. */
+  #fail(reason: string): void {
+    this.#healthTimer?.cancel();
+    this.#lastError = reason;
+    const hadCatalog = this.#catalog !== EMPTY_CATALOG;
+    this.#catalog = EMPTY_CATALOG;
+    this.#setState("FAILED", reason);
+    if (hadCatalog) this.#emit("catalog");
+    const { baseMs, maxMs } = this.server.breaker;
+    const delay = Math.min(baseMs * 2 ** this.#restarts, maxMs);
+    this.#restarts++;
+    this.#log.warn(`upstream failed: ${reason}; restarting in ${Math.round(delay / 1000)} s`);
+    this.#restartTimer?.cancel();
+    this.#restartTimer = this.#options.clock.setTimeout(() => {
+      if (this.#state === "FAILED") void this.start();
+    }, delay);
+  }
+
+  #scheduleHealth(): void {
+    this.#healthTimer?.cancel();
+    this.#healthTimer = this.#options.clock.setTimeout(async () => {
+      await this.checkHealth();
+      if (this.#state === "READY" || this.#state === "DEGRADED") this.#scheduleHealth();
+    }, this.server.health.intervalMs);
+  }
+
+  #setState(to: LifecycleState, reason?: string): void {
+    const from = this.#state;
+    if (from === to) return;
+    this.#state = to;
+    this.#log.info(`${from} → ${to}${reason ? `: ${reason}` : ""}`);
+    this.#options.bus.publish({
+      type: "proxy.state",
+      server: this.id,
+      from,
+      to,
+      ...(reason === undefined ? {} : { reason }),
+    });
+    this.#emit("state");
+  }
+
+  #emit(change: HandleChange): void {
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener(change);
+      } catch (error) {
+        this.#log.warn("change listener threw", { error: describe(error) });
+      }
+    }
+  }
+}
+
+/** Whether an error means the upstream is unwell (not that it answered with an error). */
+export function isUpstreamFault(error: unknown): boolean {
+  if (error instanceof McpError) {
+    return error.code === ErrorCode.RequestTimeout || error.code === ErrorCode.ConnectionClosed;
+  }
+  if (error instanceof GatewayError) {
+    return error.code === "timeout" || error.code === "upstream_error";
+  }
+  return true;
+}
+
+function toolProblem(tool: Tool): string | undefined {
+  if (typeof tool.name !== "string" || !TOOL_NAME.test(tool.name)) {
+    return "its name is not 1–128 letters, digits, _, - or .";
+  }
+  const schema = tool.inputSchema as { type?: unknown } | undefined;
+  if (!schema || typeof schema !== "object" || schema.type !== "object") {
+    return 'its inputSchema is not a JSON Schema of type "object"';
+  }
+  return undefined;
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,354 @@
+/**
+ * ProxyManager: the fleet of upstream servers, aggregated under one namespace.
+ *
+ * Tools and prompts appear as `<prefix><separator><name>`; resources as
+ * `proxy://<server_id>/<upstream uri>` (reversible: strip the prefix to get the upstream's URI).
+ * Native tools are never shadowed. A server that is not READY/DEGRADED, or whose breaker is OPEN,
+ * is hidden from lists; calls by name still reach its breaker, which answers `circuit_open`.
+ * @module
+ */
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type {
+  CallToolResult,
+  Prompt,
+  Resource,
+  ResourceTemplate,
+  Tool,
+} from "@modelcontextprotocol/sdk/types.js";
+import type { Clock } from "../clock.ts";
+import { GatewayError } from "../errors.ts";
+import type { EventBus } from "../event_bus.ts";
+import { compileAllowDeny, type GlobMatcher } from "../glob.ts";
+import type { Logger } from "../logger.ts";
+import {
+  ChildServerHandle,
+  type HandleSnapshot,
+  type UpstreamCallContext,
+} from "./child_server_handle.ts";
+import type { FleetServer } from "./fleet_config.ts";
+
+/** Scheme of namespaced upstream resource URIs. */
+export const PROXY_URI_PREFIX = "proxy://";
+
+/** A routed name: which handle serves it and under what upstream name. */
+export interface Route {
+  handle: ChildServerHandle;
+  original: string;
+}
+
+/** The tools, resources and prompts one session sees, and how its names route. */
+export interface CatalogView {
+  tools(): Tool[];
+  resources(): Resource[];
+  resourceTemplates(): ResourceTemplate[];
+  prompts(): Prompt[];
+  /** The route of a tool name (including servers hidden by an OPEN breaker), or undefined. */
+  resolveTool(name: string): Route | undefined;
+  resolvePrompt(name: string): Route | undefined;
+  resolveResource(uri: string): Route | undefined;
+}
+
+/** What the manager is built from. */
+export interface ProxyManagerOptions {
+  /** A fresh transport to an upstream (the kernel builds a sandboxed worker relay). */
+  createTransport: (server: FleetServer) => Transport;
+  /** True when a native tool has this name: proxied tools never shadow one. */
+  isNativeTool: (name: string) => boolean;
+  separator: string;
+  clock: Clock;
+  logger: Logger;
+  bus: EventBus;
+}
+
+interface Member {
+  handle: ChildServerHandle;
+  allows: GlobMatcher;
+  unsubscribe: () => void;
+}
+
+interface Aggregate {
+  tools: Tool[];
+  toolRoutes: Map<string, Route>;
+  prompts: Prompt[];
+  promptRoutes: Map<string, Route>;
+  resources: Resource[];
+  templates: ResourceTemplate[];
+}
+
+/** The upstream fleet. */
+export class ProxyManager {
+  #options: ProxyManagerOptions;
+  #members = new Map<string, Member>();
+  #aggregate: Aggregate | undefined;
+  #listeners = new Set<() => void>();
+  #updateListeners = new Set<(uri: string) => void>();
+  #lastSignature = "";
+  #droppedReported = new Set<string>();
+
+  constructor(options: ProxyManagerOptions) {
+    this.#options = options;
+  }
+
+  /** Number of configured (enabled) upstreams. */
+  get size(): number {
+    return this.#members.size;
+  }
+
+  /** The handle of a server, or undefined. */
+  get(id: string): ChildServerHandle | undefined {
+    return this.#members.get(id)?.handle;
+  }
+
+  /** Every handle, in configuration order. */
+  handles(): ChildServerHandle[] {
+    return [...this.#members.values()].map((m) => m.handle);
+  }
+
+  /** Calls `listener` when the aggregated tools, resources or prompts change. */
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => void this.#listeners.delete(listener);
+  }
+
+  /** Calls `listener` with the namespaced URI when an upstream resource changes. */
+  onResourceUpdated(listener: (uri: string) => void): () => void {
+    this.#updateListeners.add(listener);
+    return () => void this.#updateListeners.delete(listener);
+  }
+
+  /** Adds the enabled servers and starts them all; resolves when each has become READY or FAILED. */
+  async start(servers: readonly FleetServer[]): Promise<void> {
+    const added = servers.filter((s) => s.enabled).map((s) => this.#add(s));
+    await Promise.all(added.map((h) => h.start()));
+  }
+
+  /** Applies a new fleet: stops removed servers, restarts changed ones, starts new ones. */
+  async reload(servers: readonly FleetServer[]): Promise<{
+    added: string[];
+    removed: string[];
+    changed: string[];
+  }> {
+    const next = new Map(servers.filter((s) => s.enabled).map((s) => [s.id, s]));
+    const removed = [...this.#members.keys()].filter((id) => !next.has(id));
+    const changed = [...next.keys()].filter((id) => {
+      const current = this.#members.get(id);
+      return current && signatureOf(current.handle.server) !== signatureOf(next.get(id)!);
+    });
+    const added = [...next.keys()].filter((id) => !this.#members.has(id));
+    await Promise.all([...removed, ...changed].map((id) => this.#remove(id)));
+    const starting = [...changed, ...added].map((id) => this.#add(next.get(id)!));
+    // Keep configuration order for listings.
+    const order = servers.map((s) => s.id);
+    this.#members = new Map(
+      [...this.#members.entries()].sort(([a], [b]) => order.indexOf(a) - order.indexOf(b)),
+    );
+    this.#invalidate();
+    await Promise.all(starting.map((h) => h.start()));
+    return { added, removed, changed };
+  }
+
+  /** Stops every upstream. */
+  async stop(): Promise<void> {
+    await Promise.all([...this.#members.keys()].map((id) => this.#remove(id)));
+    this.#invalidate();
+  }
+
+  /** Snapshots of every upstream for status pages. */
+  status(): HandleSnapshot[] {
+    return this.handles().map((h) => h.snapshot());
+  }
+
+  /** The aggregated view (every server, namespaced names). */
+  get aggregated(): CatalogView {
+    return {
+      tools: () => this.#build().tools,
+      resources: () => this.#build().resources,
+      resourceTemplates: () => this.#build().templates,
+      prompts: () => this.#build().prompts,
+      resolveTool: (name) => this.#build().toolRoutes.get(name) ?? this.#resolveHidden(name),
+      resolvePrompt: (name) => this.#build().promptRoutes.get(name),
+      resolveResource: (uri) => this.#resolveUri(uri),
+    };
+  }
+
+  /** One server alone under its own names (served at `/mcp/<server_id>`). */
+  scoped(id: string): CatalogView | undefined {
+    const member = this.#members.get(id);
+    if (!member) return undefined;
+    const { handle, allows } = member;
+    const visible = () => handle.serving;
+    const tools = () => visible() ? handle.catalog.tools.filter((t) => allows(t.name)) : [];
+    return {
+      tools,
+      resources: () => visible() ? handle.catalog.resources : [],
+      resourceTemplates: () => visible() ? handle.catalog.resourceTemplates : [],
+      prompts: () => visible() ? handle.catalog.prompts : [],
+      // The upstream itself answers for names it does not know.
+      resolveTool: (name) => (allows(name) ? { handle, original: name } : undefined),
+      resolvePrompt: (name) => ({ handle, original: name }),
+      resolveResource: (uri) => ({ handle, original: uri }),
+    };
+  }
+
+  /** Forwards a tool call to its upstream. */
+  callTool(
+    route: Route,
+    args: Record<string, unknown>,
+    ctx: UpstreamCallContext,
+  ): Promise<CallToolResult> {
+    return route.handle.callTool(route.original, args, ctx);
+  }
+
+  #add(server: FleetServer): ChildServerHandle {
+    const handle = new ChildServerHandle({
+      server,
+      createTransport: () => this.#options.createTransport(server),
+      clock: this.#options.clock,
+      logger: this.#options.logger,
+      bus: this.#options.bus,
+    });
+    const offChange = handle.onChange((change) => {
+      if (change === "catalog" || change === "state" || change === "breaker") this.#invalidate();
+    });
+    const offUpdate = handle.onResourceUpdated((uri) => {
+      const namespaced = `${PROXY_URI_PREFIX}${server.id}/${uri}`;
+      for (const listener of [...this.#updateListeners]) listener(namespaced);
+    });
+    this.#members.set(server.id, {
+      handle,
+      allows: compileAllowDeny(server.tools.allow, server.tools.deny),
+      unsubscribe: () => {
+        offChange();
+        offUpdate();
+      },
+    });
+    return handle;
+  }
+
+  async #remove(id: string): Promise<void> {
+    const member = this.#members.get(id);
+    if (!member) return;
+    this.#members.delete(id);
+    member.unsubscribe();
+    await member.handle.stop();
+  }
+
+  /** Drops the cached aggregate and tells listeners when the visible set really changed. */
+  #invalidate(): void {
+    this.#aggregate = undefined;
+    const signature = this.#signature();
+    if (signature === this.#lastSignature) return;
+    this.#lastSignature = signature;
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener();
+      } catch (error) {
+        this.#options.logger.warn("proxy change listener threw", { error: String(error) });
+      }
+    }
+  }
+
+  #signature(): string {
+    const a = this.#build();
+    return JSON.stringify([a.tools, a.resources, a.templates, a.prompts]);
+  }
+
+  #build(): Aggregate {
+    if (this.#aggregate) return this.#aggregate;
+    const { separator, isNativeTool } = this.#options;
+    const aggregate: Aggregate = {
+      tools: [],
+      toolRoutes: new Map(),
+      prompts: [],
+      promptRoutes: new Map(),
+      resources: [],
+      templates: [],
+    };
+    for (const { handle, allows } of this.#members.values()) {
+      if (!handle.serving) continue;
+      const { prefix, id } = handle.server;
+      const exposed = (name: string) => (prefix === "" ? name : `${prefix}${separator}${name}`);
+      for (const tool of handle.catalog.tools) {
+        if (!allows(tool.name)) continue;
+        const name = exposed(tool.name);
+        const clash = isNativeTool(name)
+          ? "a native tool has this name (native tools are never shadowed)"
+          : aggregate.toolRoutes.has(name)
+          ? `upstream "${aggregate.toolRoutes.get(name)!.handle.id}" already exposes it`
+          : name.length > 128
+          ? "the prefixed name is longer than 128 characters"
+          : undefined;
+        if (clash) {
+          this.#reportDropped(id, name, clash);
+          continue;
+        }
+        aggregate.tools.push({ ...tool, name });
+        aggregate.toolRoutes.set(name, { handle, original: tool.name });
+      }
+      for (const prompt of handle.catalog.prompts) {
+        const name = exposed(prompt.name);
+        if (aggregate.promptRoutes.has(name)) continue;
+        aggregate.prompts.push({ ...prompt, name });
+        aggregate.promptRoutes.set(name, { handle, original: prompt.name });
+      }
+      for (const resource of handle.catalog.resources) {
+        aggregate.resources.push({ ...resource, uri: `${PROXY_URI_PREFIX}${id}/${resource.uri}` });
+      }
+      for (const template of handle.catalog.resourceTemplates) {
+        aggregate.templates.push({
+          ...template,
+          uriTemplate: `${PROXY_URI_PREFIX}${id}/${template.uriTemplate}`,
+        });
+      }
+    }
+    this.#aggregate = aggregate;
+    return aggregate;
+  }
+
+  /** A tool of a connected server hidden by its OPEN breaker still routes, so the caller gets circuit_open. */
+  #resolveHidden(name: string): Route | undefined {
+    const { separator } = this.#options;
+    for (const { handle, allows } of this.#members.values()) {
+      if (handle.serving) continue;
+      const { prefix } = handle.server;
+      const original = prefix === ""
+        ? name
+        : name.startsWith(prefix + separator)
+        ? name.slice(prefix.length + separator.length)
+        : undefined;
+      if (original === undefined || !allows(original) || this.#options.isNativeTool(name)) continue;
+      // A prefix claims the name; an unprefixed server claims only the names it advertised.
+      if (prefix !== "" || handle.catalog.tools.some((t) => t.name === original)) {
+        return { handle, original };
+      }
+    }
+    return undefined;
+  }
+
+  #resolveUri(uri: string): Route | undefined {
+    if (!uri.startsWith(PROXY_URI_PREFIX)) return undefined;
+    const rest = uri.slice(PROXY_URI_PREFIX.length);
+    const slash = rest.indexOf("/");
+    if (slash <= 0) return undefined;
+    const handle = this.#members.get(rest.slice(0, slash))?.handle;
+    return handle ? { handle, original: rest.slice(slash + 1) } : undefined;
+  }
+
+  #reportDropped(server: string, tool: string, reason: string): void {
+    const key = `${server}\u0000${tool}\u0000${reason}`;
+    if (this.#droppedReported.has(key)) return;
+    this.#droppedReported.add(key);
+    this.#options.logger.warn(`dropped tool "${tool}" of upstream "${server}": ${reason}`);
+    this.#options.bus.publish({ type: "proxy.tool_dropped", server, tool, reason });
+  }
+}
+
+function signatureOf(server: FleetServer): string {
+  const { line: _line, ...rest } = server;
+  return JSON.stringify(rest);
+}
+
+/** Thrown when a name routes nowhere. */
+export function unknownUpstream(id: string): GatewayError {
+  return new GatewayError("not_found", `No upstream server "${id}" is configured`, { server: id });
+}

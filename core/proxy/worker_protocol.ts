@@ -1,0 +1,54 @@
+/**
+ * Messages between the kernel and an upstream's sandboxed worker, as discriminated unions checked
+ * on receipt. Errors cross as plain `{ code, message, data }`, never as class instances.
+ * @module
+ */
+import type { SerializedError } from "../errors.ts";
+
+/** What the worker needs to reach its upstream; resolved by the kernel (no env lookups inside). */
+export interface WorkerStartSpec {
+  serverId: string;
+  transport: "stdio" | "http" | "sse";
+  /** stdio: the full argv to spawn. */
+  command?: string[];
+  /** stdio: the child's complete environment (the child inherits nothing else). */
+  env?: Record<string, string>;
+  /** stdio: working directory. */
+  cwd?: string;
+  /** http / sse: the upstream URL. */
+  url?: string;
+  /** http / sse: extra request headers. */
+  headers?: Record<string, string>;
+  /** Largest frame accepted from the upstream. */
+  maxMessageBytes: number;
+}
+
+/** Kernel → worker. */
+export type KernelToWorker =
+  | { type: "start"; spec: WorkerStartSpec }
+  | { type: "send"; message: unknown }
+  | { type: "stop"; graceMs: number };
+
+/** Worker → kernel. */
+export type WorkerToKernel =
+  | { type: "started"; pid?: number }
+  | { type: "message"; message: unknown }
+  | { type: "stderr"; line: string }
+  | { type: "malformed"; reason: string; preview: string }
+  | { type: "closed"; reason: string; code?: number | null; signal?: string | null }
+  | { type: "error"; error: SerializedError };
+
+const WORKER_TYPES = new Set(["started", "message", "stderr", "malformed", "closed", "error"]);
+const KERNEL_TYPES = new Set(["start", "send", "stop"]);
+
+/** Narrows a message received from a worker; anything else is `undefined`. */
+export function parseWorkerMessage(data: unknown): WorkerToKernel | undefined {
+  const type = (data as { type?: unknown } | null)?.type;
+  return typeof type === "string" && WORKER_TYPES.has(type) ? data as WorkerToKernel : undefined;
+}
+
+/** Narrows a message received from the kernel; anything else is `undefined`. */
+export function parseKernelMessage(data: unknown): KernelToWorker | undefined {
+  const type = (data as { type?: unknown } | null)?.type;
+  return typeof type === "string" && KERNEL_TYPES.has(type) ? data as KernelToWorker : undefined;
+}
