@@ -38,6 +38,7 @@ Options:
   --config FILE            Fleet YAML of upstream servers (MCP_PROXY_CONFIG_PATH)
   --env-file FILE          Read variables from FILE instead of ./.env
   --no-auth                No credentials on HTTP (loopback only; for development and conformance)
+  --demo                   Use the demo fleet (demo/fleet.yaml) when no fleet is configured
   -h, --help               Show this help`,
   scan: `Usage: main.ts scan [options]
 
@@ -90,6 +91,7 @@ async function serve(args: string[]): Promise<number> {
         config: { type: "string" },
         "env-file": { type: "string" },
         "no-auth": { type: "boolean" },
+        demo: { type: "boolean" },
       },
       strict: true,
       allowPositionals: false,
@@ -104,6 +106,14 @@ async function serve(args: string[]): Promise<number> {
   if (values.port !== undefined) flags.port = values.port;
   if (values.config !== undefined) flags.config = values.config;
   if (values["no-auth"]) flags.noAuth = true;
+  const env = Deno.env.toObject();
+  if (values.demo && flags.config === undefined && !env.MCP_PROXY_CONFIG_PATH) {
+    // The demo fleet when nothing else is configured: `deno task start` on a fresh clone.
+    const demo = new URL("./demo/", import.meta.url).pathname;
+    flags.config = `${demo}fleet.yaml`;
+    env.AGENT33_DEMO_DIR ??= demo.replace(/\/$/, "");
+    Deno.env.set("AGENT33_DEMO_DIR", env.AGENT33_DEMO_DIR);
+  }
 
   let kernel: Kernel;
   try {
@@ -137,6 +147,12 @@ function printWhereToConnect(info: StartInfo): void {
   say(`  Streamable HTTP: ${info.url}/mcp`);
   say(`  Legacy SSE:      ${info.url}/sse`);
   say(`  Health:          ${info.url}/healthz  ${info.url}/readyz`);
+  say(`  Fleet status:    ${info.url}/v1/operator/status`);
+  if (info.fleet) {
+    say();
+    say(`Upstreams from ${info.fleet.path}: ${info.fleet.servers.join(", ") || "none enabled"}`);
+    say(`  (starting in the background; their tools appear as <server_id>__<tool>)`);
+  }
   if (token) {
     say();
     say(`No token was configured, so this one was generated for this run:`);

@@ -58,7 +58,10 @@ export class GatewayError extends Error {
 
   /** The same error as the JSON-RPC error the SDK sends on the wire. */
   toMcpError(): McpError {
-    return new McpError(RPC_CODE[this.code], this.message, { code: this.code, ...this.data });
+    return plainMessage(
+      new McpError(RPC_CODE[this.code], this.message, { code: this.code, ...this.data }),
+      this.message,
+    );
   }
 }
 
@@ -66,8 +69,20 @@ export class GatewayError extends Error {
 export function toMcpError(error: unknown): McpError {
   if (error instanceof GatewayError) return error.toMcpError();
   if (error instanceof McpError) return error;
-  const message = error instanceof Error ? error.message : String(error);
-  return new McpError(ErrorCode.InternalError, `Internal error: ${message}`, { code: "internal" });
+  const message = `Internal error: ${error instanceof Error ? error.message : String(error)}`;
+  return plainMessage(
+    new McpError(ErrorCode.InternalError, message, { code: "internal" }),
+    message,
+  );
+}
+
+/**
+ * McpError prefixes its message with "MCP error <code>: ", which then travels on the wire and
+ * the receiving SDK prefixes it again; the wire message should be the plain sentence.
+ */
+function plainMessage(error: McpError, message: string): McpError {
+  Object.defineProperty(error, "message", { value: message, enumerable: false });
+  return error;
 }
 
 /** A plain `{ code, message, data }` for crossing a worker or process boundary. */

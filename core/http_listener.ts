@@ -107,7 +107,7 @@ export class HttpListener {
     const verdict = this.#guard(request);
     if (!verdict.ok) return jsonError(verdict.status, "forbidden", verdict.message);
 
-    const route = this.#routes.get(url.pathname);
+    const route = this.#routes.get(url.pathname) ?? this.#prefixRoute(url.pathname);
     if (!route) {
       return jsonError(
         404,
@@ -141,6 +141,13 @@ export class HttpListener {
       auth = result.payload;
     }
     return await route.handle(request, auth);
+  }
+
+  #prefixRoute(pathname: string): HttpRoute | undefined {
+    for (const route of this.#routes.values()) {
+      if (route.prefix && pathname.startsWith(route.path + "/")) return route;
+    }
+    return undefined;
   }
 
   /** Stops accepting connections and ends open ones. */

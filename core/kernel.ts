@@ -23,7 +23,9 @@ import type {
   PluginManifest,
   StdioStreams,
   TransportContext,
+  UpstreamAdapter,
 } from "./plugin_api.ts";
+import type { FleetServer } from "./proxy/fleet_config.ts";
 import {
   BUILTIN_PLUGIN_DIR,
   type LoadedPlugin,
@@ -31,6 +33,11 @@ import {
   pluginConfigSlice,
   type PluginFailure,
 } from "./plugin_loader.ts";
+import { operatorStatusRoute } from "./operator_routes.ts";
+import { loadFleetConfig } from "./proxy/fleet_config.ts";
+import { watchFile } from "./proxy/fleet_watcher.ts";
+import { ProxyManager } from "./proxy/proxy_manager.ts";
+import { baseEnv, UpstreamTransports } from "./proxy/upstream_transports.ts";
 import { systemStatusTool } from "./system_tools.ts";
 import { ToolRegistry } from "./tool_registry.ts";
 
@@ -54,6 +61,8 @@ export interface StartInfo {
   generatedToken?: string;
   /** Plugins that failed to load, with why. */
   pluginFailures: PluginFailure[];
+  /** The fleet file and the enabled upstreams starting in the background. */
+  fleet?: { path: string; servers: string[] };
 }
 
 /** An instantiated plugin. */
@@ -73,6 +82,7 @@ export class Kernel {
   readonly skills: DefinitionRegistry = new DefinitionRegistry();
   readonly workflows: DefinitionRegistry = new DefinitionRegistry();
   readonly bridge: MCPServiceBridge;
+  readonly proxy: ProxyManager;
 
   #options: KernelOptions;
   #instances = new Map<PluginKind, PluginInstance[]>();
@@ -80,6 +90,10 @@ export class Kernel {
   #failures: PluginFailure[] = [];
   #listener: HttpListener | undefined;
   #ready = false;
+  #fleetReady = false;
+  #fleetStarted: Promise<void> = Promise.resolve();
+  #unwatch: (() => void) | undefined;
+  #upstreams: UpstreamTransports;
   #stopping: Promise<void> | undefined;
   #done = Promise.withResolvers<void>();
 
@@ -90,6 +104,19 @@ export class Kernel {
       createLogger({ level: options.config.log.level, format: options.config.log.format });
     this.clock = options.clock ?? systemClock;
     this.bus = new SwitchableEventBus(new InProcessEventBus(this.logger.child("bus")));
+    this.#upstreams = new UpstreamTransports({
+      maxMessageBytes: options.config.server.maxMessageBytes,
+      baseEnv: baseEnv(),
+      logger: this.logger.child("upstream"),
+    });
+    this.proxy = new ProxyManager({
+      createTransport: (server) => this.#upstreams.create(server),
+      isNativeTool: (name) => this.tools.has(name),
+      separator: options.config.proxy.toolSeparator,
+      clock: this.clock,
+      logger: this.logger.child("proxy"),
+      bus: this.bus,
+    });
     this.bridge = new MCPServiceBridge({
       toolRegistry: this.tools,
       agentRegistry: this.agents,
@@ -99,6 +126,7 @@ export class Kernel {
       clock: this.clock,
       bus: this.bus,
       pageSize: options.config.server.pageSize,
+      proxy: this.proxy,
     });
     this.tools.register(systemStatusTool(this.bridge));
   }
@@ -132,7 +160,18 @@ export class Kernel {
       if (plugin.manifest.kind !== "bus") await this.#instantiate(plugin);
     }
 
+    for (const adapter of this.pluginsOf("upstream")) {
+      this.#upstreams.add(adapter as UpstreamAdapter);
+    }
+    const fleet = await this.#loadFleet();
+
     const info: StartInfo = { transport: server.transport, pluginFailures: this.#failures };
+    if (this.config.proxy.configPath) {
+      info.fleet = {
+        path: this.config.proxy.configPath,
+        servers: fleet.filter((s) => s.enabled).map((s) => s.id),
+      };
+    }
     if (server.transport === "stdio") {
       await this.#startStdio();
     } else {
@@ -140,6 +179,10 @@ export class Kernel {
       if (auth!.generatedToken) info.generatedToken = auth!.generatedToken;
     }
     this.#ready = true;
+    // Upstreams start in the background: clients connect at once and get list_changed as each
+    // upstream becomes READY; /readyz reports ready when every upstream has started or failed.
+    this.#fleetStarted = this.proxy.start(fleet).then(() => void (this.#fleetReady = true));
+    if (this.config.proxy.configPath) this.#watchFleet(this.config.proxy.configPath);
     this.bus.publish({
       type: "gateway.started",
       transport: server.transport,
@@ -159,8 +202,11 @@ export class Kernel {
     this.bus.publish({ type: "gateway.stopping" });
     try {
       await Promise.allSettled(this.#transports.map((t) => t.close()));
+      this.#unwatch?.();
       await this.bridge.close();
       await this.#listener?.close();
+      await this.#fleetStarted.catch(() => {});
+      await this.proxy.stop();
       for (const instances of this.#instances.values()) {
         for (const { value, plugin } of instances) {
           const closable = value as { close?: () => unknown } | undefined;
@@ -181,6 +227,54 @@ export class Kernel {
     } finally {
       this.#done.resolve();
     }
+  }
+
+  /** Resolves when every upstream has become READY or FAILED once. */
+  get fleetStarted(): Promise<void> {
+    return this.#fleetStarted;
+  }
+
+  /** Loads the fleet file (if configured) and checks every enabled server can be planned. */
+  async #loadFleet(): Promise<FleetServer[]> {
+    const path = this.config.proxy.configPath;
+    if (path === undefined) return [];
+    const fleet = await loadFleetConfig(path, Deno.env.toObject(), this.#fleetDefaults());
+    const servers = fleet.servers.filter((s) => s.enabled);
+    for (const server of servers) this.#upstreams.plan(server);
+    this.logger.info(
+      `fleet ${path}: ${servers.map((s) => s.id).join(", ") || "no enabled servers"}`,
+    );
+    return fleet.servers;
+  }
+
+  #fleetDefaults() {
+    return {
+      separator: this.config.proxy.toolSeparator,
+      healthIntervalSeconds: this.config.proxy.healthCheckIntervalSeconds,
+    };
+  }
+
+  #watchFleet(path: string): void {
+    this.#unwatch = watchFile({
+      path,
+      logger: this.logger.child("fleet"),
+      onChange: async () => {
+        let servers: FleetServer[];
+        try {
+          const fleet = await loadFleetConfig(path, Deno.env.toObject(), this.#fleetDefaults());
+          servers = fleet.servers;
+          for (const server of servers.filter((s) => s.enabled)) this.#upstreams.plan(server);
+        } catch (error) {
+          const reason = error instanceof Error ? error.message : String(error);
+          this.logger.error(`fleet file not reloaded; the running fleet stays: ${reason}`);
+          this.bus.publish({ type: "fleet.reload_failed", path, reason });
+          return;
+        }
+        const diff = await this.proxy.reload(servers);
+        this.logger.info(`fleet reloaded from ${path}`, diff);
+        this.bus.publish({ type: "fleet.reloaded", path, ...diff });
+      },
+    });
   }
 
   async #prepareAuth() {
@@ -375,14 +469,20 @@ export class Kernel {
       logger: this.logger.child("http"),
       maxBodyBytes: server.maxMessageBytes,
       readiness: () => ({
-        ready: this.#ready,
+        ready: this.#ready && this.#fleetReady,
         detail: {
           plugins: [...this.#instances.values()].flat().length,
           pluginFailures: this.#failures.length,
           sessions: this.bridge.sessionCount,
+          upstreams: this.proxy.handles().map((h) => ({ id: h.id, state: h.state })),
         },
       }),
     });
+    listener.mount(operatorStatusRoute({
+      system: () => this.bridge.status(),
+      servers: () => this.proxy.status(),
+      ready: () => this.#ready && this.#fleetReady,
+    }));
     if (server.enabled) {
       for (const transport of this.#transportsOf("http")) {
         this.#transports.push(transport);

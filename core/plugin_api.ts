@@ -21,7 +21,8 @@ export type { Clock } from "./clock.ts";
 export type { EventBus } from "./event_bus.ts";
 export type { GatewayEvent } from "./events.ts";
 export type { Logger } from "./logger.ts";
-export type { SerializedError } from "./errors.ts";
+export { GatewayError } from "./errors.ts";
+export type { GatewayErrorCode, SerializedError } from "./errors.ts";
 export { parseKernelMessage } from "./proxy/worker_protocol.ts";
 export type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "./proxy/worker_protocol.ts";
 
@@ -131,6 +132,8 @@ export interface HttpRoute {
   methods: string[];
   /** Exact path, e.g. `/mcp`. */
   path: string;
+  /** Also serve every path below `path` (e.g. `/mcp/<server_id>`). */
+  prefix?: boolean;
   /** Handles a request from an authenticated caller. */
   handle(request: Request, auth: TokenPayload): Promise<Response>;
 }

@@ -141,6 +141,7 @@ export class ChildServerHandle {
   #restartTimer: TimerHandle | undefined;
   #restarts = 0;
   #lastError: string | undefined;
+  #transport: (Transport & { diagnostics?: () => string | undefined }) | undefined;
   #starting: Promise<void> | undefined;
 
   constructor(options: ChildServerHandleOptions) {
@@ -222,6 +223,7 @@ export class ChildServerHandle {
     const { connectMs } = this.server.timeouts;
     try {
       const transport = this.#options.createTransport();
+      this.#transport = transport;
       await withTimeout(
         client.connect(transport),
         connectMs,
@@ -536,6 +538,8 @@ export class ChildServerHandle {
         // The most recent in-flight call is the one the upstream is working on (stdio carries no
         // request correlation for server→client requests).
         const ctx = [...this.#active].reverse().find((c) => c.relay);
+        // Servers ask for roots right after initialize; outside a call the gateway has none to offer.
+        if (!ctx && method === "roots/list") return { roots: [] } as never;
         if (!ctx) {
           throw new McpError(
             ErrorCode.InvalidRequest,
@@ -618,6 +622,8 @@ export class ChildServerHandle {
   /** → FAILED, tools hidden, restart scheduled with backoff. */
   #fail(reason: string): void {
     this.#healthTimer?.cancel();
+    const diagnostics = this.#transport?.diagnostics?.();
+    if (diagnostics) reason = `${reason} (${diagnostics})`;
     this.#lastError = reason;
     const hadCatalog = this.#catalog !== EMPTY_CATALOG;
     this.#catalog = EMPTY_CATALOG;

@@ -87,6 +87,7 @@ export class ProxyManager {
 
   constructor(options: ProxyManagerOptions) {
     this.#options = options;
+    this.#lastSignature = this.#signature();
   }
 
   /** Number of configured (enabled) upstreams. */

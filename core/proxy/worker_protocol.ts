@@ -27,7 +27,9 @@ export interface WorkerStartSpec {
 export type KernelToWorker =
   | { type: "start"; spec: WorkerStartSpec }
   | { type: "send"; message: unknown }
-  | { type: "stop"; graceMs: number };
+  | { type: "stop"; graceMs: number }
+  /** The negotiated MCP version, for transports that send it as `MCP-Protocol-Version`. */
+  | { type: "setProtocolVersion"; version: string };
 
 /** Worker → kernel. */
 export type WorkerToKernel =
@@ -39,7 +41,7 @@ export type WorkerToKernel =
   | { type: "error"; error: SerializedError };
 
 const WORKER_TYPES = new Set(["started", "message", "stderr", "malformed", "closed", "error"]);
-const KERNEL_TYPES = new Set(["start", "send", "stop"]);
+const KERNEL_TYPES = new Set(["start", "send", "stop", "setProtocolVersion"]);
 
 /** Narrows a message received from a worker; anything else is `undefined`. */
 export function parseWorkerMessage(data: unknown): WorkerToKernel | undefined {

@@ -13,7 +13,16 @@ import { definePlugin, type ServedSession, type TokenPayload } from "../../core/
 interface Session {
   transport: WebStandardStreamableHTTPServerTransport;
   owner: TokenPayload;
+  /** The upstream a `/mcp/<server_id>` session is scoped to. */
+  upstream?: string;
   served?: ServedSession;
+}
+
+/** `/mcp` → undefined; `/mcp/<server_id>` → the id; anything else → null. */
+function upstreamOf(pathname: string): string | undefined | null {
+  if (pathname === "/mcp") return undefined;
+  const id = decodeURIComponent(pathname.slice("/mcp/".length));
+  return /^[a-z0-9][a-z0-9_-]*$/.test(id) ? id : null;
 }
 
 /** A JSON-RPC error body as the Streamable HTTP spec answers transport-level failures. */
@@ -36,7 +45,11 @@ export default definePlugin({
     const sessions = new Map<string, Session>();
     const { maxMessageBytes, httpResponseMode } = ctx.settings;
 
-    async function open(request: Request, auth: TokenPayload): Promise<Response> {
+    async function open(
+      request: Request,
+      auth: TokenPayload,
+      upstream: string | undefined,
+    ): Promise<Response> {
       let body: unknown;
       try {
         body = JSON.parse(await request.text());
@@ -53,7 +66,10 @@ export default definePlugin({
           "Bad Request: no Mcp-Session-Id header; start a session with an initialize request, then send its Mcp-Session-Id on every request",
         );
       }
-      const session: Partial<Session> & { owner: TokenPayload } = { owner: auth };
+      const session: Partial<Session> & { owner: TokenPayload } = {
+        owner: auth,
+        ...(upstream === undefined ? {} : { upstream }),
+      };
       const transport = new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: () => crypto.randomUUID(),
         enableJsonResponse: httpResponseMode === "json",
@@ -65,7 +81,16 @@ export default definePlugin({
       transport.onclose = () => {
         if (transport.sessionId) sessions.delete(transport.sessionId);
       };
-      session.served = await ctx.serve(transport, { transport: "streamable-http", auth });
+      try {
+        session.served = await ctx.serve(transport, {
+          transport: "streamable-http",
+          auth,
+          ...(upstream === undefined ? {} : { upstream }),
+        });
+      } catch (error) {
+        await transport.close();
+        return rpcError(404, -32001, (error as Error).message);
+      }
       const response = await transport.handleRequest(request, { parsedBody: body });
       // A refused initialize (bad Accept header, bad version) leaves no session to keep.
       if (transport.sessionId === undefined) await session.served.close();
@@ -76,11 +101,20 @@ export default definePlugin({
       mode: "http",
       routes: [{
         path: "/mcp",
+        prefix: true,
         methods: ["POST", "GET", "DELETE"],
         handle(request, auth) {
+          const upstream = upstreamOf(new URL(request.url).pathname);
+          if (upstream === null) {
+            return Promise.resolve(rpcError(
+              404,
+              -32001,
+              "Not found: use /mcp for the whole gateway or /mcp/<server_id> for one upstream",
+            ));
+          }
           const id = request.headers.get("mcp-session-id");
           if (id === null) {
-            if (request.method === "POST") return open(request, auth);
+            if (request.method === "POST") return open(request, auth, upstream);
             return Promise.resolve(rpcError(
               400,
               -32000,
@@ -88,7 +122,7 @@ export default definePlugin({
             ));
           }
           const session = sessions.get(id);
-          if (!session) {
+          if (!session || session.upstream !== upstream) {
             return Promise.resolve(rpcError(
               404,
               -32001,

@@ -1,0 +1,432 @@
+/**
+ * WorkerTransport: the kernel's SDK `Transport` to one upstream server, relayed by that upstream's
+ * own Deno worker.
+ *
+ * The SDK `Client` stays in the kernel; the worker holds only the upstream's connection and runs
+ * with explicit permissions from the adapter's plan (every key set, nothing inherited). Nothing
+ * the worker or the upstream does can take the gateway down: worker crashes are caught, every
+ * message is checked (JSON-RPC payloads against the SDK schema) before the client sees it, and
+ * close() ends the upstream's process group from the kernel when the worker could not.
+ * @module
+ */
+import type {
+  Transport,
+  TransportSendOptions,
+} from "@modelcontextprotocol/sdk/shared/transport.js";
+import { type JSONRPCMessage, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js";
+import { GatewayError } from "../errors.ts";
+import type { Logger } from "../logger.ts";
+import type { PluginPermissions, UpstreamPlan } from "../plugin_api.ts";
+import { type KernelToWorker, parseWorkerMessage, type WorkerToKernel } from "./worker_protocol.ts";
+
+/** Options for {@link WorkerTransport}. */
+export interface WorkerTransportOptions {
+  /** Module URL of the adapter's relay worker. */
+  workerUrl: string;
+  /** The worker's permissions and start message, from the adapter's `plan()`. */
+  plan: UpstreamPlan;
+  /** The upstream's id, named in every error and log line. */
+  serverId: string;
+  logger: Logger;
+  /** How long the worker may take to report `started`. */
+  startTimeoutMs: number;
+  /** How long the worker may take to stop its upstream before it is terminated; default 3000. */
+  stopGraceMs?: number;
+}
+
+/** Why and how the upstream connection ended. */
+export interface WorkerCloseInfo {
+  reason: string;
+  code?: number | null;
+  signal?: string | null;
+}
+
+/** Counters of what the transport dropped. */
+export interface WorkerTransportStats {
+  /** Worker `message` payloads that were not JSON-RPC 2.0. */
+  invalidMessages: number;
+  /** Frames the worker could not parse (not JSON, too large, bad UTF-8). */
+  malformedFrames: number;
+  /** Upstream stderr lines not logged because of the rate bound. */
+  suppressedStderrLines: number;
+}
+
+/** Time the worker gets past `stopGraceMs` to finish its SIGKILL and report `closed`. */
+const STOP_MARGIN_MS = 1000;
+/** Upstream stderr lines logged per second at most; the rest are counted. */
+const STDERR_LINES_PER_SECOND = 20;
+/** Stderr lines kept for error messages. */
+const STDERR_TAIL_LINES = 5;
+/** Longest stderr line logged, in characters. */
+const STDERR_LINE_CHARS = 2000;
+
+type State = "new" | "starting" | "open" | "closing" | "closed";
+
+/** Worker permissions with every key explicit: unlisted ones are `false`, never "inherit". */
+export function workerPermissions(permissions: PluginPermissions): Deno.PermissionOptionsObject {
+  const grant = (value: boolean | string[] | undefined): boolean | string[] =>
+    Array.isArray(value) ? (value.length > 0 ? [...value] : false) : value === true;
+  return {
+    env: grant(permissions.env),
+    ffi: false,
+    import: false,
+    net: grant(permissions.net),
+    read: grant(permissions.read),
+    run: grant(permissions.run),
+    sys: grant(permissions.sys),
+    write: grant(permissions.write),
+  };
+}
+
+/** An SDK `Transport` to one upstream through its sandboxed relay worker. */
+export class WorkerTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+
+  readonly #options: WorkerTransportOptions;
+  readonly #stopGraceMs: number;
+  #state: State = "new";
+  #worker: Worker | undefined;
+  #pid: number | undefined;
+  #closeInfo: WorkerCloseInfo | undefined;
+  #starting: { resolve(): void; reject(error: Error): void } | undefined;
+  /** Resolves when the worker has reported `closed` or died. */
+  readonly #workerGone = Promise.withResolvers<void>();
+  #shutdown: Promise<void> | undefined;
+  readonly #stats: WorkerTransportStats = {
+    invalidMessages: 0,
+    malformedFrames: 0,
+    suppressedStderrLines: 0,
+  };
+  #stderrWindow = { startedAt: 0, lines: 0, suppressed: 0 };
+  /** The last few stderr lines, for errors an operator can act on. */
+  #stderrTail: string[] = [];
+
+  constructor(options: WorkerTransportOptions) {
+    this.#options = options;
+    this.#stopGraceMs = options.stopGraceMs ?? 3000;
+  }
+
+  /** The upstream child's process id, once the worker has spawned it (stdio only). */
+  get pid(): number | undefined {
+    return this.#pid;
+  }
+
+  /** Why the connection ended, once it has. */
+  get closeInfo(): WorkerCloseInfo | undefined {
+    return this.#closeInfo;
+  }
+
+  /** How the upstream ended and its last stderr lines, for an error message; undefined if nothing is known. */
+  diagnostics(): string | undefined {
+    const parts: string[] = [];
+    const info = this.#closeInfo;
+    if (info?.code !== undefined && info.code !== null) parts.push(`exit code ${info.code}`);
+    if (info?.signal) parts.push(`signal ${info.signal}`);
+    if (this.#stderrTail.length > 0) parts.push(`stderr: ${this.#stderrTail.join(" | ")}`);
+    return parts.length > 0 ? parts.join("; ") : undefined;
+  }
+
+  /** What was dropped so far. */
+  get stats(): Readonly<WorkerTransportStats> {
+    return { ...this.#stats };
+  }
+
+  /** Creates the worker and resolves once it reports `started`; rejects with upstream_error or timeout. */
+  start(): Promise<void> {
+    if (this.#state !== "new") {
+      return Promise.reject(new Error(`WorkerTransport for "${this.#id}" already started`));
+    }
+    this.#state = "starting";
+    const { workerUrl, plan, startTimeoutMs } = this.#options;
+    try {
+      this.#worker = new Worker(workerUrl, {
+        type: "module",
+        name: `upstream:${this.#id}`,
+        deno: { permissions: workerPermissions(plan.permissions) },
+      });
+    } catch (error) {
+      // E.g. a grant beyond the gateway's own permissions.
+      const failure = this.#error(
+        `cannot create its worker (${message(error)}); check the adapter's worker URL and that ` +
+          "the gateway itself holds the permissions the upstream needs",
+      );
+      this.#workerGone.resolve();
+      return this.#teardown(false).then(() => Promise.reject(failure));
+    }
+    const worker = this.#worker;
+    worker.onmessage = (event) => this.#receive(event.data);
+    worker.onmessageerror = () =>
+      this.#report(this.#error("sent a message that could not be read"));
+    worker.onerror = (event) => {
+      // Without preventDefault an uncaught error in the worker is rethrown in the gateway.
+      event.preventDefault();
+      this.#crashed(event.message);
+    };
+    const { promise, resolve, reject } = Promise.withResolvers<void>();
+    this.#starting = { resolve, reject };
+    const timer = setTimeout(() => {
+      this.#failStart(
+        new GatewayError(
+          "timeout",
+          `Upstream "${this.#id}" did not start within ${startTimeoutMs} ms; check its command ` +
+            "or URL, or raise its connect timeout (timeouts.connect) if it is slow to install",
+          { server: this.#id },
+        ),
+        true,
+      );
+    }, startTimeoutMs);
+    this.#post({ type: "start", spec: plan.start });
+    return promise.finally(() => clearTimeout(timer));
+  }
+
+  /** Relays a JSON-RPC message to the upstream. */
+  send(message: JSONRPCMessage, _options?: TransportSendOptions): Promise<void> {
+    if (this.#state !== "open") {
+      return Promise.reject(
+        this.#error(`is not connected (${this.#state}); reconnect it before sending`),
+      );
+    }
+    this.#post({ type: "send", message });
+    return Promise.resolve();
+  }
+
+  /** Tells the worker the negotiated version (HTTP transports send it as MCP-Protocol-Version). */
+  setProtocolVersion(version: string): void {
+    if (this.#state === "starting" || this.#state === "open") {
+      this.#post({ type: "setProtocolVersion", version });
+    }
+  }
+
+  /** Stops the upstream, terminates the worker and ends the child's process group; idempotent. */
+  close(): Promise<void> {
+    return this.#teardown(true);
+  }
+
+  get #id(): string {
+    return this.#options.serverId;
+  }
+
+  #post(message: KernelToWorker): void {
+    this.#worker?.postMessage(message);
+  }
+
+  #receive(data: unknown): void {
+    const message = parseWorkerMessage(data);
+    if (!message) {
+      this.#report(this.#error("sent an unknown worker message; it was dropped"));
+      return;
+    }
+    if (this.#state === "closed") return;
+    switch (message.type) {
+      case "started":
+        this.#started(message);
+        break;
+      case "message":
+        this.#deliver(message.message);
+        break;
+      case "stderr":
+        this.#stderr(message.line);
+        break;
+      case "malformed":
+        this.#stats.malformedFrames++;
+        this.#report(
+          this.#error(
+            `wrote a malformed frame (${message.reason}); it was dropped: ` +
+              JSON.stringify(String(message.preview).slice(0, 200)),
+          ),
+        );
+        break;
+      case "closed":
+        this.#closed(message);
+        break;
+      case "error": {
+        const error = this.#error(String(message.error?.message ?? "unknown worker error"));
+        if (this.#state === "starting") this.#failStart(error, true);
+        else this.#report(error);
+        break;
+      }
+      default: {
+        const unreachable: never = message;
+        void unreachable;
+      }
+    }
+  }
+
+  #started(message: Extract<WorkerToKernel, { type: "started" }>): void {
+    if (typeof message.pid === "number") this.#pid = message.pid;
+    if (this.#state !== "starting") return;
+    this.#state = "open";
+    const starting = this.#starting;
+    this.#starting = undefined;
+    this.#options.logger.debug("upstream started", { server: this.#id, pid: this.#pid });
+    starting?.resolve();
+  }
+
+  #deliver(payload: unknown): void {
+    const parsed = JSONRPCMessageSchema.safeParse(payload);
+    if (!parsed.success) {
+      this.#stats.invalidMessages++;
+      this.#report(
+        this.#error("sent a message that is not JSON-RPC 2.0; it was dropped", {
+          preview: safeJson(payload).slice(0, 200),
+        }),
+      );
+      return;
+    }
+    try {
+      this.onmessage?.(parsed.data);
+    } catch (error) {
+      this.onerror?.(error as Error);
+    }
+  }
+
+  #stderr(line: unknown): void {
+    this.#stderrTail.push(String(line).slice(0, 300));
+    if (this.#stderrTail.length > STDERR_TAIL_LINES) this.#stderrTail.shift();
+    const now = Date.now();
+    let window = this.#stderrWindow;
+    if (now - window.startedAt >= 1000) {
+      if (window.suppressed > 0) {
+        this.#options.logger.debug("upstream stderr lines suppressed", {
+          server: this.#id,
+          lines: window.suppressed,
+        });
+      }
+      window = this.#stderrWindow = { startedAt: now, lines: 0, suppressed: 0 };
+    }
+    if (window.lines >= STDERR_LINES_PER_SECOND) {
+      window.suppressed++;
+      this.#stats.suppressedStderrLines++;
+      return;
+    }
+    window.lines++;
+    this.#options.logger.debug("upstream stderr", {
+      server: this.#id,
+      line: String(line).slice(0, STDERR_LINE_CHARS),
+    });
+  }
+
+  #closed(message: Extract<WorkerToKernel, { type: "closed" }>): void {
+    this.#closeInfo ??= {
+      reason: String(message.reason),
+      ...(message.code !== undefined ? { code: message.code } : {}),
+      ...(message.signal !== undefined ? { signal: message.signal } : {}),
+    };
+    this.#workerGone.resolve();
+    if (this.#state === "starting") {
+      this.#failStart(this.#error(`failed to start: ${message.reason}`), false);
+    } else if (this.#state === "open") {
+      this.#options.logger.warn("upstream closed", { server: this.#id, ...this.#closeInfo });
+      void this.#teardown(false);
+    }
+  }
+
+  #crashed(detail: string): void {
+    this.#closeInfo ??= { reason: `worker crashed: ${detail}` };
+    this.#workerGone.resolve();
+    const error = this.#error(
+      `lost its relay worker, which crashed (${detail}); the upstream was stopped and can be ` +
+        "reconnected",
+    );
+    if (this.#state === "starting") {
+      this.#failStart(error, false);
+    } else if (this.#state === "open") {
+      this.#options.logger.error("upstream worker crashed", { server: this.#id, error: detail });
+      this.#report(error);
+      void this.#teardown(false);
+    }
+  }
+
+  /** Rejects start() after tearing down; `graceful` asks a live worker to stop its child first. */
+  #failStart(error: Error, graceful: boolean): void {
+    const starting = this.#starting;
+    if (!starting) return;
+    this.#starting = undefined;
+    this.#options.logger.warn("upstream failed to start", {
+      server: this.#id,
+      error: error.message,
+    });
+    void this.#teardown(graceful).then(() => starting.reject(error));
+  }
+
+  #teardown(graceful: boolean): Promise<void> {
+    this.#shutdown ??= this.#runTeardown(graceful);
+    return this.#shutdown;
+  }
+
+  async #runTeardown(graceful: boolean): Promise<void> {
+    this.#state = "closing";
+    const worker = this.#worker;
+    if (worker && graceful) {
+      this.#post({ type: "stop", graceMs: this.#stopGraceMs });
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        this.#workerGone.promise,
+        new Promise<void>((resolve) =>
+          timer = setTimeout(resolve, this.#stopGraceMs + STOP_MARGIN_MS)
+        ),
+      ]);
+      clearTimeout(timer);
+    }
+    worker?.terminate();
+    this.#endProcessGroup();
+    this.#closeInfo ??= { reason: "closed" };
+    this.#state = "closed";
+    const starting = this.#starting;
+    this.#starting = undefined;
+    starting?.reject(this.#error("was closed before it started"));
+    this.onclose?.();
+  }
+
+  /**
+   * Ends what may remain of the child: its process group (grandchildren such as npx's node), and
+   * the child itself when the worker never confirmed its exit (a reaped pid may be reused).
+   */
+  #endProcessGroup(): void {
+    const pid = this.#pid;
+    if (pid === undefined) return;
+    const confirmedExit = this.#closeInfo?.code !== undefined ||
+      this.#closeInfo?.signal !== undefined;
+    const targets: number[] = [];
+    if (Deno.build.os !== "windows") targets.push(-pid);
+    if (!confirmedExit) targets.push(pid);
+    for (const target of targets) {
+      try {
+        Deno.kill(target, "SIGKILL");
+      } catch (error) {
+        if ((error as Error).name !== "NotFound") {
+          this.#options.logger.warn("cannot kill upstream process", {
+            server: this.#id,
+            pid: target,
+            error: message(error),
+          });
+        }
+      }
+    }
+  }
+
+  #report(error: Error): void {
+    this.onerror?.(error);
+  }
+
+  #error(text: string, data: Record<string, unknown> = {}): GatewayError {
+    return new GatewayError("upstream_error", `Upstream "${this.#id}" ${text}`, {
+      server: this.#id,
+      ...data,
+    });
+  }
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+function safeJson(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}

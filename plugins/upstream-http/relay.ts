@@ -1,0 +1,128 @@
+/**
+ * The body of an HTTP relay worker (shared by upstream-http and upstream-sse): one SDK client
+ * transport between the worker's message port and the upstream URL. No `Client` here: the
+ * kernel's Client speaks MCP through WorkerTransport; this only moves JSON-RPC messages.
+ * @module
+ */
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../../core/plugin_api.ts";
+
+/** How a relay builds and judges its SDK transport. */
+export interface HttpRelayOptions {
+  /** The SDK client transport for the upstream URL, sending `headers` on every request. */
+  create(url: URL, headers: Record<string, string>): Transport;
+  /** Whether an error the transport reports on its own (not from a send) ends the session. */
+  isFatal(error: Error): boolean;
+}
+
+/** The parts of the worker global scope a relay uses (the project lib is deno.window). */
+interface WorkerScope {
+  onmessage: ((event: MessageEvent) => void) | null;
+  postMessage(message: WorkerToKernel): void;
+}
+
+/** Installs the relay as this worker's message handler. */
+export function runHttpRelay(options: HttpRelayOptions): void {
+  const scope = globalThis as unknown as WorkerScope;
+  const post = (message: WorkerToKernel) => scope.postMessage(message);
+  let transport: Transport | undefined;
+  let spec: WorkerStartSpec | undefined;
+  let started = false;
+  let finished = false;
+
+  /** Closes the SDK transport and reports `closed` once. */
+  const finish = async (reason: string) => {
+    if (finished) return;
+    finished = true;
+    await transport?.close().catch(() => {});
+    post({ type: "closed", reason });
+  };
+
+  const start = async (startSpec: WorkerStartSpec) => {
+    if (transport) return;
+    spec = startSpec;
+    const t = options.create(new URL(startSpec.url ?? ""), startSpec.headers ?? {});
+    transport = t;
+    t.onmessage = (message: JSONRPCMessage) => {
+      // The SDK has parsed it already; the bound keeps one huge message from reaching the kernel.
+      const size = JSON.stringify(message).length;
+      if (size > startSpec.maxMessageBytes) {
+        post({
+          type: "malformed",
+          reason:
+            `message of ${size} bytes exceeds the limit of ${startSpec.maxMessageBytes} bytes`,
+          preview: JSON.stringify(message).slice(0, 200),
+        });
+        return;
+      }
+      post({ type: "message", message });
+    };
+    t.onerror = (error: Error) => {
+      // During start the rejected start() reports it; after finish nothing is relayed.
+      if (!started || finished) return;
+      if (options.isFatal(error)) {
+        void finish(`connection to ${startSpec.url} lost: ${error.message}`);
+      } else {
+        post({ type: "error", error: { code: "upstream_error", message: error.message } });
+      }
+    };
+    t.onclose = () => void finish("the connection closed");
+    try {
+      await t.start();
+    } catch (error) {
+      await finish(`cannot connect to ${startSpec.url}: ${describe(error)}`);
+      return;
+    }
+    started = true;
+    post({ type: "started" });
+  };
+
+  const send = async (message: unknown) => {
+    if (!transport || finished) return;
+    try {
+      await transport.send(message as JSONRPCMessage);
+    } catch (error) {
+      // The request will never be answered: end the session so the client fails fast and the
+      // kernel can reconnect, instead of waiting for a timeout.
+      await finish(`request to ${spec?.url} failed: ${describe(error)}`);
+    }
+  };
+
+  const stop = async (graceMs: number) => {
+    if (finished) return;
+    // Streamable HTTP: end the session on the server (DELETE), bounded by the grace period.
+    const session = transport as { terminateSession?: () => Promise<void> } | undefined;
+    if (session?.terminateSession) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        session.terminateSession().catch(() => {}),
+        new Promise((resolve) => timer = setTimeout(resolve, graceMs)),
+      ]);
+      clearTimeout(timer);
+    }
+    await finish("stopped");
+  };
+
+  scope.onmessage = (event) => {
+    const message = event.data as KernelToWorker | null;
+    switch (message?.type) {
+      case "start":
+        void start(message.spec);
+        break;
+      case "send":
+        void send(message.message);
+        break;
+      case "setProtocolVersion":
+        transport?.setProtocolVersion?.(message.version);
+        break;
+      case "stop":
+        void stop(message.graceMs);
+        break;
+    }
+  };
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,39 @@
+/**
+ * Test support: fleet files in temp dirs, reference servers from npm, fixture upstreams.
+ * @module
+ */
+
+/** Pinned reference servers, run by Deno straight from npm. */
+export const EVERYTHING = "npm:@modelcontextprotocol/server-everything@2026.8.31";
+export const MEMORY = "npm:@modelcontextprotocol/server-memory@2026.8.31";
+export const FILESYSTEM = "npm:@modelcontextprotocol/server-filesystem@2026.8.31";
+
+const ROOT = new URL("../../", import.meta.url).pathname;
+
+/** Absolute path of a fixture under tests/fixtures. */
+export function fixture(path: string): string {
+  return `${ROOT}tests/fixtures/${path}`;
+}
+
+/** A temp dir holding `fleet.yaml`; remove it when done. */
+export async function writeFleet(
+  yaml: string,
+): Promise<{ dir: string; path: string; remove(): Promise<void> }> {
+  const dir = await Deno.makeTempDir({ prefix: "agent33-fleet-" });
+  const path = `${dir}/fleet.yaml`;
+  await Deno.writeTextFile(path, yaml);
+  return { dir, path, remove: () => Deno.remove(dir, { recursive: true }) };
+}
+
+/** Polls `check` until it is true or the deadline passes (for real processes only). */
+export async function eventually(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  ms = 20_000,
+): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
