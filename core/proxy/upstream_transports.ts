@@ -22,6 +22,7 @@ export const BASE_ENV_NAMES = [
   "NPM_CONFIG_REGISTRY",
   // Certificates and proxies, so a child can still fetch packages behind a corporate TLS proxy.
   "DENO_CERT",
+  "NODE_EXTRA_CA_CERTS",
   "DENO_TLS_CA_STORE",
   "SSL_CERT_FILE",
   "SSL_CERT_DIR",
