@@ -9,10 +9,20 @@ import {
   ElicitRequestSchema,
   type McpError,
 } from "@modelcontextprotocol/sdk/types.js";
+import { connect as connectNats } from "nats";
 import { StreamTransport } from "../../core/stream_transport.ts";
+import { startEverything } from "../fixtures/upstreams/reference_server.ts";
+import { startNatsServer } from "../support/nats_server.ts";
 import { spawnStdioGateway } from "../support/child_gateway.ts";
 import { runConformance } from "../support/conformance.ts";
-import { EVERYTHING, FILESYSTEM, fixture, MEMORY, writeFleet } from "../support/fleet.ts";
+import {
+  eventually,
+  EVERYTHING,
+  FILESYSTEM,
+  fixture,
+  MEMORY,
+  writeFleet,
+} from "../support/fleet.ts";
 import { connectHttp, startGateway, type TestGateway } from "../support/gateway.ts";
 
 const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
@@ -336,5 +346,66 @@ Deno.test("stdio inbound → stdio upstream: a desktop client sees proxied tools
     await child.process.status;
     await child.stderr;
     await fleet.remove();
+  }
+});
+
+for (const [transport, mode] of [["http", "streamableHttp"], ["sse", "sse"]] as const) {
+  Deno.test(`A ${transport} upstream (server-everything over ${mode}) is proxied like a stdio one`, async () => {
+    const upstream = await startEverything(mode);
+    try {
+      const yaml = `
+proxy_servers:
+  - id: remote
+    url: ${upstream.url}
+    transport: ${transport}
+`;
+      await withFleet(yaml, {}, async (gateway) => {
+        assert.equal(gateway.kernel.proxy.get("remote")?.state, "READY");
+        const client = await connectHttp(gateway);
+        try {
+          const echo = await client.callTool({
+            name: "remote__echo",
+            arguments: { message: "far" },
+          });
+          assert.deepEqual(echo.content, [{ type: "text", text: "Echo: far" }]);
+        } finally {
+          await client.close();
+        }
+      });
+    } finally {
+      await upstream.stop();
+    }
+  });
+}
+
+Deno.test("With NATS_URL set, upstream lifecycle events are published on agent33.mcp.proxy.<id>.state", async () => {
+  const nats = await startNatsServer();
+  const connection = await connectNats({ servers: nats.url });
+  const seen: { subject: string; event: Record<string, unknown> }[] = [];
+  const subscription = connection.subscribe("agent33.mcp.proxy.>");
+  const reading = (async () => {
+    for await (const message of subscription) {
+      seen.push({ subject: message.subject, event: message.json() });
+    }
+  })();
+  const fleet = DEMO_FLEET.split("  - id: memory")[0]!;
+  try {
+    await withFleet(fleet, { NATS_URL: nats.url }, async () => {
+      await eventually(
+        () =>
+          seen.some((m) =>
+            m.subject === "agent33.mcp.proxy.everything.state" && m.event.to === "READY"
+          ),
+        "the READY event on NATS",
+      );
+    });
+    const states = seen.filter((m) => m.subject === "agent33.mcp.proxy.everything.state")
+      .map((m) => m.event.to);
+    assert.deepEqual(states.slice(0, 2), ["STARTING", "READY"]);
+  } finally {
+    subscription.unsubscribe();
+    await reading;
+    await connection.close();
+    await nats.stop();
   }
 });
