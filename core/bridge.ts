@@ -38,6 +38,9 @@ import type { EventBus } from "./event_bus.ts";
 import type { Logger } from "./logger.ts";
 import { paginate } from "./pagination.ts";
 import type { ServedSession, SessionInfo, ToolCallContext } from "./plugin_api.ts";
+import type { ApprovalQueue } from "./governance/approval_queue.ts";
+import { gateCall } from "./governance/call_gate.ts";
+import type { ToolGovernance, ToolTarget } from "./governance/tool_governance.ts";
 import type { CatalogView, ProxyManager } from "./proxy/proxy_manager.ts";
 import type { ToolRegistry } from "./tool_registry.ts";
 import { type InboundSession, upstreamCallContext } from "./upstream_context.ts";
@@ -78,6 +81,12 @@ export interface MCPServiceBridgeOptions {
   pageSize: number;
   /** The upstream fleet, when one is configured. */
   proxy?: ProxyManager;
+  /** The gate every tool call passes. */
+  governance: ToolGovernance;
+  /** Pending approvals, for in-band approval. */
+  approvals: ApprovalQueue;
+  /** Ask the client's user through elicitation/create when an approval is needed. */
+  approvalInBand: boolean;
 }
 
 interface LiveSession {
@@ -200,9 +209,31 @@ export class MCPServiceBridge {
       return {};
     });
 
+    const caller = {
+      tenant: info.auth.tenant,
+      subject: info.auth.subject,
+      scopes: info.auth.scopes,
+    };
+    // Policies name proxied tools by their aggregated name, also on /mcp/<server_id>.
+    const policyName = (name: string) =>
+      info.upstream === undefined ? name : o.proxy!.qualifiedName(info.upstream, name);
+
     handle(server, ListToolsRequestSchema, (request) => {
       return guard(() => {
-        const tools = [...(native ? o.toolRegistry.list() : []), ...(view?.tools() ?? [])];
+        // A tenant sees only what it may call (the same rules as a call, minus arguments).
+        const tools = [
+          ...(native ? o.toolRegistry.list() : []).filter((t) =>
+            o.governance.visible(caller, { name: t.name, descriptor: t })
+          ),
+          ...(view?.tools() ?? []).filter((t) => {
+            const server = view!.resolveTool(t.name)?.handle.id;
+            return o.governance.visible(caller, {
+              name: policyName(t.name),
+              descriptor: t,
+              ...(server === undefined ? {} : { server }),
+            });
+          }),
+        ];
         const page = paginate(tools, request.params?.cursor, o.pageSize);
         return { tools: page.items, ...cursor(page.nextCursor) };
       });
@@ -210,7 +241,9 @@ export class MCPServiceBridge {
 
     handle(server, CallToolRequestSchema, async (request, extra) => {
       const { name, arguments: rawArgs } = request.params;
+      const args = rawArgs ?? {};
       const progressToken = request.params._meta?.progressToken;
+      const gate = { server, extra, inBand: o.approvalInBand };
       const tool = native ? o.toolRegistry.get(name) : undefined;
       if (!tool) {
         const route = view?.resolveTool(name);
@@ -225,19 +258,30 @@ export class MCPServiceBridge {
             ),
           );
         }
+        // A proxied tool is not implicitly trusted: the same gate, plus its connector boundary.
+        const descriptor = route.handle.catalog.tools.find((t) => t.name === route.original);
+        const target: ToolTarget = {
+          name: policyName(name),
+          server: route.handle.id,
+          ...(descriptor ? { descriptor } : {}),
+        };
+        await gateCall(o.governance, o.approvals, caller, target, args, request.params._meta, gate);
         const ctx = upstreamCallContext(session, extra, progressToken, route.handle.id);
         try {
-          return await route.handle.callTool(route.original, rawArgs ?? {}, ctx);
+          return await route.handle.callTool(route.original, args, ctx);
         } catch (error) {
           throw toMcpError(error);
         }
       }
-      let args: Record<string, unknown>;
-      try {
-        args = o.toolRegistry.validate(name, rawArgs ?? {});
-      } catch (error) {
-        throw toMcpError(error);
-      }
+      await gateCall(
+        o.governance,
+        o.approvals,
+        caller,
+        { name, descriptor: tool },
+        args,
+        request.params._meta,
+        gate,
+      );
       const ctx: ToolCallContext = {
         auth: info.auth,
         signal: extra.signal,
@@ -541,6 +585,11 @@ export class MCPServiceBridge {
     for (const skill of o.skillRegistry.list()) add(skill.id, skill);
     for (const agent of o.agentRegistry.list()) add(`agent-${agent.id}`, agent);
     return out;
+  }
+
+  /** Tells every session its tool list may have changed (e.g. after a policy reload). */
+  notifyToolsChanged(): void {
+    this.#broadcastToolsChanged();
   }
 
   #broadcastToolsChanged(): void {

@@ -38,6 +38,17 @@ export interface GatewayConfig {
   };
   pluginPaths: string[];
   policyPath: string;
+  governance: {
+    /** HMAC key of approval tokens; generated per process when unset (set it for replicas). */
+    approvalSecret?: string;
+    approvalTtlSeconds: number;
+    /** Ask the inbound client's user through elicitation/create when it supports it. */
+    approvalInBand: boolean;
+    /** Audit log file; unset = audit events on the bus only. */
+    auditLog?: string;
+    auditMaxBytes: number;
+    auditIncludeArguments: boolean;
+  };
   natsUrl?: string;
   log: { level: "debug" | "info" | "warn" | "error"; format: "text" | "json" };
   /** Every `MCP_PLUGIN_*` variable, for plugin config slices. */
@@ -145,6 +156,36 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
   { name: "MCP_POLICY_PATH", default: "policies", meaning: "Governance policy file or directory" },
   { name: "NATS_URL", default: "(none: in-process bus)", meaning: "NATS server for fleet events" },
   {
+    name: "MCP_APPROVAL_SECRET",
+    default: "(random per process)",
+    meaning: "HMAC key of approval tokens; the same on every replica",
+  },
+  {
+    name: "MCP_APPROVAL_TTL",
+    default: "600",
+    meaning: "Seconds an approval request and its token stay valid",
+  },
+  {
+    name: "MCP_APPROVAL_IN_BAND",
+    default: "true",
+    meaning: "Ask the client's user via elicitation/create when it supports it",
+  },
+  {
+    name: "MCP_AUDIT_LOG",
+    default: "(none: bus events only)",
+    meaning: "File of JSON audit lines, one per decision",
+  },
+  {
+    name: "MCP_AUDIT_MAX_BYTES",
+    default: "10485760",
+    meaning: "Audit file size before rotation (5 files kept)",
+  },
+  {
+    name: "MCP_AUDIT_INCLUDE_ARGUMENTS",
+    default: "false",
+    meaning: "Write raw arguments into audit lines (else only their hash)",
+  },
+  {
     name: "MCP_LOG_LEVEL",
     default: "info",
     meaning: "`debug`, `info`, `warn` or `error` (logs go to stderr)",
@@ -236,6 +277,15 @@ const ENV_SCHEMA = z.object({
       message: "NATS_URL must look like nats://127.0.0.1:4222",
     },
   ),
+  MCP_APPROVAL_SECRET: text.refine((v) => v === undefined || v.length >= 32, {
+    message:
+      "MCP_APPROVAL_SECRET must be at least 32 characters; generate one with: openssl rand -hex 32",
+  }),
+  MCP_APPROVAL_TTL: int("MCP_APPROVAL_TTL", 10, 86_400),
+  MCP_APPROVAL_IN_BAND: bool("MCP_APPROVAL_IN_BAND"),
+  MCP_AUDIT_LOG: text,
+  MCP_AUDIT_MAX_BYTES: int("MCP_AUDIT_MAX_BYTES", 1024, 1024 * 1024 * 1024),
+  MCP_AUDIT_INCLUDE_ARGUMENTS: bool("MCP_AUDIT_INCLUDE_ARGUMENTS"),
   MCP_LOG_LEVEL: oneOf("MCP_LOG_LEVEL", ["debug", "info", "warn", "error"] as const),
   MCP_LOG_FORMAT: oneOf("MCP_LOG_FORMAT", ["text", "json"] as const),
 });
@@ -307,6 +357,14 @@ export function resolveConfig(
     },
     pluginPaths: (e.MCP_PLUGIN_PATHS ?? "").split(separator).map((p) => p.trim()).filter(Boolean),
     policyPath: e.MCP_POLICY_PATH ?? "policies",
+    governance: {
+      ...(e.MCP_APPROVAL_SECRET === undefined ? {} : { approvalSecret: e.MCP_APPROVAL_SECRET }),
+      approvalTtlSeconds: e.MCP_APPROVAL_TTL ?? 600,
+      approvalInBand: e.MCP_APPROVAL_IN_BAND ?? true,
+      ...(e.MCP_AUDIT_LOG === undefined ? {} : { auditLog: e.MCP_AUDIT_LOG }),
+      auditMaxBytes: e.MCP_AUDIT_MAX_BYTES ?? 10 * 1024 * 1024,
+      auditIncludeArguments: e.MCP_AUDIT_INCLUDE_ARGUMENTS ?? false,
+    },
     ...(e.NATS_URL === undefined ? {} : { natsUrl: e.NATS_URL }),
     log: { level: e.MCP_LOG_LEVEL ?? "info", format: e.MCP_LOG_FORMAT ?? "text" },
     pluginEnv,

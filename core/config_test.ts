@@ -37,6 +37,12 @@ Deno.test("resolveConfig resolves an empty environment to the documented default
     proxy: { healthCheckIntervalSeconds: 30, toolSeparator: "__" },
     pluginPaths: [],
     policyPath: "policies",
+    governance: {
+      approvalTtlSeconds: 600,
+      approvalInBand: true,
+      auditMaxBytes: 10 * 1024 * 1024,
+      auditIncludeArguments: false,
+    },
     log: { level: "info", format: "text" },
     pluginEnv: {},
   });

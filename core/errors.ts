@@ -18,7 +18,21 @@ export type GatewayErrorCode =
   | "invalid_arguments"
   | "invalid_cursor"
   | "not_allowed"
+  | "unknown_tenant"
+  | "tool_denied"
+  | "connector_denied"
+  | "effect_not_allowed"
+  | "policy_error"
   | "approval_required"
+  | "approval_invalid"
+  | "approval_expired"
+  | "approval_replayed"
+  | "approval_mismatch"
+  | "approval_pending"
+  | "approval_denied"
+  | "approval_not_pending"
+  | "approval_queue_full"
+  | "rate_limited"
   | "circuit_open"
   | "upstream_error"
   | "timeout"
@@ -35,7 +49,21 @@ const RPC_CODE: Record<GatewayErrorCode, number> = {
   invalid_arguments: ErrorCode.InvalidParams,
   invalid_cursor: ErrorCode.InvalidParams,
   not_allowed: ErrorCode.InvalidRequest,
+  unknown_tenant: ErrorCode.InvalidRequest,
+  tool_denied: ErrorCode.InvalidRequest,
+  connector_denied: ErrorCode.InvalidRequest,
+  effect_not_allowed: ErrorCode.InvalidRequest,
+  policy_error: ErrorCode.InternalError,
   approval_required: ErrorCode.InvalidRequest,
+  approval_invalid: ErrorCode.InvalidRequest,
+  approval_expired: ErrorCode.InvalidRequest,
+  approval_replayed: ErrorCode.InvalidRequest,
+  approval_mismatch: ErrorCode.InvalidRequest,
+  approval_pending: ErrorCode.InvalidRequest,
+  approval_denied: ErrorCode.InvalidRequest,
+  approval_not_pending: ErrorCode.InvalidRequest,
+  approval_queue_full: ErrorCode.InvalidRequest,
+  rate_limited: ErrorCode.InvalidRequest,
   circuit_open: ErrorCode.InternalError,
   upstream_error: ErrorCode.InternalError,
   timeout: ErrorCode.RequestTimeout,

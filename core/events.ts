@@ -4,6 +4,7 @@
  * Subjects are listed here and nowhere else; a NATS bus publishes each event on its subject.
  * @module
  */
+import type { EffectClass } from "./governance/policy.ts";
 
 /** Events the gateway publishes. */
 export type GatewayEvent =
@@ -27,7 +28,41 @@ export type GatewayEvent =
   | { type: "proxy.tools"; server: string; count: number }
   | { type: "proxy.tool_dropped"; server: string; tool: string; reason: string }
   | { type: "fleet.reloaded"; path: string; added: string[]; removed: string[]; changed: string[] }
-  | { type: "fleet.reload_failed"; path: string; reason: string };
+  | { type: "fleet.reload_failed"; path: string; reason: string }
+  | { type: "policy.reloaded"; path: string; files: string[] }
+  | { type: "policy.reload_failed"; path: string; reason: string }
+  | {
+    /** One governance decision, as audited (never the raw arguments). */
+    type: "governance.decision";
+    /** ISO time of the decision. */
+    time: string;
+    tenant: string;
+    subject: string;
+    tool: string;
+    server?: string;
+    effect: EffectClass;
+    verdict: "allow" | "deny" | "approval_required";
+    code?: string;
+    rule?: string;
+    argumentsHash: string;
+  }
+  | {
+    /** An approval request's lifecycle (never the raw arguments, never the token). */
+    type: "approval.requested" | "approval.approved" | "approval.denied";
+    id: string;
+    tenant: string;
+    subject: string;
+    tool: string;
+    server?: string;
+    effect: EffectClass;
+    argumentsHash: string;
+    /** Requested/denied: when the request lapses. Approved: when the issued token expires. */
+    expiresAt: number;
+    /** Who approved or denied it. */
+    by?: string;
+    /** Why it was denied, when the approver said. */
+    reason?: string;
+  };
 
 /** The `type` of a {@link GatewayEvent}. */
 export type GatewayEventType = GatewayEvent["type"];
@@ -58,5 +93,14 @@ export function subjectOf(event: GatewayEvent): string {
     case "fleet.reloaded":
     case "fleet.reload_failed":
       return `${SUBJECT_PREFIX}.fleet.${event.type.slice("fleet.".length)}`;
+    case "policy.reloaded":
+    case "policy.reload_failed":
+      return `${SUBJECT_PREFIX}.policy.${event.type.slice("policy.".length)}`;
+    case "governance.decision":
+      return `${SUBJECT_PREFIX}.governance.decision`;
+    case "approval.requested":
+    case "approval.approved":
+    case "approval.denied":
+      return `${SUBJECT_PREFIX}.approvals.${event.type.slice("approval.".length)}`;
   }
 }

@@ -11,7 +11,8 @@ export function compileGlob(glob: string): GlobMatcher {
   const source = [...glob].map((c) => {
     if (c === "*") return "[\\s\\S]*";
     if (c === "?") return "[\\s\\S]";
-    return c.replace(/[.+^${}()|[\]\\/-]/g, "\\$&");
+    // No "-" in the class: outside a character class it is literal, and under the u flag "\-" is an error.
+    return c.replace(/[.+^${}()|[\]\\/]/g, "\\$&");
   }).join("");
   const regex = new RegExp(`^${source}$`, "u");
   return (name) => regex.test(name);

@@ -23,3 +23,8 @@ Deno.test("compileAllowDeny: deny wins, and any allow glob turns on allowlist se
   assert.equal(listed("delete_file"), true);
   assert.equal(listed("delete_all"), false);
 });
+
+Deno.test("compileGlob accepts hyphens, as in everything__get-env", () => {
+  assert.equal(compileGlob("everything__get-*")("everything__get-env"), true);
+  assert.equal(compileGlob("a-b")("a-b"), true);
+});

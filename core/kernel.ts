@@ -33,9 +33,17 @@ import {
   pluginConfigSlice,
   type PluginFailure,
 } from "./plugin_loader.ts";
+import { approvalRoutes } from "./approval_routes.ts";
+import { ApprovalQueue } from "./governance/approval_queue.ts";
+import { ApprovalTokens } from "./governance/approval_tokens.ts";
+import { AuditLog } from "./governance/audit_log.ts";
+import { MemoryNonceStore, type NonceStore } from "./governance/nonce_store.ts";
+import { DEFAULT_POLICY, loadPolicies } from "./governance/policy_loader.ts";
+import { RateLimiter } from "./governance/rate_limiter.ts";
+import { ToolGovernance } from "./governance/tool_governance.ts";
 import { operatorStatusRoute } from "./operator_routes.ts";
 import { loadFleetConfig } from "./proxy/fleet_config.ts";
-import { watchFile } from "./proxy/fleet_watcher.ts";
+import { watchFile } from "./file_watcher.ts";
 import { ProxyManager } from "./proxy/proxy_manager.ts";
 import { baseEnv, UpstreamTransports } from "./proxy/upstream_transports.ts";
 import { systemStatusTool } from "./system_tools.ts";
@@ -83,6 +91,9 @@ export class Kernel {
   readonly workflows: DefinitionRegistry = new DefinitionRegistry();
   readonly bridge: MCPServiceBridge;
   readonly proxy: ProxyManager;
+  readonly governance: ToolGovernance;
+  readonly approvals: ApprovalQueue;
+  readonly audit: AuditLog;
 
   #options: KernelOptions;
   #instances = new Map<PluginKind, PluginInstance[]>();
@@ -94,6 +105,8 @@ export class Kernel {
   #fleetStarted: Promise<void> = Promise.resolve();
   #unwatch: (() => void) | undefined;
   #upstreams: UpstreamTransports;
+  #nonces: NonceStore;
+  #unwatchPolicies: (() => void) | undefined;
   #stopping: Promise<void> | undefined;
   #done = Promise.withResolvers<void>();
 
@@ -117,6 +130,38 @@ export class Kernel {
       logger: this.logger.child("proxy"),
       bus: this.bus,
     });
+    const { governance } = options.config;
+    this.#nonces = new MemoryNonceStore({ clock: this.clock });
+    const tokens = new ApprovalTokens({
+      // Without a configured secret, tokens are valid only in this process (fine for one replica).
+      secret: governance.approvalSecret ?? crypto.getRandomValues(new Uint8Array(32)),
+      clock: this.clock,
+      ttlMs: governance.approvalTtlSeconds * 1000,
+      // Indirect: NATS may replace the in-memory store at start, so replicas share single use.
+      nonces: { consume: (nonce, expiresAt) => this.#nonces.consume(nonce, expiresAt) },
+    });
+    this.approvals = new ApprovalQueue({
+      clock: this.clock,
+      bus: this.bus,
+      tokens,
+      ttlMs: governance.approvalTtlSeconds * 1000,
+    });
+    this.audit = new AuditLog({
+      ...(governance.auditLog === undefined ? {} : { path: governance.auditLog }),
+      maxBytes: governance.auditMaxBytes,
+      includeArguments: governance.auditIncludeArguments,
+      bus: this.bus,
+      clock: this.clock,
+      logger: this.logger.child("audit"),
+    });
+    this.governance = new ToolGovernance({
+      policies: DEFAULT_POLICY,
+      tokens,
+      approvals: this.approvals,
+      rateLimiter: new RateLimiter({ clock: this.clock }),
+      audit: this.audit,
+      clock: this.clock,
+    });
     this.bridge = new MCPServiceBridge({
       toolRegistry: this.tools,
       agentRegistry: this.agents,
@@ -127,6 +172,9 @@ export class Kernel {
       bus: this.bus,
       pageSize: options.config.server.pageSize,
       proxy: this.proxy,
+      governance: this.governance,
+      approvals: this.approvals,
+      approvalInBand: governance.approvalInBand,
     });
     this.tools.register(systemStatusTool(this.bridge));
   }
@@ -156,6 +204,7 @@ export class Kernel {
     this.#failures.push(...failures);
     for (const failure of failures) this.#reportFailure(failure);
     await this.#selectBus(plugins);
+    await this.#loadPolicies();
     for (const plugin of plugins) {
       if (plugin.manifest.kind !== "bus") await this.#instantiate(plugin);
     }
@@ -183,6 +232,7 @@ export class Kernel {
     // upstream becomes READY; /readyz reports ready when every upstream has started or failed.
     this.#fleetStarted = this.proxy.start(fleet).then(() => void (this.#fleetReady = true));
     if (this.config.proxy.configPath) this.#watchFleet(this.config.proxy.configPath);
+    this.#watchPolicies();
     this.bus.publish({
       type: "gateway.started",
       transport: server.transport,
@@ -203,6 +253,7 @@ export class Kernel {
     try {
       await Promise.allSettled(this.#transports.map((t) => t.close()));
       this.#unwatch?.();
+      this.#unwatchPolicies?.();
       await this.bridge.close();
       await this.#listener?.close();
       await this.#fleetStarted.catch(() => {});
@@ -223,10 +274,47 @@ export class Kernel {
           }
         }
       }
+      await this.audit.close();
       await this.bus.close();
     } finally {
       this.#done.resolve();
     }
+  }
+
+  /** Loads the policy files; a bad file stops start-up with every problem and its line. */
+  async #loadPolicies(): Promise<void> {
+    const path = this.config.policyPath;
+    const policies = await loadPolicies(path);
+    this.governance.setPolicies(policies);
+    if (policies.files.length === 0) {
+      this.logger.warn(
+        `no policy files at "${path}": every tool is allowed and destructive calls need approval (MCP_POLICY_PATH)`,
+      );
+    } else {
+      this.logger.info(`policies: ${policies.files.join(", ")}`);
+    }
+  }
+
+  #watchPolicies(): void {
+    const path = this.config.policyPath;
+    this.#unwatchPolicies = watchFile({
+      path,
+      logger: this.logger.child("policy"),
+      onChange: async () => {
+        try {
+          const policies = await loadPolicies(path);
+          this.governance.setPolicies(policies);
+          this.logger.info(`policies reloaded from ${path}`);
+          this.bus.publish({ type: "policy.reloaded", path, files: [...policies.files] });
+        } catch (error) {
+          const reason = error instanceof Error ? error.message : String(error);
+          this.logger.error(`policies not reloaded; the previous policy stays in force: ${reason}`);
+          this.bus.publish({ type: "policy.reload_failed", path, reason });
+        }
+        // What a tenant may see can have changed.
+        this.bridge.notifyToolsChanged();
+      },
+    });
   }
 
   /** Resolves when every upstream has become READY or FAILED once. */
@@ -336,6 +424,13 @@ export class Kernel {
       );
     }
     await this.bus.use(bus as EventBus);
+    // Approval tokens are single-use across replicas when the bus can keep nonces (JetStream KV).
+    const shared = bus as { nonceStore?: (o: { ttlMs: number }) => Promise<NonceStore> };
+    if (typeof shared.nonceStore === "function") {
+      this.#nonces = await shared.nonceStore({
+        ttlMs: this.config.governance.approvalTtlSeconds * 1000,
+      });
+    }
   }
 
   async #instantiate(plugin: LoadedPlugin, extra: Record<string, unknown> = {}): Promise<unknown> {
@@ -478,6 +573,7 @@ export class Kernel {
         },
       }),
     });
+    listener.mount(approvalRoutes(this.approvals));
     listener.mount(operatorStatusRoute({
       system: () => this.bridge.status(),
       servers: () => this.proxy.status(),

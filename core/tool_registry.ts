@@ -2,25 +2,21 @@
  * ToolRegistry: the native tools, each with its argument validator compiled once at registration.
  * @module
  */
-import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
-import type { JsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
-import { GatewayError } from "./errors.ts";
 import type { NativeTool, ToolRegistration } from "./plugin_api.ts";
+import { compileSchema } from "./schema_validator.ts";
 
 /** Tool names per the MCP spec: 1–128 of letters, digits, `_`, `-`, `.`. */
 const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 
 interface Entry {
   tool: NativeTool;
-  validate: JsonSchemaValidator<Record<string, unknown>>;
 }
 
 /** The native tools. Names are unique; registration returns an unregister function. */
 export class ToolRegistry implements ToolRegistration {
   #entries = new Map<string, Entry>();
   #listeners = new Set<() => void>();
-  #ajv = new AjvJsonSchemaValidator();
 
   /** Adds a tool; throws TypeError for a bad name or schema, and on a duplicate name. */
   register(tool: NativeTool): () => void {
@@ -32,9 +28,9 @@ export class ToolRegistry implements ToolRegistration {
     if (this.#entries.has(tool.name)) {
       throw new TypeError(`Cannot register tool "${tool.name}": a tool with that name exists`);
     }
-    let validate: Entry["validate"];
     try {
-      validate = this.#ajv.getValidator(tool.inputSchema as never);
+      // Compiled now so a bad schema fails at registration; calls are validated by governance.
+      compileSchema(tool.inputSchema as Record<string, unknown>);
     } catch (error) {
       throw new TypeError(
         `Cannot register tool "${tool.name}": its inputSchema is not valid JSON Schema (${
@@ -42,7 +38,7 @@ export class ToolRegistry implements ToolRegistration {
         })`,
       );
     }
-    const entry = { tool, validate };
+    const entry = { tool };
     this.#entries.set(tool.name, entry);
     this.#changed();
     return () => {
@@ -74,21 +70,6 @@ export class ToolRegistry implements ToolRegistration {
   /** Number of tools. */
   get size(): number {
     return this.#entries.size;
-  }
-
-  /** Validates arguments against the tool's schema; throws `invalid_arguments` naming each problem. */
-  validate(name: string, args: unknown): Record<string, unknown> {
-    const entry = this.#entries.get(name);
-    if (!entry) throw new GatewayError("unknown_tool", `Unknown tool "${name}"`, { tool: name });
-    const result = entry.validate(args ?? {});
-    if (!result.valid) {
-      throw new GatewayError(
-        "invalid_arguments",
-        `Invalid arguments for tool "${name}": ${result.errorMessage}`,
-        { tool: name },
-      );
-    }
-    return result.data;
   }
 
   /** Calls `listener` whenever the set of tools changes. */

@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { GatewayError } from "./errors.ts";
 import type { NativeTool } from "./plugin_api.ts";
 import { ToolRegistry } from "./tool_registry.ts";
 
@@ -17,16 +16,6 @@ const ADD_SCHEMA: NativeTool["inputSchema"] = {
   properties: { a: { type: "number" }, b: { type: "number" } },
   required: ["a", "b"],
 };
-
-function rejection(code: string, tool: string) {
-  return (error: unknown) => {
-    assert.ok(error instanceof GatewayError, `expected a GatewayError, got ${error}`);
-    assert.equal(error.code, code);
-    assert.match(error.message, new RegExp(`"${tool}"`));
-    assert.equal(error.data.tool, tool);
-    return true;
-  };
-}
 
 Deno.test("ToolRegistry.register makes the tool available through has, get and size", () => {
   const registry = new ToolRegistry();
@@ -126,42 +115,4 @@ Deno.test("ToolRegistry unregister is a no-op once the name was registered again
   staleUnregister();
   assert.equal(registry.get("echo"), fresh);
   assert.equal(changes, 0);
-});
-
-Deno.test("ToolRegistry.validate returns the arguments when they match the schema", () => {
-  const registry = new ToolRegistry();
-  registry.register(tool("add", ADD_SCHEMA));
-  assert.deepEqual(registry.validate("add", { a: 1, b: 2 }), { a: 1, b: 2 });
-});
-
-Deno.test("ToolRegistry.validate treats missing arguments as an empty object", () => {
-  const registry = new ToolRegistry();
-  registry.register(tool("ping"));
-  registry.register(tool("add", ADD_SCHEMA));
-  assert.deepEqual(registry.validate("ping", undefined), {});
-  assert.throws(() => registry.validate("add", undefined), rejection("invalid_arguments", "add"));
-});
-
-Deno.test("ToolRegistry.validate throws invalid_arguments naming the tool for a wrong type", () => {
-  const registry = new ToolRegistry();
-  registry.register(tool("add", ADD_SCHEMA));
-  assert.throws(
-    () => registry.validate("add", { a: "one", b: 2 }),
-    rejection("invalid_arguments", "add"),
-  );
-});
-
-Deno.test("ToolRegistry.validate throws invalid_arguments naming the tool for a missing required argument", () => {
-  const registry = new ToolRegistry();
-  registry.register(tool("add", ADD_SCHEMA));
-  assert.throws(() => registry.validate("add", { a: 1 }), (error: unknown) => {
-    rejection("invalid_arguments", "add")(error);
-    assert.match((error as Error).message, /'b'/);
-    return true;
-  });
-});
-
-Deno.test("ToolRegistry.validate throws unknown_tool for an unregistered name", () => {
-  const registry = new ToolRegistry();
-  assert.throws(() => registry.validate("nope", {}), rejection("unknown_tool", "nope"));
 });

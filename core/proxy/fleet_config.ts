@@ -20,9 +20,16 @@
  * parsing so that line numbers still point into the file as written.
  * @module
  */
-import { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { GatewayError } from "../errors.ts";
+import {
+  describe,
+  formatPath,
+  isMapping,
+  parseYamlSource,
+  ProblemList,
+  type YamlPath,
+} from "../yaml_source.ts";
 import { interpolate } from "./interpolate.ts";
 
 /** How the gateway talks to an upstream server. */
@@ -86,8 +93,6 @@ export interface FleetDefaults {
   /** MCP_PROXY_HEALTH_CHECK_INTERVAL: `health.interval` when a server sets none. */
   healthIntervalSeconds: number;
 }
-
-type Path = (string | number)[];
 
 const TRANSPORTS = ["stdio", "sse", "http"] as const;
 const ID_PATTERN = /^[a-z0-9][a-z0-9_-]*$/;
@@ -204,76 +209,25 @@ export function parseFleetConfig(
   env: Record<string, string | undefined>,
   defaults: FleetDefaults,
 ): FleetConfig {
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false });
-  if (doc.errors.length > 0) {
-    throw invalid(
-      path,
-      doc.errors.map((error) => {
-        const { line, col } = lineCounter.linePos(error.pos[0]);
-        return `${path}:${line}:${col}: invalid YAML: ${error.message}`;
-      }),
-    );
-  }
-
-  const lineAt = (offset: number) => lineCounter.linePos(offset).line;
-  // Walks the nodes rather than `doc.getIn` so a map entry reports its key's line, and a path
-  // that stops short (a missing field) reports the nearest enclosing node's line.
-  const lineOf = (at: Path): number => {
-    let node: unknown = doc.contents;
-    let line = isNode(node) && node.range ? lineAt(node.range[0]) : 1;
-    for (const key of at) {
-      if (isMap(node)) {
-        const pair = node.items.find((p) =>
-          String(isScalar(p.key) ? p.key.value : p.key) === String(key)
-        );
-        if (!pair) break;
-        if (isNode(pair.key) && pair.key.range) line = lineAt(pair.key.range[0]);
-        node = pair.value;
-      } else if (isSeq(node) && typeof key === "number") {
-        node = node.items[key];
-        if (!isNode(node)) break;
-        if (node.range) line = lineAt(node.range[0]);
-      } else {
-        break;
-      }
-    }
-    return line;
-  };
-
-  const problems: { line: number; message: string }[] = [];
-  const report = (line: number, message: string) => problems.push({ line, message });
-  const fieldProblem = (at: Path, message: string) =>
-    report(lineOf(at), `${formatPath(at)} ${message}`);
-  const unknownKey = (at: Path, known: readonly string[]) => {
-    const key = String(at[at.length - 1]);
-    const close = suggest(key, known);
-    fieldProblem(
+  const problems = new ProblemList("fleet config", path);
+  const source = parseYamlSource(text, path, problems);
+  if (source === undefined) throw problems.error();
+  const { root, lineOf } = source;
+  const fieldProblem = (at: YamlPath, message: string) => problems.add(source, at, message);
+  const report = (at: YamlPath, message: string) => problems.addAt(path, lineOf(at), message);
+  const unknownKey = (at: YamlPath, known: readonly string[]) =>
+    problems.unknownKey(
+      source,
       at,
-      close
-        ? `is not a known field; did you mean "${close}"${
-          SECONDS_KEYS.has(close) ? " (in seconds)" : ""
-        }?`
-        : `is not a known field; known fields are ${known.join(", ")}`,
+      known,
+      (close) => SECONDS_KEYS.has(close) ? " (in seconds)" : "",
     );
-  };
-
-  let root: unknown;
-  try {
-    root = doc.toJS();
-  } catch (error) {
-    // Only alias bombs get here: the document itself parsed.
-    throw invalid(path, [`${path}:1: ${error instanceof Error ? error.message : String(error)}`]);
-  }
 
   const servers: FleetServer[] = [];
   if (root === null || root === undefined) return { servers, path };
-  if (!isRecord(root)) {
-    throw invalid(path, [
-      `${path}:${lineOf([])}: the file must be a mapping with a proxy_servers list, received ${
-        describe(root)
-      }`,
-    ]);
+  if (!isMapping(root)) {
+    report([], `the file must be a mapping with a proxy_servers list, received ${describe(root)}`);
+    throw problems.error();
   }
   for (const key of Object.keys(root)) {
     if (key !== "proxy_servers") unknownKey([key], ["proxy_servers"]);
@@ -281,7 +235,7 @@ export function parseFleetConfig(
   const list = root.proxy_servers;
   if (!Object.hasOwn(root, "proxy_servers")) {
     report(
-      lineOf([]),
+      [],
       "proxy_servers is required: list the upstream servers under it (an empty file means no servers)",
     );
   } else if (list !== null && !Array.isArray(list)) {
@@ -292,9 +246,9 @@ export function parseFleetConfig(
   const prefixes = new Map<string, { id: string; line: number }>();
   const entries: unknown[] = Array.isArray(list) ? list : [];
   entries.forEach((raw, index) => {
-    const at: Path = ["proxy_servers", index];
-    const before = problems.length;
-    if (!isRecord(raw)) {
+    const at: YamlPath = ["proxy_servers", index];
+    const before = problems.size;
+    if (!isMapping(raw)) {
       fieldProblem(at, `must be a mapping with at least an id, received ${describe(raw)}`);
       return;
     }
@@ -311,7 +265,7 @@ export function parseFleetConfig(
         continue;
       }
       for (const issue of result.error.issues) {
-        const issuePath: Path = [...at, key, ...issue.path.map((k) => k as string | number)];
+        const issuePath: YamlPath = [...at, key, ...issue.path.map((k) => k as string | number)];
         if (issue.code === "unrecognized_keys") {
           for (const extra of issue.keys) unknownKey([...issuePath, extra], NESTED_KEYS[key] ?? []);
         } else {
@@ -461,13 +415,13 @@ export function parseFleetConfig(
     // A disabled server may reference variables that are not set yet: it keeps the raw text.
     const enabled = fields.enabled ?? true;
     const unresolved = new Set<string>();
-    const resolve = (value: string, where: Path, field: string): string => {
+    const resolve = (value: string, where: YamlPath, field: string): string => {
       const missing = new Set<string>();
       let resolved: string;
       try {
         resolved = interpolate(value, env, (name) => missing.add(name));
       } catch (error) {
-        report(lineOf(where), `${label} ${field}: ${(error as Error).message}`);
+        report(where, `${label} ${field}: ${(error as Error).message}`);
         unresolved.add(field);
         return value;
       }
@@ -476,7 +430,7 @@ export function parseFleetConfig(
       if (enabled) {
         for (const name of missing) {
           report(
-            lineOf(where),
+            where,
             `${label} ${field} needs variable ${name}, which is not set; ` +
               `export it or use \${${name}:-default}`,
           );
@@ -527,7 +481,7 @@ export function parseFleetConfig(
       }
     }
 
-    if (problems.length > before || id === undefined || transport === undefined) return;
+    if (problems.size > before || id === undefined || transport === undefined) return;
     const timeouts = fields.timeouts ?? {};
     const tools = fields.tools ?? {};
     servers.push({
@@ -558,11 +512,7 @@ export function parseFleetConfig(
     });
   });
 
-  if (problems.length > 0) {
-    // Stable sort: problems on one line keep the order they were found in.
-    problems.sort((a, b) => a.line - b.line);
-    throw invalid(path, problems.map((p) => `${path}:${p.line}: ${p.message}`));
-  }
+  problems.throwIfAny();
   return { servers, path };
 }
 
@@ -587,18 +537,6 @@ export async function loadFleetConfig(
   return parseFleetConfig(text, path, env, defaults);
 }
 
-function invalid(path: string, problems: string[]): GatewayError {
-  return new GatewayError(
-    "config_invalid",
-    `Invalid fleet config "${path}":\n  - ${problems.join("\n  - ")}`,
-    { path, problems },
-  );
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 function isHttpUrl(text: string): boolean {
   const url = URL.parse(text);
   return url !== null && (url.protocol === "http:" || url.protocol === "https:");
@@ -613,50 +551,4 @@ function mapValues(
   fn: (value: string, key: string) => string,
 ): Record<string, string> {
   return Object.fromEntries(Object.entries(record).map(([k, v]) => [k, fn(v, k)]));
-}
-
-/** A value as the error reader wrote it: strings quoted, collections named. */
-function describe(value: unknown): string {
-  if (value === undefined) return "nothing";
-  if (value === null) return "an empty value";
-  if (typeof value === "string") return JSON.stringify(value);
-  if (Array.isArray(value)) return "a list";
-  if (typeof value === "object") return "a mapping";
-  return String(value);
-}
-
-function formatPath(path: Path): string {
-  if (path.length === 0) return "the file";
-  return path.map((k, i) => typeof k === "number" ? `[${k}]` : `${i ? "." : ""}${k}`).join("");
-}
-
-/** The known key `key` most likely meant: same after normalizing case, `-` and unit suffixes, or within 2 edits. */
-function suggest(key: string, known: readonly string[]): string | undefined {
-  const normal = key.toLowerCase().replaceAll("-", "_");
-  const unitless = normal.replace(/_(?:ms|s|secs?|seconds|millis)$/, "");
-  const exact = known.find((k) => k === normal || k === unitless);
-  if (exact) return exact;
-  let best: string | undefined;
-  let bestDistance = 3;
-  for (const candidate of known) {
-    const d = editDistance(normal, candidate);
-    if (d < bestDistance && d < candidate.length) {
-      best = candidate;
-      bestDistance = d;
-    }
-  }
-  return best;
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const substitution = previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1);
-      current.push(Math.min(previous[j]! + 1, current[j - 1]! + 1, substitution));
-    }
-    previous = current;
-  }
-  return previous[b.length]!;
 }

@@ -191,6 +191,12 @@ export class ProxyManager {
     };
   }
 
+  /** The aggregated name of an upstream's tool (`<prefix><separator><name>`): the name policies use. */
+  qualifiedName(serverId: string, original: string): string {
+    const prefix = this.#members.get(serverId)?.handle.server.prefix ?? serverId;
+    return prefix === "" ? original : `${prefix}${this.#options.separator}${original}`;
+  }
+
   /** Forwards a tool call to its upstream. */
   callTool(
     route: Route,

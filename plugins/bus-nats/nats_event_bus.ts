@@ -8,9 +8,11 @@
  * events wait in a bounded buffer (oldest dropped first) that is flushed on reconnect.
  * @module
  */
-import { connect, Events, type Msg, type NatsConnection, type NatsError } from "nats";
+import { connect, Events, type KV, type Msg, type NatsConnection, type NatsError } from "nats";
+import { type Clock, systemClock } from "../../core/clock.ts";
 import type { EventBus, EventHandler } from "../../core/event_bus.ts";
 import { type GatewayEvent, SUBJECT_PREFIX, subjectOf } from "../../core/events.ts";
+import type { NonceStore } from "../../core/governance/nonce_store.ts";
 import type { Logger } from "../../core/logger.ts";
 
 /** Options for {@link NatsEventBus.connect}. */
@@ -43,6 +45,29 @@ export interface NatsEventBusStats {
   /** Inbound messages dropped as malformed (bad JSON, unknown type, wrong subject). */
   malformed: number;
 }
+
+/** Options for {@link NatsEventBus.nonceStore}. */
+export interface NatsNonceStoreOptions {
+  /** JetStream KV bucket shared by the replicas; default {@link DEFAULT_NONCE_BUCKET}. */
+  bucket?: string;
+  /**
+   * The longest approval-token lifetime the store must guard, in ms; default 10 minutes. The
+   * bucket keeps each nonce this long plus a clock-skew allowance.
+   */
+  ttlMs?: number;
+  /** For "is this token's expiry within what the bucket remembers"; default the system clock. */
+  clock?: Clock;
+}
+
+/** Default KV bucket of consumed approval nonces. */
+export const DEFAULT_NONCE_BUCKET = "agent33_approval_nonces";
+const DEFAULT_NONCE_TTL_MS = 10 * 60 * 1000;
+/** Replicas' clocks may differ this much; nonces are kept this much longer than tokens live. */
+const NONCE_CLOCK_SKEW_MS = 60 * 1000;
+/** Valid KV keys that approval tokens produce (hex); anything else is refused, not escaped. */
+const NONCE_KEY = /^[A-Za-z0-9_-]{1,128}$/;
+/** JetStream's "wrong last sequence": the key already exists, so kv.create lost the race. */
+const JS_WRONG_LAST_SEQUENCE = 10071;
 
 /**
  * The subject a decoded message must arrive on, or undefined if its `type` is not a known event.
@@ -220,6 +245,67 @@ export class NatsEventBus implements EventBus {
   subscribe(handler: EventHandler): () => void {
     this.#handlers.add(handler);
     return () => void this.#handlers.delete(handler);
+  }
+
+  /**
+   * A {@link NonceStore} shared by every replica on this NATS server: a JetStream KV bucket
+   * where consuming a nonce is an atomic create, so of two replicas presented the same token
+   * exactly one wins. Nonces expire with the bucket's TTL (max age), after the tokens they
+   * guard. Rejects if JetStream is unavailable, or if an existing bucket forgets nonces sooner
+   * than tokens expire; consume() rejects when NATS cannot answer, so callers fail closed.
+   */
+  async nonceStore(options: NatsNonceStoreOptions = {}): Promise<NonceStore> {
+    const bucket = options.bucket ?? DEFAULT_NONCE_BUCKET;
+    const ttlMs = options.ttlMs ?? DEFAULT_NONCE_TTL_MS;
+    if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) {
+      throw new RangeError(`ttlMs must be a positive integer of milliseconds, got ${ttlMs}`);
+    }
+    if (this.#closed) throw new Error("The NATS bus is closed; no nonce store can be opened");
+    const clock = options.clock ?? systemClock;
+    const retentionMs = ttlMs + NONCE_CLOCK_SKEW_MS;
+    let kv: KV;
+    let keptMs: number;
+    try {
+      kv = await this.#nc.jetstream().views.kv(bucket, { history: 1, ttl: retentionMs });
+      keptMs = (await kv.status()).ttl;
+    } catch (error) {
+      throw new Error(
+        `Cannot open the JetStream KV bucket "${bucket}" for approval nonces: ` +
+          `${error instanceof Error ? error.message : String(error)}; ` +
+          "run nats-server with JetStream enabled (-js)",
+      );
+    }
+    // An existing bucket keeps its own max age; a shorter one would let tokens be replayed.
+    if (keptMs > 0 && keptMs < retentionMs) {
+      throw new Error(
+        `The KV bucket "${bucket}" forgets nonces after ${keptMs} ms, but approval tokens need ` +
+          `${retentionMs} ms; delete the bucket (nats kv del ${bucket}) so it is recreated`,
+      );
+    }
+    return {
+      consume: async (nonce: string, expiresAt: number): Promise<boolean> => {
+        if (!NONCE_KEY.test(nonce)) {
+          throw new TypeError("An approval nonce must be 1-128 characters of [A-Za-z0-9_-]");
+        }
+        const remaining = expiresAt - clock.now();
+        if (!(remaining > 0)) return false;
+        if (remaining > retentionMs) {
+          // Fail closed: the bucket would forget the nonce while the token is still valid.
+          throw new RangeError(
+            `An approval token valid for ${remaining} ms more outlives the ${retentionMs} ms the ` +
+              `nonce bucket "${bucket}" remembers; raise the nonce store's ttlMs`,
+          );
+        }
+        try {
+          await kv.create(nonce, encoder.encode(String(expiresAt)));
+          return true;
+        } catch (error) {
+          const code = (error as { api_error?: { err_code?: number } }).api_error?.err_code;
+          if (code === JS_WRONG_LAST_SEQUENCE) return false;
+          throw error;
+        }
+      },
+    };
   }
 
   /** Counters and connection state. */

@@ -1,13 +1,14 @@
 import assert from "node:assert/strict";
 import { connect, type Msg, type NatsConnection, StorageType } from "nats";
-import { systemClock } from "../../core/clock.ts";
+import { ManualClock, systemClock } from "../../core/clock.ts";
 import { InProcessEventBus } from "../../core/event_bus.ts";
 import { type GatewayEvent, SUBJECT_PREFIX, subjectOf } from "../../core/events.ts";
+import { ApprovalTokens } from "../../core/governance/approval_tokens.ts";
 import { createLogger, type Logger, silentLogger } from "../../core/logger.ts";
 import type { PluginContext } from "../../core/plugin_api.ts";
 import { startNatsServer } from "../../tests/support/nats_server.ts";
 import plugin from "./mod.ts";
-import { NatsEventBus } from "./nats_event_bus.ts";
+import { DEFAULT_NONCE_BUCKET, NatsEventBus } from "./nats_event_bus.ts";
 
 const POLL_MS = 10;
 const DEADLINE_MS = 10_000;
@@ -350,4 +351,98 @@ Deno.test("the bus-nats plugin needs NATS_URL and returns a working bus", async 
     await raw?.close();
     await server.stop();
   }
+});
+
+const NONCE_SECRET = "an-approval-secret-that-is-at-least-32-bytes-long";
+const MINUTE_MS = 60_000;
+
+function nonceOf(i: number): string {
+  return i.toString(16).padStart(32, "0");
+}
+
+Deno.test("two replicas share approval nonces: the first consume wins, the other gets false", async () => {
+  const server = await startNatsServer();
+  const a = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
+  const b = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
+  try {
+    const clock = new ManualClock(Date.now());
+    const storeA = await a.nonceStore({ clock });
+    const storeB = await b.nonceStore({ clock });
+    const expiresAt = clock.now() + MINUTE_MS;
+    assert.equal(await storeA.consume(nonceOf(1), expiresAt), true);
+    assert.equal(await storeB.consume(nonceOf(1), expiresAt), false, "replica B sees the use");
+    assert.equal(await storeA.consume(nonceOf(1), expiresAt), false, "and so does A itself");
+    assert.equal(await storeB.consume(nonceOf(2), expiresAt), true, "other nonces are free");
+
+    // End to end: a token honoured by one replica is a replay on the other.
+    const tokensA = new ApprovalTokens({ secret: NONCE_SECRET, clock, nonces: storeA });
+    const tokensB = new ApprovalTokens({ secret: NONCE_SECRET, clock, nonces: storeB });
+    const call = { tenant: "acme", tool: "fs__delete", argumentsHash: "f".repeat(64) };
+    const { token } = await tokensA.issue({ ...call, requestId: "req-1" });
+    assert.deepEqual(await tokensB.verify(token, call), { ok: true, requestId: "req-1" });
+    const again = await tokensA.verify(token, call);
+    assert.equal(again.ok ? "ok" : again.code, "approval_replayed");
+
+    const raw = await connect({ servers: server.url });
+    try {
+      const status = await (await raw.jetstream().views.kv(DEFAULT_NONCE_BUCKET)).status();
+      assert.equal(status.history, 1);
+      assert.equal(status.ttl, 11 * MINUTE_MS, "token lifetime plus the clock-skew allowance");
+    } finally {
+      await raw.close();
+    }
+  } finally {
+    await a.close();
+    await b.close();
+    await server.stop();
+  }
+});
+
+Deno.test("concurrent consumes of one nonce from two replicas: exactly one is true", async () => {
+  const server = await startNatsServer();
+  const a = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
+  const b = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
+  try {
+    const [storeA, storeB] = await Promise.all([a.nonceStore(), b.nonceStore()]);
+    const expiresAt = Date.now() + MINUTE_MS;
+    const rounds = await Promise.all(
+      Array.from({ length: 25 }, (_, i) =>
+        Promise.all([
+          storeA.consume(nonceOf(i), expiresAt),
+          storeB.consume(nonceOf(i), expiresAt),
+          storeA.consume(nonceOf(i), expiresAt),
+          storeB.consume(nonceOf(i), expiresAt),
+        ])),
+    );
+    for (const [i, results] of rounds.entries()) {
+      assert.equal(results.filter(Boolean).length, 1, `nonce ${i}: ${results}`);
+    }
+  } finally {
+    await a.close();
+    await b.close();
+    await server.stop();
+  }
+});
+
+Deno.test("the NATS nonce store fails closed on nonces it cannot guard", async () => {
+  const server = await startNatsServer();
+  const bus = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
+  try {
+    const clock = new ManualClock(Date.now());
+    const store = await bus.nonceStore({ clock, bucket: "test_nonces", ttlMs: MINUTE_MS });
+    await assert.rejects(store.consume("not a key!", clock.now() + 1_000), TypeError);
+    assert.equal(await store.consume(nonceOf(1), clock.now()), false, "already expired");
+    await assert.rejects(
+      store.consume(nonceOf(2), clock.now() + 3 * MINUTE_MS),
+      { name: "RangeError", message: /outlives the 120000 ms the nonce bucket "test_nonces"/ },
+    );
+    await assert.rejects(
+      bus.nonceStore({ bucket: "test_nonces", ttlMs: 10 * MINUTE_MS }),
+      /forgets nonces after 120000 ms, but approval tokens need 660000 ms/,
+    );
+  } finally {
+    await bus.close();
+    await server.stop();
+  }
+  await assert.rejects(bus.nonceStore(), /bus is closed/);
 });

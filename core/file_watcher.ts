@@ -1,9 +1,9 @@
 /**
- * Watches the fleet file and reloads it on change; an invalid new file keeps the running fleet
- * and is reported (log line and `fleet.reload_failed` event).
+ * Watches a configuration file (the fleet) or directory (the policies) and calls back, debounced,
+ * when it changes. Reload logic stays with the caller: an invalid new file keeps what runs.
  * @module
  */
-import type { Logger } from "../logger.ts";
+import type { Logger } from "./logger.ts";
 
 /** Options for {@link watchFile}. */
 export interface WatchFileOptions {
@@ -18,9 +18,19 @@ export interface WatchFileOptions {
 export function watchFile(options: WatchFileOptions): () => void {
   const { path, logger, debounceMs = 200, onChange } = options;
   let watcher: Deno.FsWatcher;
+  let isDir = false;
+  try {
+    isDir = Deno.statSync(path).isDirectory;
+  } catch {
+    // A missing path: watch its directory for it to appear.
+  }
   try {
     // Watch the directory: editors replace the file (rename), which ends a watch on the file itself.
-    const dir = path.includes("/") ? path.slice(0, path.lastIndexOf("/")) || "/" : ".";
+    const dir = isDir
+      ? path
+      : path.includes("/")
+      ? path.slice(0, path.lastIndexOf("/")) || "/"
+      : ".";
     watcher = Deno.watchFs(dir, { recursive: false });
   } catch (error) {
     logger.warn(`cannot watch ${path} for changes; edits need a restart`, { error: String(error) });
@@ -32,7 +42,10 @@ export function watchFile(options: WatchFileOptions): () => void {
   const loop = (async () => {
     try {
       for await (const event of watcher) {
-        if (!event.paths.some((p) => p.endsWith("/" + name) || p === name)) continue;
+        const relevant = isDir
+          ? event.paths.some((p) => /\.ya?ml$/.test(p))
+          : event.paths.some((p) => p.endsWith("/" + name) || p === name);
+        if (!relevant) continue;
         clearTimeout(timer);
         timer = setTimeout(() => {
           running = running.then(onChange).catch((error) =>

@@ -1,0 +1,125 @@
+/**
+ * `/v1/approvals`: pending approvals for operators, and their tokens for the callers that asked.
+ *
+ * - `GET /v1/approvals[?status=pending]` (admin, operator): requests with their arguments.
+ * - `GET /v1/approvals/{id}`: operators see the request; the caller that made it sees its status
+ *   and, once approved, its token.
+ * - `POST /v1/approvals/{id}/approve` (admin, operator): issues the token.
+ * - `POST /v1/approvals/{id}/deny` (admin, operator), optional body `{ "reason": "…" }`.
+ * @module
+ */
+import { hasScope, type TokenPayload } from "./auth/token_payload.ts";
+import { GatewayError } from "./errors.ts";
+import type { ApprovalQueue, ApprovalStatus } from "./governance/approval_queue.ts";
+import { APPROVAL_TOKEN_META_KEY } from "./governance/tool_governance.ts";
+import { jsonError } from "./http_listener.ts";
+import type { HttpRoute } from "./plugin_api.ts";
+
+const STATUSES: readonly ApprovalStatus[] = ["pending", "approved", "denied", "expired"];
+
+/** The approvals routes over a queue. */
+export function approvalRoutes(queue: ApprovalQueue): HttpRoute {
+  return {
+    path: "/v1/approvals",
+    prefix: true,
+    methods: ["GET", "POST"],
+    async handle(request, auth) {
+      const url = new URL(request.url);
+      const [id, action, ...rest] = url.pathname.slice("/v1/approvals".length).split("/").filter(
+        Boolean,
+      );
+      const operator = hasScope(auth, "admin", "operator");
+      try {
+        if (id === undefined) {
+          if (request.method !== "GET") return notAllowed("GET");
+          if (!operator) return forbidden(auth);
+          const status = url.searchParams.get("status");
+          if (status !== null && !STATUSES.includes(status as ApprovalStatus)) {
+            return jsonError(
+              400,
+              "invalid_request",
+              `status must be one of ${STATUSES.join(", ")}`,
+            );
+          }
+          return Response.json({
+            approvals: queue.list(status === null ? {} : { status: status as ApprovalStatus }),
+          });
+        }
+        if (rest.length > 0) {
+          return jsonError(404, "not_found", `Nothing is served at ${url.pathname}`);
+        }
+        if (action === undefined) {
+          if (request.method !== "GET") return notAllowed("GET");
+          if (operator) {
+            const found = queue.get(id);
+            if (!found) return unknown(id);
+            return Response.json(found);
+          }
+          // The caller that made the request: its status, and its token once approved.
+          const found = queue.get(id);
+          if (!found || found.tenant !== auth.tenant || found.subject !== auth.subject) {
+            return unknown(id);
+          }
+          if (found.status !== "approved") return Response.json({ id, status: found.status });
+          const { token, expiresAt } = queue.tokenFor(id, auth);
+          return Response.json({
+            id,
+            status: found.status,
+            token,
+            expiresAt,
+            metaKey: APPROVAL_TOKEN_META_KEY,
+          });
+        }
+        if (request.method !== "POST") return notAllowed("POST");
+        if (!operator) return forbidden(auth);
+        if (action === "approve") {
+          const { token, expiresAt } = await queue.approve(id, auth.subject);
+          return Response.json({
+            id,
+            status: "approved",
+            token,
+            expiresAt,
+            usage:
+              `Retry the same call with _meta["${APPROVAL_TOKEN_META_KEY}"] set to this token; it works once.`,
+          });
+        }
+        if (action === "deny") {
+          const body = await request.json().catch(() => ({})) as { reason?: unknown };
+          const denied = queue.deny(
+            id,
+            auth.subject,
+            typeof body.reason === "string" ? body.reason : undefined,
+          );
+          return Response.json(denied);
+        }
+        return jsonError(404, "not_found", `Unknown action "${action}"; use /approve or /deny`);
+      } catch (error) {
+        if (error instanceof GatewayError) {
+          const status = error.code === "not_found" ? 404 : 409;
+          return jsonError(status, error.code, error.message);
+        }
+        throw error;
+      }
+    },
+  };
+}
+
+function unknown(id: string): Response {
+  return jsonError(
+    404,
+    "not_found",
+    `No approval request "${id}"; list them with GET /v1/approvals`,
+  );
+}
+
+function forbidden(auth: TokenPayload): Response {
+  return jsonError(
+    403,
+    "forbidden",
+    `Caller "${auth.subject}" lacks scope admin or operator, which deciding approvals needs`,
+  );
+}
+
+function notAllowed(method: string): Response {
+  return jsonError(405, "method_not_allowed", `Use ${method} here`, { Allow: method });
+}

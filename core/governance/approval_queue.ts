@@ -1,0 +1,432 @@
+/**
+ * The queue of calls waiting for a person's approval.
+ *
+ * A call that needs approval files a request here; an operator approves or denies it; on
+ * approval the queue issues a single-use token bound to the request's tenant, tool and
+ * arguments hash, which the requester fetches and retries the call with. Requests lapse after
+ * a while and are pruned; the queue is bounded so a flood of requests cannot exhaust memory.
+ * Events carry the arguments hash, never the raw arguments and never the token.
+ * @module
+ */
+import type { Clock } from "../clock.ts";
+import { GatewayError } from "../errors.ts";
+import type { EventBus } from "../event_bus.ts";
+import type { GatewayEvent } from "../events.ts";
+import type { ApprovalTokens } from "./approval_tokens.ts";
+import type { EffectClass } from "./policy.ts";
+
+/** Default time a request waits for a decision: ten minutes. */
+export const DEFAULT_APPROVAL_REQUEST_TTL_MS = 10 * 60 * 1000;
+/** Default most pending requests at once. */
+export const DEFAULT_MAX_PENDING_APPROVALS = 10_000;
+
+/** Where a request stands; `expired` means it lapsed while pending. */
+export type ApprovalStatus = "pending" | "approved" | "denied" | "expired";
+
+/** What a caller files: the call that needs approval. */
+export interface ApprovalRequestInput {
+  tenant: string;
+  /** Who asked (the caller's subject); only they may fetch the token. */
+  subject: string;
+  tool: string;
+  server?: string;
+  effect: EffectClass;
+  /** The raw arguments, shown to the approver; never published on the bus. */
+  arguments: Record<string, unknown>;
+  /** {@link argumentsHash} of `arguments`; the token is bound to it. */
+  argumentsHash: string;
+}
+
+/** A request as the queue reports it (a snapshot: changing it changes nothing). */
+export interface ApprovalRequest extends ApprovalRequestInput {
+  id: string;
+  status: ApprovalStatus;
+  /** Epoch ms. */
+  createdAt: number;
+  /** Epoch ms after which a pending request can no longer be approved. */
+  expiresAt: number;
+  /** Who approved or denied it. */
+  decidedBy?: string;
+  /** Epoch ms of the decision. */
+  decidedAt?: number;
+  /** The approver's reason for a denial. */
+  reason?: string;
+  /** Epoch ms when the issued token expires (approved requests). */
+  tokenExpiresAt?: number;
+}
+
+/** Options for {@link ApprovalQueue}. */
+export interface ApprovalQueueOptions {
+  clock: Clock;
+  bus: EventBus;
+  tokens: ApprovalTokens;
+  /**
+   * How long a request waits for a decision, and how long a settled one stays visible
+   * afterwards; default {@link DEFAULT_APPROVAL_REQUEST_TTL_MS}.
+   */
+  ttlMs?: number;
+  /** Most pending requests at once; default {@link DEFAULT_MAX_PENDING_APPROVALS}. */
+  maxPending?: number;
+}
+
+/** The internal record: the snapshot fields plus the token, which only the requester sees. */
+interface Entry extends ApprovalRequest {
+  token?: string;
+}
+
+/** Pending requests at most this often trigger a full prune scan (clock ms). */
+const PRUNE_INTERVAL_MS = 1000;
+const HASH = /^[0-9a-f]{64}$/;
+
+/** Pending approvals, their decisions and the tokens they yield. */
+export class ApprovalQueue {
+  readonly #clock: Clock;
+  readonly #bus: EventBus;
+  readonly #tokens: ApprovalTokens;
+  readonly #ttlMs: number;
+  readonly #maxPending: number;
+  /** Insertion order is creation order, which pruning and eviction rely on. */
+  readonly #entries = new Map<string, Entry>();
+  /** Pending request id by tenant, subject, tool and hash: identical requests share one. */
+  readonly #pendingByCall = new Map<string, string>();
+  /** Requests an approve() is issuing a token for: neither approvable nor deniable meanwhile. */
+  readonly #deciding = new Set<string>();
+  #prunedAt = Number.NEGATIVE_INFINITY;
+
+  constructor(options: ApprovalQueueOptions) {
+    const ttlMs = options.ttlMs ?? DEFAULT_APPROVAL_REQUEST_TTL_MS;
+    if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) {
+      throw new RangeError(`ttlMs must be a positive integer of milliseconds, got ${ttlMs}`);
+    }
+    const maxPending = options.maxPending ?? DEFAULT_MAX_PENDING_APPROVALS;
+    if (!Number.isSafeInteger(maxPending) || maxPending <= 0) {
+      throw new RangeError(`maxPending must be a positive integer, got ${maxPending}`);
+    }
+    this.#clock = options.clock;
+    this.#bus = options.bus;
+    this.#tokens = options.tokens;
+    this.#ttlMs = ttlMs;
+    this.#maxPending = maxPending;
+  }
+
+  /**
+   * Files a request for approval and announces it (approval.requested). An identical pending
+   * request (same tenant, subject, tool and arguments hash) is returned instead of a new one.
+   * Throws approval_queue_full when `maxPending` requests are pending and none has lapsed.
+   */
+  request(input: ApprovalRequestInput): ApprovalRequest {
+    for (const field of ["tenant", "subject", "tool"] as const) {
+      if (typeof input[field] !== "string" || input[field] === "") {
+        throw new TypeError(`An approval request needs a non-empty ${field}`);
+      }
+    }
+    if (!HASH.test(input.argumentsHash)) {
+      throw new TypeError("argumentsHash must be 64 lowercase hex digits (see argumentsHash())");
+    }
+    const now = this.#clock.now();
+    this.#prune(now, false);
+    const callKey = callKeyOf(input);
+    const existingId = this.#pendingByCall.get(callKey);
+    const existing = existingId === undefined ? undefined : this.#find(existingId, now);
+    if (existing && this.#statusOf(existing, now) === "pending") return snapshot(existing, now);
+
+    if (this.#pendingByCall.size >= this.#maxPending) this.#prune(now, true);
+    if (this.#pendingByCall.size >= this.#maxPending) {
+      throw new GatewayError(
+        "approval_queue_full",
+        `${this.#maxPending} approval requests are already waiting; ask an operator to ` +
+          "approve or deny some, or retry after older requests lapse",
+        { maxPending: this.#maxPending },
+      );
+    }
+    const entry: Entry = {
+      id: crypto.randomUUID(),
+      tenant: input.tenant,
+      subject: input.subject,
+      tool: input.tool,
+      ...(input.server === undefined ? {} : { server: input.server }),
+      effect: input.effect,
+      arguments: input.arguments,
+      argumentsHash: input.argumentsHash,
+      status: "pending",
+      createdAt: now,
+      expiresAt: now + this.#ttlMs,
+    };
+    this.#entries.set(entry.id, entry);
+    this.#pendingByCall.set(callKey, entry.id);
+    this.#evictSettled();
+    this.#publish("approval.requested", entry, entry.expiresAt);
+    return snapshot(entry, now);
+  }
+
+  /** A request by id, or undefined if unknown or already pruned. */
+  get(id: string): ApprovalRequest | undefined {
+    const now = this.#clock.now();
+    this.#prune(now, false);
+    const entry = this.#find(id, now);
+    return entry ? snapshot(entry, now) : undefined;
+  }
+
+  /** Requests still held, oldest first, optionally only those with `status`. */
+  list(filter: { status?: ApprovalStatus } = {}): ApprovalRequest[] {
+    const now = this.#clock.now();
+    this.#prune(now, false);
+    const out: ApprovalRequest[] = [];
+    for (const entry of this.#entries.values()) {
+      if (!this.#held(entry, now)) continue;
+      if (filter.status === undefined || this.#statusOf(entry, now) === filter.status) {
+        out.push(snapshot(entry, now));
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Approves a pending request and issues its single-use token, bound to the request's tenant,
+   * tool and arguments hash; announces approval.approved (without the token). Throws not_found,
+   * approval_expired (lapsed before the decision) or approval_not_pending (already decided).
+   */
+  async approve(id: string, by: string): Promise<{ token: string; expiresAt: number }> {
+    requireApprover(by);
+    const now = this.#clock.now();
+    const entry = this.#decidable(id, now);
+    this.#deciding.add(id);
+    let issued: { token: string; expiresAt: number };
+    try {
+      issued = await this.#tokens.issue({
+        tenant: entry.tenant,
+        tool: entry.tool,
+        argumentsHash: entry.argumentsHash,
+        requestId: entry.id,
+      });
+    } finally {
+      this.#deciding.delete(id);
+    }
+    this.#settle(entry, now, by);
+    entry.status = "approved";
+    entry.token = issued.token;
+    entry.tokenExpiresAt = issued.expiresAt;
+    this.#publish("approval.approved", entry, issued.expiresAt, { by });
+    return issued;
+  }
+
+  /**
+   * Denies a pending request and announces approval.denied with the reason. Throws like
+   * {@link ApprovalQueue.approve}.
+   */
+  deny(id: string, by: string, reason?: string): ApprovalRequest {
+    requireApprover(by);
+    const now = this.#clock.now();
+    const entry = this.#decidable(id, now);
+    this.#settle(entry, now, by);
+    entry.status = "denied";
+    if (reason !== undefined && reason !== "") entry.reason = reason;
+    this.#publish("approval.denied", entry, entry.expiresAt, {
+      by,
+      ...(entry.reason === undefined ? {} : { reason: entry.reason }),
+    });
+    return snapshot(entry, now);
+  }
+
+  /**
+   * The token of an approved request, for the caller who asked for it (same tenant and
+   * subject); anyone else gets not_found, so ids reveal nothing. Fetching again returns the same
+   * token: it is single-use when redeemed, not when fetched. Throws approval_pending,
+   * approval_denied or approval_expired when there is no token to give.
+   */
+  tokenFor(id: string, caller: { tenant: string; subject: string }): {
+    token: string;
+    expiresAt: number;
+  } {
+    const now = this.#clock.now();
+    this.#prune(now, false);
+    const entry = this.#find(id, now);
+    if (!entry || entry.tenant !== caller.tenant || entry.subject !== caller.subject) {
+      throw notFound(id);
+    }
+    const status = this.#statusOf(entry, now);
+    if (status === "pending") {
+      throw new GatewayError(
+        "approval_pending",
+        `Approval request "${id}" for "${entry.tool}" is still waiting for an operator; ask ` +
+          `one to approve it before ${new Date(entry.expiresAt).toISOString()}, then fetch the ` +
+          "token again",
+        { id, expiresAt: entry.expiresAt },
+      );
+    }
+    if (status === "denied") {
+      throw new GatewayError(
+        "approval_denied",
+        `Approval request "${id}" for "${entry.tool}" was denied` +
+          (entry.reason ? `: ${entry.reason}` : "") + "; do not retry the call as is",
+        { id, ...(entry.reason ? { reason: entry.reason } : {}) },
+      );
+    }
+    if (status === "expired" || entry.token === undefined || entry.tokenExpiresAt === undefined) {
+      throw expired(id, entry.tool);
+    }
+    if (now >= entry.tokenExpiresAt) {
+      throw new GatewayError(
+        "approval_expired",
+        `The token for approval request "${id}" expired at ` +
+          `${new Date(entry.tokenExpiresAt).toISOString()}; call "${entry.tool}" again to ` +
+          "request a new approval",
+        { id },
+      );
+    }
+    return { token: entry.token, expiresAt: entry.tokenExpiresAt };
+  }
+
+  /** The entry if it can be decided now, else the error saying why not. */
+  #decidable(id: string, now: number): Entry {
+    this.#prune(now, false);
+    const entry = this.#find(id, now);
+    if (!entry) throw notFound(id);
+    if (this.#deciding.has(id)) {
+      throw new GatewayError(
+        "approval_not_pending",
+        `Approval request "${id}" is being approved right now; list it again to see the outcome`,
+        { id, status: "pending" },
+      );
+    }
+    const status = this.#statusOf(entry, now);
+    if (status === "expired") throw expired(id, entry.tool);
+    if (status !== "pending") {
+      throw new GatewayError(
+        "approval_not_pending",
+        `Approval request "${id}" was already ${status}` +
+          (entry.decidedBy ? ` by ${entry.decidedBy}` : "") + "; nothing to do",
+        { id, status },
+      );
+    }
+    return entry;
+  }
+
+  /** Records the decision and frees the identical-request slot. */
+  #settle(entry: Entry, now: number, by: string): void {
+    entry.decidedBy = by;
+    entry.decidedAt = now;
+    this.#forgetPending(entry);
+  }
+
+  #forgetPending(entry: Entry): void {
+    const callKey = callKeyOf(entry);
+    if (this.#pendingByCall.get(callKey) === entry.id) this.#pendingByCall.delete(callKey);
+  }
+
+  /** Status now: a pending request past its expiry has lapsed even before pruning sees it. */
+  #statusOf(entry: Entry, now: number): ApprovalStatus {
+    return entry.status === "pending" && now >= entry.expiresAt ? "expired" : entry.status;
+  }
+
+  /**
+   * Frees the slots of lapsed requests, and drops records once nobody can learn anything from
+   * them: a lapsed, denied or approved request is kept for one more `ttlMs` after it lapsed,
+   * was denied or its token expired, so whoever asks gets "expired" or "denied" rather than
+   * "not found". Scans at most once per PRUNE_INTERVAL_MS unless `force` (the queue is full),
+   * so a busy queue does not pay O(n) on every call.
+   */
+  #prune(now: number, force: boolean): void {
+    if (!force && now - this.#prunedAt < PRUNE_INTERVAL_MS) return;
+    this.#prunedAt = now;
+    for (const entry of this.#entries.values()) {
+      if (this.#deciding.has(entry.id)) continue;
+      const status = this.#statusOf(entry, now);
+      if (status === "pending") continue;
+      if (status === "expired") this.#forgetPending(entry);
+      if (!this.#held(entry, now)) this.#entries.delete(entry.id);
+    }
+  }
+
+  /** The entry if still held: pruning is periodic, so retention is also checked per lookup. */
+  #find(id: string, now: number): Entry | undefined {
+    const entry = this.#entries.get(id);
+    return entry && this.#held(entry, now) ? entry : undefined;
+  }
+
+  #held(entry: Entry, now: number): boolean {
+    return this.#deciding.has(entry.id) || now < this.#retainUntil(entry);
+  }
+
+  #retainUntil(entry: Entry): number {
+    if (entry.status === "approved") return (entry.tokenExpiresAt ?? 0) + this.#ttlMs;
+    if (entry.status === "denied") return (entry.decidedAt ?? 0) + this.#ttlMs;
+    return entry.expiresAt + this.#ttlMs;
+  }
+
+  /**
+   * Bounds the records that are no longer pending (kept for token pickup and answers) to
+   * `maxPending` as well: past it the oldest go first (a requester who never picked up its
+   * token must ask again), so approving quickly cannot grow memory without bound.
+   */
+  #evictSettled(): void {
+    let excess = this.#entries.size - this.#pendingByCall.size - this.#maxPending;
+    if (excess <= 0) return;
+    for (const entry of this.#entries.values()) {
+      if (excess <= 0) break;
+      if (this.#deciding.has(entry.id) || this.#pendingByCall.get(callKeyOf(entry)) === entry.id) {
+        continue;
+      }
+      this.#entries.delete(entry.id);
+      excess--;
+    }
+  }
+
+  #publish(
+    type: "approval.requested" | "approval.approved" | "approval.denied",
+    entry: Entry,
+    expiresAt: number,
+    extra: { by?: string; reason?: string } = {},
+  ): void {
+    const event: GatewayEvent = {
+      type,
+      id: entry.id,
+      tenant: entry.tenant,
+      subject: entry.subject,
+      tool: entry.tool,
+      ...(entry.server === undefined ? {} : { server: entry.server }),
+      effect: entry.effect,
+      argumentsHash: entry.argumentsHash,
+      expiresAt,
+      ...extra,
+    };
+    this.#bus.publish(event);
+  }
+}
+
+/** Identical requests share this key: same tenant, subject, tool and arguments hash. */
+function callKeyOf(r: ApprovalRequestInput): string {
+  return [r.tenant, r.subject, r.tool, r.argumentsHash].join("\0");
+}
+
+function requireApprover(by: string): void {
+  if (typeof by !== "string" || by.trim() === "") {
+    throw new TypeError("An approval decision needs the approver's identity (`by`)");
+  }
+}
+
+function snapshot(entry: Entry, now: number): ApprovalRequest {
+  const { token: _token, ...rest } = entry;
+  return {
+    ...rest,
+    status: entry.status === "pending" && now >= entry.expiresAt ? "expired" : entry.status,
+  };
+}
+
+function notFound(id: string): GatewayError {
+  return new GatewayError(
+    "not_found",
+    `No approval request "${id}"; it may have lapsed and been pruned; call the tool again to ` +
+      "request a new approval",
+    { id },
+  );
+}
+
+function expired(id: string, tool: string): GatewayError {
+  return new GatewayError(
+    "approval_expired",
+    `Approval request "${id}" lapsed before anyone decided it; call "${tool}" again to request ` +
+      "a new approval",
+    { id },
+  );
+}

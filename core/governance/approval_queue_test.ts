@@ -1,0 +1,376 @@
+import assert from "node:assert/strict";
+import { ManualClock } from "../clock.ts";
+import { GatewayError } from "../errors.ts";
+import { InProcessEventBus } from "../event_bus.ts";
+import { type GatewayEvent, subjectOf } from "../events.ts";
+import { ApprovalQueue, type ApprovalRequestInput } from "./approval_queue.ts";
+import { ApprovalTokens } from "./approval_tokens.ts";
+import { MemoryNonceStore } from "./nonce_store.ts";
+
+const SECRET = "an-approval-secret-that-is-at-least-32-bytes-long";
+const HASH = "c".repeat(64);
+const MINUTE = 60_000;
+
+const INPUT: ApprovalRequestInput = {
+  tenant: "acme",
+  subject: "alice",
+  tool: "fs__delete",
+  server: "fs",
+  effect: "destructive",
+  arguments: { path: "/srv/data", secret: "hunter2" },
+  argumentsHash: HASH,
+};
+const ALICE = { tenant: "acme", subject: "alice" };
+
+function setup(options: { ttlMs?: number; maxPending?: number; tokenTtlMs?: number } = {}) {
+  const clock = new ManualClock(1_700_000_000_000);
+  const bus = new InProcessEventBus();
+  const events: GatewayEvent[] = [];
+  bus.subscribe((event) => events.push(event));
+  const tokens = new ApprovalTokens({
+    secret: SECRET,
+    clock,
+    nonces: new MemoryNonceStore({ clock }),
+    ...(options.tokenTtlMs === undefined ? {} : { ttlMs: options.tokenTtlMs }),
+  });
+  const queue = new ApprovalQueue({
+    clock,
+    bus,
+    tokens,
+    ...(options.ttlMs === undefined ? {} : { ttlMs: options.ttlMs }),
+    ...(options.maxPending === undefined ? {} : { maxPending: options.maxPending }),
+  });
+  return { clock, bus, events, tokens, queue };
+}
+
+function code(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (error) {
+    assert.ok(error instanceof GatewayError, String(error));
+    return error.code;
+  }
+  throw new Error("expected a GatewayError");
+}
+
+async function asyncCode(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof GatewayError, String(error));
+    return error.code;
+  }
+  throw new Error("expected a GatewayError");
+}
+
+function hashOf(n: number): string {
+  return n.toString(16).padStart(64, "0");
+}
+
+Deno.test("a request is pending with an id, a creation time and a ten-minute expiry", () => {
+  const { queue, clock } = setup();
+  const request = queue.request(INPUT);
+  assert.match(request.id, /^[0-9a-f-]{36}$/);
+  assert.equal(request.status, "pending");
+  assert.equal(request.createdAt, clock.now());
+  assert.equal(request.expiresAt, clock.now() + 10 * MINUTE);
+  assert.deepEqual(request.arguments, INPUT.arguments, "the approver sees the arguments");
+  assert.deepEqual(queue.get(request.id), request);
+  assert.deepEqual(queue.list({ status: "pending" }), [request]);
+});
+
+Deno.test("approval.requested is published without the raw arguments", () => {
+  const { queue, events } = setup();
+  const request = queue.request(INPUT);
+  assert.deepEqual(events, [{
+    type: "approval.requested",
+    id: request.id,
+    tenant: "acme",
+    subject: "alice",
+    tool: "fs__delete",
+    server: "fs",
+    effect: "destructive",
+    argumentsHash: HASH,
+    expiresAt: request.expiresAt,
+  }]);
+  assert.ok(!JSON.stringify(events).includes("hunter2"));
+});
+
+Deno.test("an identical pending request returns the existing one instead of piling up", () => {
+  const { queue, events } = setup();
+  const first = queue.request(INPUT);
+  const again = queue.request({ ...INPUT, arguments: { ...INPUT.arguments } });
+  assert.equal(again.id, first.id);
+  assert.equal(queue.list().length, 1);
+  assert.equal(events.length, 1, "announced once");
+  const otherSubject = queue.request({ ...INPUT, subject: "bob" });
+  const otherTool = queue.request({ ...INPUT, tool: "fs__rm" });
+  const otherArgs = queue.request({ ...INPUT, argumentsHash: "d".repeat(64) });
+  const otherTenant = queue.request({ ...INPUT, tenant: "globex" });
+  const ids = new Set([first.id, otherSubject.id, otherTool.id, otherArgs.id, otherTenant.id]);
+  assert.equal(ids.size, 5, "any difference is a separate request");
+});
+
+Deno.test("approving issues a token bound to the request's tenant, tool and hash", async () => {
+  const { queue, tokens, clock } = setup();
+  const request = queue.request(INPUT);
+  const { token, expiresAt } = await queue.approve(request.id, "operator-1");
+  assert.equal(expiresAt, clock.now() + 10 * MINUTE);
+  const approved = queue.get(request.id)!;
+  assert.equal(approved.status, "approved");
+  assert.equal(approved.decidedBy, "operator-1");
+  assert.equal(approved.decidedAt, clock.now());
+  assert.equal(approved.tokenExpiresAt, expiresAt);
+  assert.ok(!("token" in approved), "snapshots never carry the token");
+  assert.deepEqual(
+    await tokens.verify(token, { tenant: "acme", tool: "fs__delete", argumentsHash: HASH }),
+    { ok: true, requestId: request.id },
+  );
+});
+
+Deno.test("approval.approved is published with the approver and without the token", async () => {
+  const { queue, events } = setup();
+  const request = queue.request(INPUT);
+  const { token, expiresAt } = await queue.approve(request.id, "operator-1");
+  const last = events.at(-1)!;
+  assert.deepEqual(last, {
+    type: "approval.approved",
+    id: request.id,
+    tenant: "acme",
+    subject: "alice",
+    tool: "fs__delete",
+    server: "fs",
+    effect: "destructive",
+    argumentsHash: HASH,
+    expiresAt,
+    by: "operator-1",
+  });
+  assert.ok(!JSON.stringify(events).includes(token));
+  assert.ok(!JSON.stringify(events).includes("hunter2"));
+});
+
+Deno.test("approving twice is approval_not_pending", async () => {
+  const { queue } = setup();
+  const request = queue.request(INPUT);
+  await queue.approve(request.id, "operator-1");
+  assert.equal(await asyncCode(queue.approve(request.id, "operator-2")), "approval_not_pending");
+  assert.equal(code(() => queue.deny(request.id, "operator-2")), "approval_not_pending");
+});
+
+Deno.test("two concurrent approvals of one request: exactly one issues a token", async () => {
+  const { queue } = setup();
+  const request = queue.request(INPUT);
+  const results = await Promise.allSettled([
+    queue.approve(request.id, "operator-1"),
+    queue.approve(request.id, "operator-2"),
+  ]);
+  assert.equal(results.filter((r) => r.status === "fulfilled").length, 1);
+  const rejected = results.find((r) => r.status === "rejected") as PromiseRejectedResult;
+  assert.equal((rejected.reason as GatewayError).code, "approval_not_pending");
+});
+
+Deno.test("an expired request cannot be approved or denied", async () => {
+  const { queue, clock } = setup({ ttlMs: MINUTE });
+  const request = queue.request(INPUT);
+  clock.advance(MINUTE);
+  assert.equal(queue.get(request.id)?.status, "expired");
+  assert.equal(await asyncCode(queue.approve(request.id, "operator-1")), "approval_expired");
+  assert.equal(code(() => queue.deny(request.id, "operator-1")), "approval_expired");
+});
+
+Deno.test("an unknown request is not_found", async () => {
+  const { queue } = setup();
+  assert.equal(await asyncCode(queue.approve("nope", "operator-1")), "not_found");
+  assert.equal(code(() => queue.deny("nope", "operator-1")), "not_found");
+  assert.equal(code(() => queue.tokenFor("nope", ALICE)), "not_found");
+  assert.equal(queue.get("nope"), undefined);
+});
+
+Deno.test("denying records the reason and publishes approval.denied", () => {
+  const { queue, events } = setup();
+  const request = queue.request(INPUT);
+  const denied = queue.deny(request.id, "operator-1", "production data");
+  assert.equal(denied.status, "denied");
+  assert.equal(denied.reason, "production data");
+  assert.deepEqual(events.at(-1), {
+    type: "approval.denied",
+    id: request.id,
+    tenant: "acme",
+    subject: "alice",
+    tool: "fs__delete",
+    server: "fs",
+    effect: "destructive",
+    argumentsHash: HASH,
+    expiresAt: request.expiresAt,
+    by: "operator-1",
+    reason: "production data",
+  });
+});
+
+Deno.test("a decision needs the approver's identity", async () => {
+  const { queue } = setup();
+  const request = queue.request(INPUT);
+  await assert.rejects(queue.approve(request.id, " "), TypeError);
+  assert.throws(() => queue.deny(request.id, ""), TypeError);
+  assert.equal(queue.get(request.id)?.status, "pending");
+});
+
+Deno.test("the requester fetches its token once approved", async () => {
+  const { queue } = setup();
+  const request = queue.request(INPUT);
+  assert.equal(code(() => queue.tokenFor(request.id, ALICE)), "approval_pending");
+  const issued = await queue.approve(request.id, "operator-1");
+  assert.deepEqual(queue.tokenFor(request.id, ALICE), issued);
+  assert.deepEqual(queue.tokenFor(request.id, ALICE), issued, "fetching again is harmless");
+});
+
+Deno.test("only the requester (same tenant and subject) can fetch the token", async () => {
+  const { queue } = setup();
+  const request = queue.request(INPUT);
+  await queue.approve(request.id, "operator-1");
+  assert.equal(
+    code(() => queue.tokenFor(request.id, { tenant: "acme", subject: "bob" })),
+    "not_found",
+  );
+  assert.equal(
+    code(() => queue.tokenFor(request.id, { tenant: "globex", subject: "alice" })),
+    "not_found",
+  );
+});
+
+Deno.test("the requester of a denied request learns it was denied and why", () => {
+  const { queue } = setup();
+  const request = queue.request(INPUT);
+  queue.deny(request.id, "operator-1", "production data");
+  assert.throws(() => queue.tokenFor(request.id, ALICE), (error: GatewayError) => {
+    assert.equal(error.code, "approval_denied");
+    assert.match(error.message, /was denied: production data/);
+    return true;
+  });
+});
+
+Deno.test("a token not fetched before it expires is approval_expired, later pruned", async () => {
+  const { queue, clock } = setup({ ttlMs: MINUTE, tokenTtlMs: MINUTE });
+  const request = queue.request(INPUT);
+  await queue.approve(request.id, "operator-1");
+  clock.advance(MINUTE - 1);
+  assert.ok(queue.tokenFor(request.id, ALICE).token);
+  clock.advance(1);
+  assert.equal(code(() => queue.tokenFor(request.id, ALICE)), "approval_expired");
+  clock.advance(MINUTE);
+  assert.equal(code(() => queue.tokenFor(request.id, ALICE)), "not_found");
+  assert.equal(queue.list().length, 0);
+});
+
+Deno.test("a lapsed request shows as expired, then is pruned; a new identical one starts fresh", () => {
+  const { queue, clock } = setup({ ttlMs: MINUTE });
+  const first = queue.request(INPUT);
+  clock.advance(MINUTE);
+  assert.deepEqual(queue.list({ status: "pending" }), []);
+  assert.equal(queue.get(first.id)?.status, "expired");
+  const second = queue.request(INPUT);
+  assert.notEqual(second.id, first.id);
+  assert.equal(second.status, "pending");
+  clock.advance(MINUTE);
+  assert.equal(queue.get(first.id), undefined, "the lapsed one is gone");
+  assert.equal(queue.get(second.id)?.status, "expired");
+});
+
+Deno.test("a denied request stays visible as denied for a while, then is pruned", () => {
+  const { queue, clock } = setup({ ttlMs: MINUTE });
+  const request = queue.request(INPUT);
+  clock.advance(MINUTE / 2);
+  queue.deny(request.id, "operator-1");
+  clock.advance(MINUTE - 1);
+  assert.equal(code(() => queue.tokenFor(request.id, ALICE)), "approval_denied");
+  clock.advance(1);
+  assert.equal(queue.get(request.id), undefined);
+});
+
+Deno.test("the queue is bounded: beyond maxPending, requests are refused with approval_queue_full", () => {
+  const { queue } = setup({ maxPending: 3 });
+  for (let i = 0; i < 3; i++) queue.request({ ...INPUT, argumentsHash: hashOf(i) });
+  assert.throws(
+    () => queue.request({ ...INPUT, argumentsHash: hashOf(3) }),
+    (error: GatewayError) => {
+      assert.equal(error.code, "approval_queue_full");
+      assert.match(error.message, /3 approval requests are already waiting/);
+      assert.equal(error.toMcpError().code, -32600);
+      return true;
+    },
+  );
+  assert.equal(
+    queue.request({ ...INPUT, argumentsHash: hashOf(0) }).status,
+    "pending",
+    "dedup still works",
+  );
+});
+
+Deno.test("a full queue makes room by dropping lapsed requests first", () => {
+  const { queue, clock } = setup({ maxPending: 2, ttlMs: MINUTE });
+  const old = queue.request({ ...INPUT, argumentsHash: hashOf(0) });
+  clock.advance(MINUTE / 2);
+  const young = queue.request({ ...INPUT, argumentsHash: hashOf(1) });
+  clock.advance(MINUTE / 2);
+  const fresh = queue.request({ ...INPUT, argumentsHash: hashOf(2) });
+  assert.equal(queue.get(old.id)?.status, "expired");
+  assert.deepEqual(queue.list({ status: "pending" }).map((r) => r.id), [young.id, fresh.id]);
+  assert.equal(
+    code(() => queue.request({ ...INPUT, argumentsHash: hashOf(3) })),
+    "approval_queue_full",
+    "live requests are never dropped to make room",
+  );
+});
+
+Deno.test("deciding frees a slot, and decided requests kept for pickup are bounded too", async () => {
+  const { queue } = setup({ maxPending: 2 });
+  const ids: string[] = [];
+  for (let i = 0; i < 6; i++) {
+    const request = queue.request({ ...INPUT, argumentsHash: hashOf(i) });
+    ids.push(request.id);
+    if (i % 2 === 0) await queue.approve(request.id, "operator-1");
+    else queue.deny(request.id, "operator-1");
+  }
+  // At most maxPending settled requests are kept, plus the one filed last (now denied).
+  assert.equal(queue.list().length, 3);
+  assert.equal(queue.get(ids[0]!), undefined, "the oldest decided request went first");
+  assert.equal(queue.get(ids[5]!)?.status, "denied");
+});
+
+Deno.test("approval events go on agent33.mcp.approvals.<requested|approved|denied>", async () => {
+  const { queue, events } = setup();
+  await queue.approve(queue.request(INPUT).id, "operator-1");
+  queue.deny(queue.request({ ...INPUT, argumentsHash: hashOf(1) }).id, "operator-1");
+  assert.deepEqual(events.map(subjectOf), [
+    "agent33.mcp.approvals.requested",
+    "agent33.mcp.approvals.approved",
+    "agent33.mcp.approvals.requested",
+    "agent33.mcp.approvals.denied",
+  ]);
+});
+
+Deno.test("list filters by status, oldest first", async () => {
+  const { queue } = setup();
+  const a = queue.request({ ...INPUT, argumentsHash: hashOf(1) });
+  const b = queue.request({ ...INPUT, argumentsHash: hashOf(2) });
+  const c = queue.request({ ...INPUT, argumentsHash: hashOf(3) });
+  await queue.approve(b.id, "operator-1");
+  queue.deny(c.id, "operator-1");
+  assert.deepEqual(queue.list().map((r) => r.id), [a.id, b.id, c.id]);
+  assert.deepEqual(queue.list({ status: "pending" }).map((r) => r.id), [a.id]);
+  assert.deepEqual(queue.list({ status: "approved" }).map((r) => r.id), [b.id]);
+  assert.deepEqual(queue.list({ status: "denied" }).map((r) => r.id), [c.id]);
+});
+
+Deno.test("snapshots are copies: changing one changes nothing in the queue", () => {
+  const { queue } = setup();
+  const request = queue.request(INPUT);
+  (request as { status: string }).status = "approved";
+  assert.equal(queue.get(request.id)?.status, "pending");
+});
+
+Deno.test("a request needs a well-formed arguments hash and identity", () => {
+  const { queue } = setup();
+  assert.throws(() => queue.request({ ...INPUT, argumentsHash: "nope" }), TypeError);
+  assert.throws(() => queue.request({ ...INPUT, subject: "" }), TypeError);
+});

@@ -1,0 +1,88 @@
+/**
+ * The compiled governance policy: what policy files become once validated. Globs are already
+ * matcher functions and every rule remembers where it came from, so a decision can name the rule.
+ * @module
+ */
+import type { GlobMatcher } from "../glob.ts";
+
+/** How much a call can change: the seed's effect classes, least to most. */
+export type EffectClass = "read" | "write" | "destructive";
+
+/** Effect classes in order of strictness. */
+export const EFFECT_CLASSES: readonly EffectClass[] = ["read", "write", "destructive"];
+
+/** The stricter of two effect classes. */
+export function stricter(a: EffectClass, b: EffectClass): EffectClass {
+  return EFFECT_CLASSES.indexOf(a) >= EFFECT_CLASSES.indexOf(b) ? a : b;
+}
+
+/** Where a rule was written: for `policy explain` and audit lines. */
+export interface RuleSource {
+  /** Policy file path as given. */
+  file: string;
+  /** 1-based line of the rule. */
+  line: number;
+  /** The rule in words, e.g. `deny "github__delete_*"`. */
+  text: string;
+}
+
+/** A tool-name glob, compiled, with its source. */
+export interface GlobRule {
+  glob: string;
+  match: GlobMatcher;
+  source: RuleSource;
+}
+
+/** An effect-class override for tools matching a glob. */
+export interface EffectRule extends GlobRule {
+  effect: EffectClass;
+}
+
+/** Argument constraints for tools matching a glob: a JSON Schema that tightens the tool's own. */
+export interface ArgumentRule extends GlobRule {
+  /** `{ type: "object", properties: { <arg>: <constraints> } }`, validated alongside inputSchema. */
+  schema: Record<string, unknown>;
+}
+
+/** A rate limit for tools matching a glob, per tenant and tool. */
+export interface RateLimitRule extends GlobRule {
+  perMinute: number;
+  /** Calls allowed at once before the rate applies; default `perMinute`. */
+  burst: number;
+}
+
+/** One tenant's policy (tenant `*` applies to every tenant not listed). */
+export interface TenantPolicy {
+  tenant: string;
+  source: RuleSource;
+  allow: GlobRule[];
+  deny: GlobRule[];
+  /** First matching rule wins, in file order. */
+  effects: EffectRule[];
+  /** Effect classes that need an approval token; default `destructive` only. */
+  approval: ReadonlySet<EffectClass>;
+  /** Every matching rule applies. */
+  arguments: ArgumentRule[];
+  /** Every matching rule applies. */
+  rateLimits: RateLimitRule[];
+}
+
+/** The connector boundary for one upstream server (destination). */
+export interface ConnectorPolicy {
+  server: string;
+  source: RuleSource;
+  /** Tenants that may reach it; `"*"` for all. */
+  tenants: readonly string[] | "*";
+  /** Effect classes allowed through it. */
+  effects: ReadonlySet<EffectClass>;
+}
+
+/** Everything loaded from the policy files. */
+export interface PolicySet {
+  /** Per tenant; `*` is the fallback for tenants not listed. */
+  tenants: ReadonlyMap<string, TenantPolicy>;
+  /** Per upstream server id. */
+  connectors: ReadonlyMap<string, ConnectorPolicy>;
+  /** The files it came from (empty for the built-in default). */
+  files: readonly string[];
+}

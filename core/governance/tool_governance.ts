@@ -1,0 +1,560 @@
+/**
+ * ToolGovernance: the one gate every tool call passes, inbound and outbound.
+ *
+ * `check` returns a verdict and never throws: allow, deny with a stable code, or
+ * approval_required with the request to approve. The order of the checks is {@link precedence}.
+ * @module
+ */
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Clock } from "../clock.ts";
+import { compileSchema } from "../schema_validator.ts";
+import type { ApprovalQueue } from "./approval_queue.ts";
+import type { ApprovalTokens } from "./approval_tokens.ts";
+import type { AuditLog } from "./audit_log.ts";
+import { argumentsHash } from "./canonical_json.ts";
+import {
+  type EffectClass,
+  type GlobRule,
+  type PolicySet,
+  stricter,
+  type TenantPolicy,
+} from "./policy.ts";
+import type { RateLimiter } from "./rate_limiter.ts";
+
+/** Who is calling: an inbound client's token payload, or an agent's run context. */
+export interface CallContext {
+  tenant: string;
+  subject: string;
+  scopes?: readonly string[];
+  /** The agent making an outbound call, when there is one. */
+  agent?: string;
+}
+
+/** The tool being called, as the caller named it. */
+export interface ToolTarget {
+  /** The name the caller used (`<server>__<tool>` for proxied tools). */
+  name: string;
+  /** The upstream server id of a proxied tool: its connector boundary applies. */
+  server?: string;
+  /** The descriptor, for annotations and inputSchema (absent when unknown, e.g. a hidden tool). */
+  descriptor?: Pick<Tool, "inputSchema" | "annotations">;
+}
+
+/** Every code a denial carries. Stable: clients and tests match on them. */
+export type DenyCode =
+  | "unknown_tenant"
+  | "tool_denied"
+  | "not_allowed"
+  | "connector_denied"
+  | "effect_not_allowed"
+  | "invalid_arguments"
+  | "rate_limited"
+  | "approval_invalid"
+  | "approval_expired"
+  | "approval_replayed"
+  | "approval_mismatch"
+  | "approval_denied"
+  | "policy_error";
+
+/** What an approval request shows the approver (never the raw arguments). */
+export interface ApprovalSummary {
+  id: string;
+  tool: string;
+  tenant: string;
+  effect: EffectClass;
+  argumentsHash: string;
+  expiresAt: number;
+}
+
+/** The decision on one call. */
+export type Verdict =
+  | { action: "allow"; effect: EffectClass; rule: string }
+  | {
+    action: "deny";
+    code: DenyCode;
+    reason: string;
+    effect?: EffectClass;
+    rule?: string;
+    retryAfterMs?: number;
+  }
+  | {
+    action: "approval_required";
+    effect: EffectClass;
+    reason: string;
+    rule: string;
+    request: ApprovalSummary;
+  };
+
+/** The `_meta` key under which a retried call carries its approval token. */
+export const APPROVAL_TOKEN_META_KEY = "agent33/approval_token";
+
+/** The facts the precedence decides on, gathered from the policy for one call. */
+export interface Facts {
+  /** The tenant has a policy (its own or `*`). */
+  tenantKnown: boolean;
+  /** The destination's connector boundary: whether this tenant may reach it. */
+  connectorTenant: "allowed" | "denied" | "none";
+  /** The destination's connector boundary: whether this effect class may pass. */
+  connectorEffect: "allowed" | "denied" | "none";
+  /** A deny glob matches. */
+  denied: boolean;
+  /** The tenant has at least one allow glob (allowlist semantics). */
+  hasAllowList: boolean;
+  /** An allow glob matches. */
+  allowed: boolean;
+  /** The arguments fail the tool's schema or the policy's tightenings. */
+  invalidArguments: boolean;
+  /** A rate limit is exhausted. */
+  rateLimited: boolean;
+  /** The effect class needs approval. */
+  requiresApproval: boolean;
+  /** The approval token: none, valid, or refused with a code. */
+  token: "none" | "valid" | "invalid";
+}
+
+/** The outcome of {@link precedence}. */
+export type Decision =
+  | { action: "allow" }
+  | { action: "deny"; code: DenyCode | "token" }
+  | { action: "approval_required" };
+
+/**
+ * The precedence of governance rules, in order: deny > require > allow > default.
+ *
+ * 1. Deny: an unknown tenant, the connector boundary (tenant, then effect class), a deny glob.
+ * 2. Allowlist default: once a tenant has any allow glob, a tool matching none is denied.
+ * 3. The call itself must be well-formed and within its rate: invalid arguments, rate limits.
+ * 4. Require: an effect class that needs approval needs a valid token, even for allowed tools;
+ *    a refused token is a denial with the token's own code.
+ * 5. Allow: an allow glob matched, or no allowlist exists (the default).
+ */
+export function precedence(f: Facts): Decision {
+  if (!f.tenantKnown) return { action: "deny", code: "unknown_tenant" };
+  if (f.connectorTenant === "denied") return { action: "deny", code: "connector_denied" };
+  if (f.connectorEffect === "denied") return { action: "deny", code: "effect_not_allowed" };
+  if (f.denied) return { action: "deny", code: "tool_denied" };
+  if (f.hasAllowList && !f.allowed) return { action: "deny", code: "not_allowed" };
+  if (f.invalidArguments) return { action: "deny", code: "invalid_arguments" };
+  if (f.rateLimited) return { action: "deny", code: "rate_limited" };
+  if (f.requiresApproval) {
+    if (f.token === "invalid") return { action: "deny", code: "token" };
+    if (f.token === "none") return { action: "approval_required" };
+  }
+  return { action: "allow" };
+}
+
+/** The effect class of a call: a policy override, else the tool's annotations, else `write`. */
+export function effectClassOf(
+  name: string,
+  annotations: Tool["annotations"] | undefined,
+  policy: TenantPolicy | undefined,
+): { effect: EffectClass; rule: string } {
+  // Annotations are hints from the tool's author: they may make a call stricter than the
+  // policy says, never looser. An absent hint is no hint.
+  const hint: EffectClass | undefined = annotations?.destructiveHint === true
+    ? "destructive"
+    : annotations?.readOnlyHint === true
+    ? "read"
+    : undefined;
+  const override = policy?.effects.find((r) => r.match(name));
+  if (override) {
+    const effect = hint ? stricter(override.effect, hint) : override.effect;
+    return {
+      effect,
+      rule: effect === override.effect
+        ? ruleText(override)
+        : `annotation ${hint}Hint (stricter than ${ruleText(override)})`,
+    };
+  }
+  if (hint) {
+    return {
+      effect: hint,
+      rule: `annotation ${hint === "read" ? "readOnlyHint" : "destructiveHint"}`,
+    };
+  }
+  return { effect: "write", rule: "default effect class write (no annotation, no override)" };
+}
+
+/** What the gate is built from. */
+export interface ToolGovernanceOptions {
+  policies: PolicySet;
+  tokens: ApprovalTokens;
+  approvals: ApprovalQueue;
+  rateLimiter: RateLimiter;
+  audit: AuditLog;
+  clock: Clock;
+}
+
+/** Options of one check. */
+export interface CheckOptions {
+  /** A token from the call's `_meta` (key {@link APPROVAL_TOKEN_META_KEY}). */
+  approvalToken?: string;
+  /** Decide without side effects: no rate-limit use, no approval request, no audit (`policy explain`). */
+  dryRun?: boolean;
+}
+
+/** The gate. */
+export class ToolGovernance {
+  #options: ToolGovernanceOptions;
+  #policies: PolicySet;
+
+  constructor(options: ToolGovernanceOptions) {
+    this.#options = options;
+    this.#policies = options.policies;
+  }
+
+  /** The policies in force. */
+  get policies(): PolicySet {
+    return this.#policies;
+  }
+
+  /** Replaces the policies (a reload that validated). */
+  setPolicies(policies: PolicySet): void {
+    this.#policies = policies;
+  }
+
+  /** Whether the tenant may see the tool in tools/list: the same rules as a call, minus arguments. */
+  visible(ctx: CallContext, target: ToolTarget): boolean {
+    const policy = this.#tenant(ctx.tenant);
+    const { effect } = effectClassOf(target.name, target.descriptor?.annotations, policy);
+    const facts = this.#facts(ctx, target, policy, effect);
+    const decision = precedence({
+      ...facts,
+      invalidArguments: false,
+      rateLimited: false,
+      token: "none",
+    });
+    return decision.action !== "deny";
+  }
+
+  /** Decides one call. Never throws: a failure inside the gate denies with `internal` reasons logged. */
+  async check(
+    ctx: CallContext,
+    target: ToolTarget,
+    args: Record<string, unknown>,
+    options: CheckOptions = {},
+  ): Promise<Verdict> {
+    try {
+      return await this.#check(ctx, target, args, options);
+    } catch (error) {
+      // Fail closed: a gate that cannot decide refuses.
+      return {
+        action: "deny",
+        code: "policy_error",
+        reason: `The governance check for "${target.name}" failed (${
+          error instanceof Error ? error.message : String(error)
+        }); the call is refused`,
+      };
+    }
+  }
+
+  async #check(
+    ctx: CallContext,
+    target: ToolTarget,
+    args: Record<string, unknown>,
+    options: CheckOptions,
+  ): Promise<Verdict> {
+    const policy = this.#tenant(ctx.tenant);
+    const { effect, rule: effectRule } = effectClassOf(
+      target.name,
+      target.descriptor?.annotations,
+      policy,
+    );
+    const facts = this.#facts(ctx, target, policy, effect);
+    const hash = await argumentsHash(args);
+
+    const problems = facts.denied || !facts.tenantKnown
+      ? []
+      : this.#argumentProblems(target, policy, args);
+    let limited: { rule: GlobRule; retryAfterMs: number } | undefined;
+    const early = precedence({
+      ...facts,
+      invalidArguments: problems.length > 0,
+      rateLimited: false,
+      token: "none",
+    });
+    if (early.action !== "deny" && !options.dryRun) limited = this.#rateLimit(ctx, target, policy);
+
+    let tokenFailure: { code: DenyCode; reason: string } | undefined;
+    let token: Facts["token"] = "none";
+    if (facts.requiresApproval && options.approvalToken !== undefined && !options.dryRun) {
+      const verified = await this.#options.tokens.verify(options.approvalToken, {
+        tenant: ctx.tenant,
+        tool: target.name,
+        argumentsHash: hash,
+      });
+      token = verified.ok ? "valid" : "invalid";
+      if (!verified.ok) tokenFailure = { code: verified.code, reason: verified.reason };
+    }
+
+    const decision = precedence({
+      ...facts,
+      invalidArguments: problems.length > 0,
+      rateLimited: limited !== undefined,
+      token,
+    });
+    const verdict = this.#verdict(decision, {
+      ctx,
+      target,
+      policy,
+      effect,
+      effectRule,
+      problems,
+      limited,
+      tokenFailure,
+      hash,
+      args,
+      options,
+    });
+    if (!options.dryRun) this.#audit(ctx, target, verdict, hash, args);
+    return verdict;
+  }
+
+  #tenant(tenant: string): TenantPolicy | undefined {
+    return this.#policies.tenants.get(tenant) ?? this.#policies.tenants.get("*");
+  }
+
+  #facts(
+    ctx: CallContext,
+    target: ToolTarget,
+    policy: TenantPolicy | undefined,
+    effect: EffectClass,
+  ) {
+    const connector = target.server === undefined
+      ? undefined
+      : this.#policies.connectors.get(target.server);
+    return {
+      tenantKnown: policy !== undefined,
+      connectorTenant: !connector
+        ? "none" as const
+        : connector.tenants === "*" || connector.tenants.includes(ctx.tenant)
+        ? "allowed" as const
+        : "denied" as const,
+      connectorEffect: !connector
+        ? "none" as const
+        : connector.effects.has(effect)
+        ? "allowed" as const
+        : "denied" as const,
+      denied: policy?.deny.some((r) => r.match(target.name)) ?? false,
+      hasAllowList: (policy?.allow.length ?? 0) > 0,
+      allowed: policy?.allow.some((r) => r.match(target.name)) ?? false,
+      requiresApproval: policy?.approval.has(effect) ?? false,
+    };
+  }
+
+  #argumentProblems(
+    target: ToolTarget,
+    policy: TenantPolicy | undefined,
+    args: Record<string, unknown>,
+  ): string[] {
+    const problems: string[] = [];
+    const schema = target.descriptor?.inputSchema as Record<string, unknown> | undefined;
+    if (schema) {
+      try {
+        const result = compileSchema(schema)(args);
+        if (!result.valid) problems.push(...result.errors);
+      } catch (error) {
+        problems.push(`the tool's inputSchema cannot be used: ${(error as Error).message}`);
+      }
+    }
+    for (const rule of policy?.arguments ?? []) {
+      if (!rule.match(target.name)) continue;
+      const result = compileSchema(rule.schema)(args);
+      if (!result.valid) {
+        problems.push(
+          ...result.errors.map((e) => `${e} (policy ${rule.source.file}:${rule.source.line})`),
+        );
+      }
+    }
+    return problems;
+  }
+
+  #rateLimit(ctx: CallContext, target: ToolTarget, policy: TenantPolicy | undefined) {
+    for (const rule of policy?.rateLimits ?? []) {
+      if (!rule.match(target.name)) continue;
+      const taken = this.#options.rateLimiter.take(
+        `${ctx.tenant}\u0000${rule.glob}\u0000${target.name}`,
+        rule.perMinute,
+        rule.burst,
+      );
+      if (!taken.ok) return { rule, retryAfterMs: taken.retryAfterMs };
+    }
+    return undefined;
+  }
+
+  #verdict(
+    decision: Decision,
+    c: {
+      ctx: CallContext;
+      target: ToolTarget;
+      policy: TenantPolicy | undefined;
+      effect: EffectClass;
+      effectRule: string;
+      problems: string[];
+      limited: { rule: GlobRule; retryAfterMs: number } | undefined;
+      tokenFailure: { code: DenyCode; reason: string } | undefined;
+      hash: string;
+      args: Record<string, unknown>;
+      options: CheckOptions;
+    },
+  ): Verdict {
+    const { ctx, target, policy, effect } = c;
+    const tool = target.name;
+    const deny = (
+      code: DenyCode,
+      reason: string,
+      rule?: string,
+      extra: { retryAfterMs?: number } = {},
+    ): Verdict => ({
+      action: "deny",
+      code,
+      reason,
+      effect,
+      ...(rule === undefined ? {} : { rule }),
+      ...extra,
+    });
+    if (decision.action === "allow") {
+      const allowRule = policy?.allow.find((r) => r.match(tool));
+      const rule = policy?.approval.has(effect)
+        ? "approval token"
+        : allowRule
+        ? ruleText(allowRule)
+        : `no allowlist for tenant "${policy?.tenant}": allowed by default`;
+      return { action: "allow", effect, rule };
+    }
+    if (decision.action === "approval_required") {
+      const reason =
+        `Tool "${tool}" is ${effect} and tenant "${ctx.tenant}" needs an approval for ${effect} calls`;
+      const rule = `${policy!.source.file}:${policy!.source.line} approval [${
+        [...policy!.approval].join(", ")
+      }]`;
+      if (c.options.dryRun) {
+        return {
+          action: "approval_required",
+          effect,
+          reason,
+          rule,
+          request: {
+            id: "(dry run)",
+            tool,
+            tenant: ctx.tenant,
+            effect,
+            argumentsHash: c.hash,
+            expiresAt: 0,
+          },
+        };
+      }
+      const request = this.#options.approvals.request({
+        tenant: ctx.tenant,
+        subject: ctx.subject,
+        tool,
+        ...(target.server === undefined ? {} : { server: target.server }),
+        effect,
+        arguments: c.args,
+        argumentsHash: c.hash,
+      });
+      return {
+        action: "approval_required",
+        effect,
+        reason,
+        rule,
+        request: {
+          id: request.id,
+          tool,
+          tenant: ctx.tenant,
+          effect,
+          argumentsHash: c.hash,
+          expiresAt: request.expiresAt,
+        },
+      };
+    }
+    const connector = target.server === undefined
+      ? undefined
+      : this.#policies.connectors.get(target.server);
+    switch (decision.code) {
+      case "unknown_tenant":
+        return deny(
+          "unknown_tenant",
+          `Tenant "${ctx.tenant}" has no policy; add it (or a "*" entry) under tenants: in ${
+            this.#policies.files.join(", ") || "the policy files"
+          }`,
+        );
+      case "connector_denied":
+        return deny(
+          "connector_denied",
+          `Tenant "${ctx.tenant}" may not reach upstream "${target.server}" (connector boundary); ask an operator to add it to connectors.${target.server}.tenants`,
+          connector && `${connector.source.file}:${connector.source.line} ${connector.source.text}`,
+        );
+      case "effect_not_allowed":
+        return deny(
+          "effect_not_allowed",
+          `Upstream "${target.server}" allows only ${
+            [...connector!.effects].join(", ")
+          } calls, and "${tool}" is ${effect} (${c.effectRule})`,
+          `${connector!.source.file}:${connector!.source.line} ${connector!.source.text}`,
+        );
+      case "tool_denied": {
+        const rule = policy!.deny.find((r) => r.match(tool))!;
+        return deny(
+          "tool_denied",
+          `Tool "${tool}" is denied for tenant "${ctx.tenant}" by ${ruleText(rule)}`,
+          ruleText(rule),
+        );
+      }
+      case "not_allowed":
+        return deny(
+          "not_allowed",
+          `Tool "${tool}" is not in tenant "${ctx.tenant}"'s allowlist (${
+            policy!.allow.map((r) => r.glob).join(", ")
+          })`,
+          `${policy!.source.file}:${policy!.source.line} allowlist of tenant ${policy!.tenant}`,
+        );
+      case "invalid_arguments":
+        return deny(
+          "invalid_arguments",
+          `Invalid arguments for tool "${tool}": ${c.problems.join("; ")}`,
+        );
+      case "rate_limited": {
+        const { rule, retryAfterMs } = c.limited!;
+        return deny(
+          "rate_limited",
+          `Tenant "${ctx.tenant}" exceeded the rate limit for "${tool}" (${
+            ruleText(rule)
+          }); retry in ${Math.ceil(retryAfterMs / 1000)} s`,
+          ruleText(rule),
+          { retryAfterMs },
+        );
+      }
+      case "token":
+        return deny(c.tokenFailure!.code, c.tokenFailure!.reason, "approval token");
+      default:
+        return deny(decision.code, `Call to "${tool}" refused (${decision.code})`);
+    }
+  }
+
+  #audit(
+    ctx: CallContext,
+    target: ToolTarget,
+    v: Verdict,
+    hash: string,
+    args: Record<string, unknown>,
+  ): void {
+    this.#options.audit.record({
+      time: new Date(this.#options.clock.now()).toISOString(),
+      tenant: ctx.tenant,
+      subject: ctx.subject,
+      tool: target.name,
+      ...(target.server === undefined ? {} : { server: target.server }),
+      effect: v.effect ?? "write",
+      verdict: v.action,
+      ...(v.action === "deny" ? { code: v.code } : {}),
+      ...(v.rule === undefined ? {} : { rule: v.rule }),
+      argumentsHash: hash,
+      arguments: args,
+    });
+  }
+}
+
+function ruleText(rule: GlobRule): string {
+  return `${rule.source.file}:${rule.source.line} ${rule.source.text}`;
+}

@@ -1,0 +1,278 @@
+import assert from "node:assert/strict";
+import { ManualClock } from "../clock.ts";
+import { InProcessEventBus } from "../event_bus.ts";
+import type { GatewayEvent } from "../events.ts";
+import { silentLogger } from "../logger.ts";
+import { ApprovalQueue } from "./approval_queue.ts";
+import { ApprovalTokens } from "./approval_tokens.ts";
+import { AuditLog } from "./audit_log.ts";
+import { MemoryNonceStore } from "./nonce_store.ts";
+import { parsePolicies } from "./policy_loader.ts";
+import { RateLimiter } from "./rate_limiter.ts";
+import {
+  type CallContext,
+  effectClassOf,
+  ToolGovernance,
+  type ToolTarget,
+  type Verdict,
+} from "./tool_governance.ts";
+
+const POLICY = `
+tenants:
+  "*":
+    approval: [destructive]
+  acme:
+    allow: ["gh__*", "fs__*", "system_status"]
+    deny: ["gh__delete_*"]
+    effects:
+      "gh__create_*": write
+      "fs__read_*": read
+      "fs__wipe": destructive
+    approval: [destructive]
+    arguments:
+      "fs__read_file":
+        path: { pattern: "^/data/" }
+    rate_limits:
+      "gh__search": { per_minute: 2 }
+connectors:
+  gh:
+    tenants: [acme]
+    effects: [read, write, destructive]
+  fs:
+    tenants: "*"
+    effects: [read, write]
+`;
+
+function setup(policy = POLICY) {
+  const clock = new ManualClock(Date.parse("2026-11-29T12:00:00Z"));
+  const bus = new InProcessEventBus();
+  const events: GatewayEvent[] = [];
+  bus.subscribe((e) => events.push(e));
+  const tokens = new ApprovalTokens({
+    secret: "0123456789abcdef0123456789abcdef",
+    clock,
+    nonces: new MemoryNonceStore({ clock }),
+  });
+  const approvals = new ApprovalQueue({ clock, bus, tokens });
+  const audit = new AuditLog({ bus, clock, logger: silentLogger });
+  const governance = new ToolGovernance({
+    policies: parsePolicies([{ path: "policies/test.yaml", text: policy }]),
+    tokens,
+    approvals,
+    rateLimiter: new RateLimiter({ clock }),
+    audit,
+    clock,
+  });
+  return { governance, approvals, tokens, clock, events, audit };
+}
+
+const acme: CallContext = { tenant: "acme", subject: "alice" };
+const tool = (name: string, extra: Partial<ToolTarget> = {}): ToolTarget => ({
+  name,
+  ...(name.includes("__") ? { server: name.split("__")[0]! } : {}),
+  descriptor: { inputSchema: { type: "object" } },
+  ...extra,
+});
+
+function denied(verdict: Verdict, code: string): void {
+  assert.equal(verdict.action, "deny", JSON.stringify(verdict));
+  assert.equal((verdict as { code: string }).code, code);
+}
+
+Deno.test("ToolGovernance allows a call the policy allows, naming the allow rule", async () => {
+  const { governance } = setup();
+  const verdict = await governance.check(acme, tool("gh__list_issues"), {});
+  assert.equal(verdict.action, "allow");
+  assert.match((verdict as { rule: string }).rule, /policies\/test\.yaml:\d+ allow "gh__\*"/);
+});
+
+Deno.test("ToolGovernance denies an unknown tenant with unknown_tenant when no * entry exists", async () => {
+  const { governance } = setup("tenants:\n  acme:\n    allow: ['*']\n");
+  denied(
+    await governance.check({ tenant: "nobody", subject: "x" }, tool("x"), {}),
+    "unknown_tenant",
+  );
+});
+
+Deno.test("ToolGovernance denies a deny glob with tool_denied naming file:line", async () => {
+  const { governance } = setup();
+  const verdict = await governance.check(acme, tool("gh__delete_repo"), {});
+  denied(verdict, "tool_denied");
+  assert.match(
+    (verdict as { reason: string }).reason,
+    /policies\/test\.yaml:\d+ deny "gh__delete_\*"/,
+  );
+});
+
+Deno.test("ToolGovernance denies a tool outside the allowlist with not_allowed", async () => {
+  const { governance } = setup();
+  denied(await governance.check(acme, tool("other__thing"), {}), "not_allowed");
+});
+
+Deno.test("ToolGovernance enforces the connector boundary's tenants with connector_denied", async () => {
+  const { governance } = setup();
+  denied(
+    await governance.check({ tenant: "globex", subject: "bob" }, tool("gh__list_issues"), {}),
+    "connector_denied",
+  );
+});
+
+Deno.test("ToolGovernance enforces the connector boundary's effect classes with effect_not_allowed", async () => {
+  const { governance } = setup();
+  denied(await governance.check(acme, tool("fs__wipe"), {}), "effect_not_allowed");
+});
+
+Deno.test("ToolGovernance validates arguments against the schema and the policy, listing every path", async () => {
+  const { governance } = setup();
+  const target = tool("fs__read_file", {
+    descriptor: {
+      inputSchema: {
+        type: "object",
+        properties: { path: { type: "string" }, limit: { type: "number" } },
+        required: ["path"],
+      },
+    },
+  });
+  const verdict = await governance.check(acme, target, { path: "/etc/passwd", limit: "ten" });
+  denied(verdict, "invalid_arguments");
+  const reason = (verdict as { reason: string }).reason;
+  assert.match(reason, /\/limit must be number/);
+  assert.match(reason, /\/path must match pattern "\^\/data\/"/);
+  assert.equal((await governance.check(acme, target, { path: "/data/x" })).action, "allow");
+});
+
+Deno.test("ToolGovernance validates 2020-12 input schemas", async () => {
+  const { governance } = setup();
+  const target = tool("gh__create_issue", {
+    descriptor: {
+      inputSchema: {
+        $schema: "https://json-schema.org/draft/2020-12/schema",
+        type: "object",
+        properties: { labels: { type: "array", prefixItems: [{ type: "string" }] } },
+      },
+    },
+  });
+  denied(await governance.check(acme, target, { labels: [1] }), "invalid_arguments");
+});
+
+Deno.test("ToolGovernance applies rate limits per tenant and tool with rate_limited and retryAfterMs", async () => {
+  const { governance, clock } = setup();
+  assert.equal((await governance.check(acme, tool("gh__search"), {})).action, "allow");
+  assert.equal((await governance.check(acme, tool("gh__search"), {})).action, "allow");
+  const third = await governance.check(acme, tool("gh__search"), {});
+  denied(third, "rate_limited");
+  assert.ok(((third as { retryAfterMs: number }).retryAfterMs) > 0);
+  clock.advance(60_000);
+  assert.equal((await governance.check(acme, tool("gh__search"), {})).action, "allow");
+});
+
+Deno.test("ToolGovernance asks for approval of a destructive call, then honours its token exactly once", async () => {
+  const { governance, approvals } = setup();
+  const target = tool("gh__drop_table", {
+    descriptor: { inputSchema: { type: "object" }, annotations: { destructiveHint: true } },
+  });
+  const first = await governance.check(acme, target, { table: "users" });
+  assert.equal(first.action, "approval_required");
+  const { request } = first as Extract<Verdict, { action: "approval_required" }>;
+  assert.equal(request.tool, "gh__drop_table");
+  assert.equal(approvals.get(request.id)?.status, "pending");
+  const { token } = await approvals.approve(request.id, "operator");
+  const second = await governance.check(acme, target, { table: "users" }, { approvalToken: token });
+  assert.equal(second.action, "allow");
+  denied(
+    await governance.check(acme, target, { table: "users" }, { approvalToken: token }),
+    "approval_replayed",
+  );
+});
+
+Deno.test("ToolGovernance refuses a token for other arguments with approval_mismatch", async () => {
+  const { governance, approvals } = setup();
+  const target = tool("gh__drop_table", {
+    descriptor: { inputSchema: { type: "object" }, annotations: { destructiveHint: true } },
+  });
+  const first = await governance.check(acme, target, { table: "users" }) as Extract<
+    Verdict,
+    { action: "approval_required" }
+  >;
+  const { token } = await approvals.approve(first.request.id, "operator");
+  denied(
+    await governance.check(acme, target, { table: "orders" }, { approvalToken: token }),
+    "approval_mismatch",
+  );
+});
+
+Deno.test("ToolGovernance refuses a tampered token with approval_invalid and an expired one with approval_expired", async () => {
+  const { governance, approvals, clock } = setup();
+  const target = tool("gh__drop_table", {
+    descriptor: { inputSchema: { type: "object" }, annotations: { destructiveHint: true } },
+  });
+  const first = await governance.check(acme, target, {}) as Extract<
+    Verdict,
+    { action: "approval_required" }
+  >;
+  const { token } = await approvals.approve(first.request.id, "operator");
+  denied(
+    await governance.check(acme, target, {}, { approvalToken: token.slice(0, -3) + "AAA" }),
+    "approval_invalid",
+  );
+  denied(
+    await governance.check(acme, target, {}, { approvalToken: "v1.garbage" }),
+    "approval_invalid",
+  );
+  clock.advance(11 * 60_000);
+  denied(await governance.check(acme, target, {}, { approvalToken: token }), "approval_expired");
+});
+
+Deno.test("effectClassOf: a policy override, else annotations, else write; annotations only make it stricter", () => {
+  const { governance } = setup();
+  const acmePolicy = governance.policies.tenants.get("acme");
+  assert.equal(effectClassOf("x", undefined, acmePolicy).effect, "write");
+  assert.equal(effectClassOf("x", { readOnlyHint: true }, acmePolicy).effect, "read");
+  assert.equal(effectClassOf("x", { destructiveHint: true }, acmePolicy).effect, "destructive");
+  assert.equal(effectClassOf("fs__read_file", undefined, acmePolicy).effect, "read");
+  assert.equal(
+    effectClassOf("fs__read_file", { destructiveHint: true }, acmePolicy).effect,
+    "destructive",
+  );
+  assert.equal(effectClassOf("fs__wipe", { readOnlyHint: true }, acmePolicy).effect, "destructive");
+});
+
+Deno.test("ToolGovernance.visible hides what the tenant may not call, without arguments", () => {
+  const { governance } = setup();
+  assert.equal(governance.visible(acme, tool("gh__list_issues")), true);
+  assert.equal(governance.visible(acme, tool("gh__delete_repo")), false);
+  assert.equal(governance.visible(acme, tool("other__thing")), false);
+  assert.equal(
+    governance.visible({ tenant: "globex", subject: "b" }, tool("gh__list_issues")),
+    false,
+  );
+});
+
+Deno.test("ToolGovernance audits every decision with the arguments' hash and publishes it", async () => {
+  const { governance, events, audit } = setup();
+  await governance.check(acme, tool("gh__delete_repo"), { repo: "x" });
+  await audit.flush();
+  const decision = events.find((e) => e.type === "governance.decision") as Record<string, unknown>;
+  assert.equal(decision.verdict, "deny");
+  assert.equal(decision.code, "tool_denied");
+  assert.match(String(decision.argumentsHash), /^[0-9a-f]{64}$/);
+  assert.equal(decision.arguments, undefined, "raw arguments never reach the bus");
+});
+
+Deno.test("ToolGovernance.check with dryRun decides without creating requests or using rate limits", async () => {
+  const { governance, approvals } = setup();
+  const target = tool("gh__drop", {
+    descriptor: { inputSchema: { type: "object" }, annotations: { destructiveHint: true } },
+  });
+  assert.equal(
+    (await governance.check(acme, target, {}, { dryRun: true })).action,
+    "approval_required",
+  );
+  assert.equal(approvals.list().length, 0);
+  for (let i = 0; i < 5; i++) {
+    assert.equal(
+      (await governance.check(acme, tool("gh__search"), {}, { dryRun: true })).action,
+      "allow",
+    );
+  }
+});

@@ -1,0 +1,54 @@
+import assert from "node:assert/strict";
+import { compileSchema } from "./schema_validator.ts";
+
+Deno.test("compileSchema reports every failing path, not just the first", () => {
+  const validate = compileSchema({
+    type: "object",
+    properties: { a: { type: "number" }, b: { type: "string", pattern: "^x" } },
+    required: ["a", "c"],
+    additionalProperties: false,
+  });
+  const result = validate({ a: "one", b: "y", d: 1 });
+  assert.equal(result.valid, false);
+  assert.deepEqual(
+    (result as { errors: string[] }).errors.sort(),
+    [
+      '/b must match pattern "^x"',
+      "/a must be number",
+      "/c is required",
+      "/d is not an accepted argument",
+    ].sort(),
+  );
+});
+
+Deno.test("compileSchema validates draft 2020-12 schemas ($defs, prefixItems)", () => {
+  const validate = compileSchema({
+    $schema: "https://json-schema.org/draft/2020-12/schema",
+    type: "object",
+    properties: {
+      pair: { type: "array", prefixItems: [{ type: "string" }, { $ref: "#/$defs/n" }] },
+    },
+    $defs: { n: { type: "number" } },
+  });
+  assert.deepEqual(validate({ pair: ["a", 1] }), { valid: true });
+  assert.equal(validate({ pair: ["a", "b"] }).valid, false);
+});
+
+Deno.test("compileSchema checks formats", () => {
+  const validate = compileSchema({
+    type: "object",
+    properties: { d: { type: "string", format: "date" } },
+  });
+  assert.equal(validate({ d: "2026-11-29" }).valid, true);
+  assert.equal(validate({ d: "yesterday" }).valid, false);
+});
+
+Deno.test("compileSchema refuses a schema that is not JSON Schema with a TypeError", () => {
+  assert.throws(() => compileSchema({ type: "no-such-type" }), TypeError);
+});
+
+Deno.test("compileSchema compiles a schema once", () => {
+  const schema = { type: "object" };
+  assert.equal(compileSchema(schema), compileSchema(schema));
+  assert.equal(compileSchema({ type: "object" }), compileSchema({ type: "object" }));
+});
