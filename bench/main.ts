@@ -1,0 +1,526 @@
+/**
+ * `deno task bench`: `tools/call` latency and throughput through the gateway against a direct
+ * connection to the same upstream, in one run, and the gateway's memory per upstream.
+ *
+ * ```
+ * deno task bench                       # everything (~2-3 minutes on 2 cores)
+ * deno task bench --quick               # fewer calls and rounds (~30 s)
+ * deno task bench --scenario gw-stdio   # one scenario (latency ones also run "direct" for ratios)
+ * ```
+ *
+ * The table goes to stdout, progress to stderr, and every raw number to
+ * `bench/results/<timestamp>.json`.
+ * @module
+ */
+import { parseArgs } from "node:util";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import {
+  bounded,
+  type Child,
+  descendantsOf,
+  descendantsRssKiB,
+  explained,
+  ROOT,
+  rssKiB,
+  stopAll,
+} from "./processes.ts";
+import { renderTable, type Results, type ScenarioResult } from "./report.ts";
+import {
+  closeClient,
+  connectLegacySse,
+  connectStdio,
+  connectStreamableHttp,
+  directPlan,
+  echoCall,
+  EVERYTHING,
+  faultServer,
+  type HttpGateway,
+  spawnDirect,
+  spawnStdioGateway,
+  startHttpGateway,
+  useGatewayRoot,
+  waitFleetReady,
+  waitForTool,
+  writeFleet,
+} from "./setup.ts";
+import {
+  type Call,
+  type LatencyRound,
+  latencyRound,
+  median,
+  type ThroughputRound,
+  throughputRound,
+} from "./stats.ts";
+
+/** Latency scenarios, in table order. */
+const LATENCY = ["direct", "gw-stdio", "gw-http-sse", "gw-http-json", "gw-legacy-sse"] as const;
+type LatencyName = (typeof LATENCY)[number];
+const ALL = [...LATENCY, "throughput", "memory"] as const;
+type ScenarioName = (typeof ALL)[number];
+
+const LABELS: Record<LatencyName, string> = {
+  "direct": "direct: SDK client → upstream (stdio)",
+  "gw-stdio": "gateway stdio → stdio upstream",
+  "gw-http-sse": "gateway Streamable HTTP (SSE) → stdio",
+  "gw-http-json": "gateway Streamable HTTP (JSON) → stdio",
+  "gw-legacy-sse": "gateway legacy SSE → stdio",
+};
+
+const HELP = `Usage: deno task bench [--quick] [--scenario NAME]... [options]
+
+Scenarios: ${ALL.join(", ")}
+  (a gateway latency scenario also runs "direct", the baseline of its ratio; "throughput" runs
+   direct and gw-http-json with 16 calls in flight)
+
+Options:
+  --quick              fewer calls and rounds
+  --scenario NAME      run only NAME (repeatable, or comma-separated)
+  --rounds N           rounds per scenario
+  --calls N            measured sequential calls per round
+  --warmup N           warm-up calls per round
+  --upstreams N        upstreams in the large memory fleet (default 20)
+  --root DIR           benchmark the gateway (main.ts, fixture upstream) of another checkout
+  --no-save            do not write bench/results/<timestamp>.json
+  -h, --help           this help`;
+
+const out = (text: string) => Deno.stdout.writeSync(new TextEncoder().encode(text + "\n"));
+const t0 = performance.now();
+const progress = (text: string) =>
+  Deno.stderr.writeSync(
+    new TextEncoder().encode(`[${((performance.now() - t0) / 1000).toFixed(1)}s] ${text}\n`),
+  );
+
+/** How much to measure. */
+export interface Settings {
+  quick: boolean;
+  rounds: number;
+  warmup: number;
+  calls: number;
+  concurrency: number;
+  throughputCalls: number;
+  throughputWarmup: number;
+  memoryUpstreams: number;
+  scenarios: ScenarioName[];
+  save: boolean;
+  /** The checkout whose gateway runs. */
+  root: string;
+}
+
+function parseSettings(args: string[]): Settings | undefined {
+  const { values } = parseArgs({
+    args,
+    options: {
+      quick: { type: "boolean" },
+      scenario: { type: "string", multiple: true },
+      rounds: { type: "string" },
+      calls: { type: "string" },
+      warmup: { type: "string" },
+      upstreams: { type: "string" },
+      root: { type: "string" },
+      "no-save": { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.help) {
+    out(HELP);
+    return undefined;
+  }
+  const quick = values.quick ?? false;
+  const int = (name: string, raw: string | undefined, fallback: number, min: number) => {
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min) {
+      throw new Error(`--${name} must be an integer ≥ ${min}, received "${raw}"`);
+    }
+    return n;
+  };
+  const requested = (values.scenario ?? []).flatMap((s) => s.split(",")).map((s) => s.trim())
+    .filter(Boolean);
+  for (const name of requested) {
+    if (!(ALL as readonly string[]).includes(name)) {
+      throw new Error(`unknown scenario "${name}"; choose from ${ALL.join(", ")}`);
+    }
+  }
+  const calls = int("calls", values.calls, quick ? 300 : 2000, 10);
+  return {
+    quick,
+    rounds: int("rounds", values.rounds, quick ? 2 : 5, 1),
+    warmup: int("warmup", values.warmup, quick ? 50 : 200, 0),
+    calls,
+    concurrency: 16,
+    throughputCalls: quick ? 800 : 4000,
+    throughputWarmup: quick ? 100 : 400,
+    memoryUpstreams: int("upstreams", values.upstreams, 20, 2),
+    scenarios: requested.length ? requested as ScenarioName[] : [...ALL],
+    save: !values["no-save"],
+    root: values.root === undefined ? ROOT : checkout(values.root),
+  };
+}
+
+/** A directory holding a gateway `main.ts`, as an absolute path ending with "/". */
+function checkout(dir: string): string {
+  const root = Deno.realPathSync(dir) + "/";
+  try {
+    Deno.statSync(`${root}main.ts`);
+  } catch {
+    throw new Error(`--root ${dir} holds no main.ts; point it at a checkout of the gateway`);
+  }
+  return root;
+}
+
+/** The commit of a checkout and how many files differ from it (read-only git), if it is one. */
+async function revision(root: string): Promise<{ commit: string; changedFiles: number } | null> {
+  const git = async (...args: string[]) => {
+    const result = await new Deno.Command("git", {
+      args: ["--no-optional-locks", "-C", root, ...args],
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    if (!result.success) throw new Error(`git ${args.join(" ")} failed`);
+    return new TextDecoder().decode(result.stdout);
+  };
+  try {
+    const commit = (await git("rev-parse", "HEAD")).trim();
+    const changed = (await git("status", "--porcelain")).split("\n").filter(Boolean).length;
+    return { commit, changedFiles: changed };
+  } catch {
+    return null;
+  }
+}
+
+/** Clients and processes of the latency and throughput phase. */
+interface Endpoints {
+  children: Child[];
+  clients: Client[];
+  calls: Partial<Record<LatencyName, Call>>;
+  /** The process serving each scenario (an HTTP gateway serves two), for errors and RSS. */
+  servers: Partial<Record<LatencyName, Child>>;
+}
+
+async function setUpEndpoints(wanted: Set<LatencyName>, endpoints: Endpoints, fleetPath: string) {
+  const { children, clients, calls, servers } = endpoints;
+  const track = (child: Child) => (children.push(child), child);
+  /** Lists tools until `tool` is there; every client does, so all validate results alike. */
+  const serve = async (name: LatencyName, child: Child, connect: () => Promise<Client>) => {
+    servers[name] = child;
+    const tool = name === "direct" ? "echo" : "everything__echo";
+    const client = await explained(`${name}: connecting`, child, connect());
+    clients.push(client);
+    await explained(`${name}: waiting for ${tool}`, child, waitForTool(client, tool, name, 60_000));
+    calls[name] = echoCall(client, tool);
+  };
+  const httpGateway = async (name: string, mode: "sse" | "json"): Promise<HttpGateway> => {
+    progress(`starting ${name}`);
+    const gateway = await startHttpGateway(name, fleetPath, { MCP_HTTP_RESPONSE_MODE: mode });
+    track(gateway.child);
+    await waitFleetReady(gateway, 1, 60_000);
+    return gateway;
+  };
+  const tasks: Promise<void>[] = [];
+  tasks.push((async () => {
+    progress(`starting direct upstream: ${directPlan(EVERYTHING).argv.slice(1).join(" ")}`);
+    const child = track(spawnDirect(EVERYTHING));
+    await serve("direct", child, () => connectStdio(child));
+  })());
+  if (wanted.has("gw-stdio")) {
+    tasks.push((async () => {
+      progress("starting gateway (stdio)");
+      const child = track(spawnStdioGateway(fleetPath));
+      await serve("gw-stdio", child, () => connectStdio(child));
+    })());
+  }
+  if (wanted.has("gw-http-sse") || wanted.has("gw-legacy-sse")) {
+    tasks.push((async () => {
+      const gateway = await httpGateway("gateway (HTTP, SSE responses)", "sse");
+      if (wanted.has("gw-http-sse")) {
+        await serve("gw-http-sse", gateway.child, () => connectStreamableHttp(gateway));
+      }
+      if (wanted.has("gw-legacy-sse")) {
+        await serve("gw-legacy-sse", gateway.child, () => connectLegacySse(gateway));
+      }
+    })());
+  }
+  if (wanted.has("gw-http-json")) {
+    tasks.push((async () => {
+      const gateway = await httpGateway("gateway (HTTP, JSON responses)", "json");
+      await serve("gw-http-json", gateway.child, () => connectStreamableHttp(gateway));
+    })());
+  }
+  // Wait for every start, then report the first failure (the finally stops what did start).
+  const settled = await Promise.allSettled(tasks);
+  const failure = settled.find((s) => s.status === "rejected");
+  if (failure) throw (failure as PromiseRejectedResult).reason;
+}
+
+/** Bound for one round of one scenario: generous, but a hang never stalls the run for long. */
+function roundBoundMs(calls: number): number {
+  return 60_000 + calls * 50;
+}
+
+async function runLatencyAndThroughput(settings: Settings, results: Results): Promise<void> {
+  // Latency is measured for the requested scenarios plus "direct", the baseline of every ratio.
+  const measured = LATENCY.filter((name) => settings.scenarios.includes(name));
+  if (measured.length && !measured.includes("direct")) measured.unshift("direct");
+  const throughput = settings.scenarios.includes("throughput");
+  if (measured.length === 0 && !throughput) return;
+  // The endpoints to start: the measured ones, and direct and JSON-mode HTTP for throughput.
+  const wanted = new Set<LatencyName>([
+    ...measured,
+    ...(throughput ? ["direct", "gw-http-json"] as const : []),
+  ]);
+
+  const fleet = await writeFleet([EVERYTHING]);
+  const endpoints: Endpoints = { children: [], clients: [], calls: {}, servers: {} };
+  try {
+    await setUpEndpoints(wanted, endpoints, fleet.path);
+    const rounds: Partial<Record<LatencyName, LatencyRound[]>> = {};
+    for (let round = 1; round <= settings.rounds; round++) {
+      // Scenarios take turns within each round, so drift over the run hits all of them alike.
+      for (const name of measured) {
+        progress(`latency round ${round}/${settings.rounds}: ${name}`);
+        const result = await explained(
+          `${name}: latency round ${round}`,
+          endpoints.servers[name],
+          bounded(
+            latencyRound(endpoints.calls[name]!, settings.warmup, settings.calls),
+            roundBoundMs(settings.calls + settings.warmup),
+            `latency round ${round} of ${name}`,
+          ),
+        );
+        (rounds[name] ??= []).push(result);
+      }
+    }
+    for (const name of measured) {
+      results.latency[name] = summarizeLatency(LABELS[name], rounds[name]!);
+    }
+
+    if (throughput) {
+      const tp: Record<"direct" | "gw-http-json", ThroughputRound[]> = {
+        direct: [],
+        "gw-http-json": [],
+      };
+      for (let round = 1; round <= settings.rounds; round++) {
+        for (const name of ["direct", "gw-http-json"] as const) {
+          progress(
+            `throughput round ${round}/${settings.rounds}: ${name}, ${settings.concurrency} in flight`,
+          );
+          tp[name].push(
+            await explained(
+              `${name}: throughput round ${round}`,
+              endpoints.servers[name],
+              bounded(
+                throughputRound(
+                  endpoints.calls[name]!,
+                  settings.concurrency,
+                  settings.throughputCalls,
+                  settings.throughputWarmup,
+                ),
+                roundBoundMs(settings.throughputCalls + settings.throughputWarmup),
+                `throughput round ${round} of ${name}`,
+              ),
+            ),
+          );
+        }
+      }
+      results.throughput = {
+        concurrency: settings.concurrency,
+        calls: settings.throughputCalls,
+        direct: summarizeThroughput(tp.direct),
+        gateway: summarizeThroughput(tp["gw-http-json"]),
+      };
+    }
+
+    // Resident memory of each process after the runs (the gateways hold one upstream each).
+    const seen = new Set<Child>();
+    for (const [name, child] of Object.entries(endpoints.servers)) {
+      if (seen.has(child)) continue; // gw-http-sse and gw-legacy-sse share a gateway
+      seen.add(child);
+      const pid = child.process.pid;
+      const upstreams = name === "direct" ? undefined : await descendantsRssKiB(pid);
+      results.processRssKiB[name] = {
+        self: (await rssKiB(pid)) ?? null,
+        ...(upstreams ? { upstreams: upstreams.kib, upstreamProcesses: upstreams.count } : {}),
+      };
+    }
+  } finally {
+    await Promise.all(endpoints.clients.map(closeClient));
+    await Promise.all(endpoints.children.map((c) => c.stop()));
+    await fleet.remove();
+  }
+}
+
+function summarizeLatency(label: string, rounds: LatencyRound[]): ScenarioResult {
+  return {
+    label,
+    medianMs: median(rounds.map((r) => r.medianMs)),
+    p99Ms: median(rounds.map((r) => r.p99Ms)),
+    rounds,
+  };
+}
+
+function summarizeThroughput(rounds: ThroughputRound[]) {
+  return {
+    callsPerSecond: median(rounds.map((r) => r.callsPerSecond)),
+    medianMs: median(rounds.map((r) => r.medianMs)),
+    p99Ms: median(rounds.map((r) => r.p99Ms)),
+    rounds,
+  };
+}
+
+/** Samples a process's VmRSS a few times after it settled and keeps the median. */
+async function settledRss(pid: number, samples: number): Promise<number> {
+  const values: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    await new Promise((r) => setTimeout(r, 250));
+    const rss = await rssKiB(pid);
+    if (rss === undefined) throw new Error(`process ${pid} is gone while reading its RSS`);
+    values.push(rss);
+  }
+  return median(values);
+}
+
+async function runMemory(settings: Settings, results: Results): Promise<void> {
+  if (!settings.scenarios.includes("memory")) return;
+  const sizes = [1, settings.memoryUpstreams];
+  const fleets: NonNullable<Results["memory"]>["fleets"] = [];
+  for (const size of sizes) {
+    const servers = Array.from(
+      { length: size },
+      (_, i) => faultServer(`f${String(i + 1).padStart(2, "0")}`),
+    );
+    const fleet = await writeFleet(servers);
+    let gateway: HttpGateway | undefined;
+    try {
+      progress(`memory: starting a gateway with ${size} fault_server upstream(s)`);
+      const started = performance.now();
+      gateway = await startHttpGateway(`gateway (${size} upstreams)`, fleet.path);
+      await waitFleetReady(gateway, size, 60_000 + size * 5_000);
+      const readySeconds = (performance.now() - started) / 1000;
+      progress(
+        `memory: ${size} upstream(s) READY after ${readySeconds.toFixed(1)} s; sampling RSS`,
+      );
+      await new Promise((r) => setTimeout(r, 1_000));
+      const pid = gateway.child.process.pid;
+      const gatewayKiB = await settledRss(pid, settings.quick ? 3 : 6);
+      const children = await descendantsOf(pid);
+      const upstreams = await descendantsRssKiB(pid);
+      fleets.push({
+        upstreams: size,
+        readySeconds,
+        gatewayKiB,
+        upstreamProcesses: children.length,
+        upstreamsKiB: upstreams.kib,
+      });
+    } finally {
+      await gateway?.child.stop();
+      await fleet.remove();
+    }
+  }
+  const [one, many] = [fleets[0]!, fleets[1]!];
+  results.memory = {
+    upstream: directPlan(faultServer("f01")).argv.slice(1).join(" "),
+    fleets,
+    perUpstreamGatewayKiB: (many.gatewayKiB - one.gatewayKiB) / (many.upstreams - one.upstreams),
+    perUpstreamChildKiB: many.upstreamsKiB / Math.max(1, many.upstreamProcesses),
+  };
+}
+
+async function machine() {
+  let cpu: string | undefined;
+  let memTotalKiB: number | undefined;
+  try {
+    cpu = (await Deno.readTextFile("/proc/cpuinfo")).match(/^model name\s*:\s*(.+)$/m)?.[1];
+    memTotalKiB = Number(
+      (await Deno.readTextFile("/proc/meminfo")).match(/^MemTotal:\s+(\d+)/m)?.[1],
+    );
+  } catch { /* not Linux */ }
+  return {
+    os: Deno.build.os,
+    arch: Deno.build.arch,
+    osRelease: Deno.osRelease(),
+    hardwareConcurrency: navigator.hardwareConcurrency,
+    ...(cpu ? { cpu } : {}),
+    ...(memTotalKiB ? { memTotalKiB } : {}),
+    deno: Deno.version,
+    // Other work on the machine skews a run; these make a noisy one recognisable.
+    loadAverageBefore: await loadAverage(),
+  };
+}
+
+/** 1, 5 and 15 minute load averages, or null off Linux. */
+async function loadAverage(): Promise<number[] | null> {
+  try {
+    return (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).map(Number);
+  } catch {
+    return null;
+  }
+}
+
+async function main(): Promise<number> {
+  let settings: Settings | undefined;
+  try {
+    settings = parseSettings(Deno.args);
+  } catch (error) {
+    Deno.stderr.writeSync(new TextEncoder().encode(`${(error as Error).message}\n\n${HELP}\n`));
+    return 2;
+  }
+  if (!settings) return 0;
+  useGatewayRoot(settings.root);
+
+  // Ctrl-C (or SIGTERM) still ends every child process.
+  const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
+  let interrupted = false;
+  const interrupt = () => {
+    interrupted = true;
+    progress("interrupted: stopping child processes");
+    void stopAll().finally(() => Deno.exit(130));
+  };
+  for (const signal of signals) Deno.addSignalListener(signal, interrupt);
+
+  const timestamp = new Date().toISOString();
+  const results: Results = {
+    timestamp,
+    machine: await machine(),
+    settings: { ...settings },
+    gateway: { root: settings.root, revision: await revision(settings.root) },
+    upstream: {
+      package: EVERYTHING.command![2]!,
+      tool: "echo",
+      arguments: { message: "hi" },
+      argv: directPlan(EVERYTHING).argv.slice(1),
+    },
+    latency: {},
+    processRssKiB: {},
+    durationSeconds: 0,
+  };
+  try {
+    await runLatencyAndThroughput(settings, results);
+    await runMemory(settings, results);
+  } catch (error) {
+    // After an interrupt, failures are only the children being stopped.
+    if (!interrupted) {
+      progress(`bench failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    return 1;
+  } finally {
+    await stopAll();
+    for (const signal of signals) Deno.removeSignalListener(signal, interrupt);
+  }
+  results.durationSeconds = (performance.now() - t0) / 1000;
+  results.machine.loadAverageAfter = await loadAverage();
+
+  out(renderTable(results));
+  if (settings.save) {
+    const dir = `${ROOT}bench/results`;
+    await Deno.mkdir(dir, { recursive: true });
+    // Colons are not portable in file names; the exact timestamp is inside the file.
+    const path = `${dir}/${timestamp.replaceAll(":", "-")}.json`;
+    await Deno.writeTextFile(path, JSON.stringify(results, null, 2) + "\n");
+    out(`Raw numbers: ${path.slice(ROOT.length)}`);
+  }
+  return 0;
+}
+
+if (import.meta.main) Deno.exit(await main());

@@ -1,0 +1,195 @@
+/**
+ * Bench support: the results record (written as JSON) and the table printed to stdout.
+ * @module
+ */
+import type { LatencyRound, ThroughputRound } from "./stats.ts";
+
+/** One latency scenario: medians over rounds of the per-round median and p99. */
+export interface ScenarioResult {
+  label: string;
+  medianMs: number;
+  p99Ms: number;
+  rounds: LatencyRound[];
+}
+
+/** Throughput of one side, medians over rounds. */
+export interface ThroughputResult {
+  callsPerSecond: number;
+  medianMs: number;
+  p99Ms: number;
+  rounds: ThroughputRound[];
+}
+
+/** Gateway memory with one fleet size. */
+export interface FleetMemory {
+  upstreams: number;
+  readySeconds: number;
+  gatewayKiB: number;
+  upstreamProcesses: number;
+  upstreamsKiB: number;
+}
+
+/** Everything one run measured. */
+export interface Results {
+  timestamp: string;
+  machine: Record<string, unknown>;
+  settings: Record<string, unknown>;
+  /** The checkout whose gateway ran. */
+  gateway: { root: string; revision: { commit: string; changedFiles: number } | null };
+  upstream: { package: string; tool: string; arguments: unknown; argv: string[] };
+  latency: Record<string, ScenarioResult>;
+  throughput?: {
+    concurrency: number;
+    calls: number;
+    direct: ThroughputResult;
+    gateway: ThroughputResult;
+  };
+  memory?: {
+    upstream: string;
+    fleets: FleetMemory[];
+    perUpstreamGatewayKiB: number;
+    perUpstreamChildKiB: number;
+  };
+  /** VmRSS of the latency-phase processes after their runs (gateways: plus their upstreams). */
+  processRssKiB: Record<
+    string,
+    { self: number | null; upstreams?: number; upstreamProcesses?: number }
+  >;
+  durationSeconds: number;
+}
+
+const ms = (v: number) => v.toFixed(3);
+const ratio = (v: number, base: number | undefined) =>
+  base === undefined || !Number.isFinite(v / base) ? "—" : `×${(v / base).toFixed(2)}`;
+const mib = (kib: number) => `${(kib / 1024).toFixed(1)} MiB`;
+
+/** A fixed-width table: the first column left-aligned, the rest right-aligned. */
+function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+  return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n");
+}
+
+/** The human-readable report. */
+export function renderTable(results: Results): string {
+  const parts: string[] = [];
+  const s = results.settings as {
+    rounds: number;
+    calls: number;
+    warmup: number;
+    quick: boolean;
+  };
+  const m = results.machine as { osRelease: string; hardwareConcurrency: number; cpu?: string };
+  parts.push(
+    `AGENT-33 bench ${results.timestamp}${s.quick ? " (quick)" : ""} — Deno ${
+      (results.machine.deno as { deno: string }).deno
+    }, Linux ${m.osRelease}, ${m.hardwareConcurrency} CPUs${m.cpu ? ` (${m.cpu})` : ""}`,
+  );
+  const load = (key: string) => (results.machine[key] as number[] | null)?.join(" ") ?? "?";
+  parts.push(
+    `Load average before: ${load("loadAverageBefore")}; after: ${load("loadAverageAfter")}` +
+      " (other work on the machine adds noise)",
+  );
+  const rev = results.gateway.revision;
+  parts.push(
+    `Gateway: ${results.gateway.root}main.ts` +
+      (rev
+        ? ` at ${rev.commit.slice(0, 12)}, ${rev.changedFiles} changed file(s) in the tree`
+        : ""),
+  );
+  parts.push(
+    `Upstream: ${results.upstream.package}, tool ${results.upstream.tool} ${
+      JSON.stringify(results.upstream.arguments)
+    }`,
+  );
+
+  const direct = results.latency.direct;
+  const names = Object.keys(results.latency);
+  if (names.length) {
+    parts.push("");
+    parts.push(
+      `tools/call latency, sequential: ${s.rounds} rounds × ${s.calls} calls after ${s.warmup} warm-up; ` +
+        "median over rounds of each round's figure",
+    );
+    parts.push(table(
+      ["scenario", "median ms", "vs direct", "p99 ms", "vs direct", "round medians ms"],
+      names.map((name) => {
+        const r = results.latency[name]!;
+        return [
+          r.label,
+          ms(r.medianMs),
+          ratio(r.medianMs, direct?.medianMs),
+          ms(r.p99Ms),
+          ratio(r.p99Ms, direct?.p99Ms),
+          r.rounds.map((x) => x.medianMs.toFixed(3)).join(" / "),
+        ];
+      }),
+    ));
+  }
+
+  const tp = results.throughput;
+  if (tp) {
+    parts.push("");
+    parts.push(
+      `Throughput: ${tp.concurrency} calls in flight, ${tp.calls} calls per round, ${s.rounds} rounds (median)`,
+    );
+    const row = (label: string, r: ThroughputResult) => [
+      label,
+      r.callsPerSecond.toFixed(0),
+      ratio(r.callsPerSecond, tp.direct.callsPerSecond),
+      ms(r.medianMs),
+      ms(r.p99Ms),
+      r.rounds.map((x) => x.callsPerSecond.toFixed(0)).join(" / "),
+    ];
+    parts.push(table(
+      ["scenario", "calls/s", "vs direct", "median ms", "p99 ms", "round calls/s"],
+      [
+        row("direct: SDK client → upstream (stdio)", tp.direct),
+        row("gateway Streamable HTTP (JSON) → stdio", tp.gateway),
+      ],
+    ));
+  }
+
+  const mem = results.memory;
+  if (mem) {
+    parts.push("");
+    parts.push(
+      `Memory: VmRSS after the fleet is READY (upstream: deno ${mem.upstream}, FAULT=none)`,
+    );
+    parts.push(table(
+      ["fleet", "gateway RSS", "upstream processes", "their RSS (sum)", "ready after"],
+      mem.fleets.map((f) => [
+        `${f.upstreams} upstream${f.upstreams === 1 ? "" : "s"}`,
+        mib(f.gatewayKiB),
+        String(f.upstreamProcesses),
+        mib(f.upstreamsKiB),
+        `${f.readySeconds.toFixed(1)} s`,
+      ]),
+    ));
+    const [one, many] = [mem.fleets[0]!, mem.fleets[mem.fleets.length - 1]!];
+    parts.push(
+      `Gateway cost per upstream = (RSS${many.upstreams} − RSS${one.upstreams}) / ${
+        many.upstreams - one.upstreams
+      } = ${mib(mem.perUpstreamGatewayKiB)}` +
+        ` (${
+          ratio(mem.perUpstreamGatewayKiB, mem.perUpstreamChildKiB)
+        } of one upstream process's own ${mib(mem.perUpstreamChildKiB)})`,
+    );
+  }
+
+  const rss = results.processRssKiB;
+  if (Object.keys(rss).length) {
+    parts.push("");
+    parts.push(
+      "RSS after the latency runs: " +
+        Object.entries(rss).map(([name, r]) =>
+          `${name} ${r.self === null ? "?" : mib(r.self)}` +
+          (r.upstreams !== undefined ? ` (+ upstream ${mib(r.upstreams)})` : "")
+        ).join(", "),
+    );
+  }
+  parts.push("");
+  parts.push(`Ran in ${results.durationSeconds.toFixed(1)} s`);
+  return parts.join("\n");
+}
