@@ -9,6 +9,7 @@ import { parseArgs } from "node:util";
 import { type ConfigFlags, loadConfig } from "./core/config.ts";
 import { GatewayError } from "./core/errors.ts";
 import { Kernel, type StartInfo } from "./core/kernel.ts";
+import { POLICY_HELP, runPolicyCommand } from "./core/governance/policy_cli.ts";
 import { stderrSink } from "./core/logger.ts";
 
 const say = (text = "") => stderrSink(text);
@@ -25,7 +26,7 @@ Commands:
   scan       Scan MCP server descriptors for risky tools (not available yet)
   sync       Sync the fleet with an MCP registry (not available yet)
   discover   Discover MCP servers on the LAN, a tailnet or Kubernetes (not available yet)
-  policy     Check and explain governance policies (not available yet)
+  policy     Check, explain and test governance policies
 
 Run "main.ts <command> --help" for a command's options.
 Configuration comes from the environment and .env; see README.md "Configuration".`,
@@ -52,10 +53,7 @@ Not available yet: it arrives with the registry sync issue.`,
 
 Finds MCP servers that announce themselves.
 Not available yet: it arrives with the discovery issue.`,
-  policy: `Usage: main.ts policy check|explain [options]
-
-Validates governance policy files and explains a decision.
-Not available yet: it arrives with the governance issue.`,
+  policy: POLICY_HELP,
 };
 
 async function main(args: string[]): Promise<number> {
@@ -72,11 +70,22 @@ async function main(args: string[]): Promise<number> {
     say(HELP[command]);
     return 0;
   }
+  if (command === "policy") return await policy(rest);
   if (command !== "serve") {
     say(`"${command}" is not available yet.\n\n${HELP[command]}`);
     return 3;
   }
   return await serve(rest);
+}
+
+/** `policy check|explain|test`: results on stdout (nothing speaks MCP there), problems on stderr. */
+async function policy(args: string[]): Promise<number> {
+  const encoder = new TextEncoder();
+  return await runPolicyCommand(args, {
+    out: (line) => void Deno.stdout.writeSync(encoder.encode(line + "\n")),
+    err: say,
+    env: Deno.env.toObject(),
+  });
 }
 
 async function serve(args: string[]): Promise<number> {

@@ -1,0 +1,408 @@
+/**
+ * `main.ts policy check | explain | test`: the governance policy, offline.
+ *
+ * `check` validates the policy files and their test files, `explain` shows what the gate would
+ * decide for one call and which rules decided it, `test` runs the `*.test.yaml` cases against the
+ * policy (like `opa test`). Nothing here has side effects: every decision is a dry run of the same
+ * {@link ToolGovernance} the gateway uses, so no approval is filed, no rate limit is used and
+ * nothing is audited. Each command returns its exit code: 0 ok, 1 failure, 2 usage.
+ * @module
+ */
+import { parseArgs } from "node:util";
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import { systemClock } from "../clock.ts";
+import { GatewayError } from "../errors.ts";
+import { InProcessEventBus } from "../event_bus.ts";
+import { silentLogger } from "../logger.ts";
+import { ApprovalQueue } from "./approval_queue.ts";
+import { ApprovalTokens } from "./approval_tokens.ts";
+import { AuditLog } from "./audit_log.ts";
+import { MemoryNonceStore } from "./nonce_store.ts";
+import type { PolicySet, TenantPolicy } from "./policy.ts";
+import {
+  loadPolicies,
+  parsePolicyTests,
+  type PolicyTestCase,
+  policyTestFiles,
+} from "./policy_loader.ts";
+import { RateLimiter } from "./rate_limiter.ts";
+import {
+  APPROVAL_TOKEN_META_KEY,
+  effectClassOf,
+  ToolGovernance,
+  type ToolTarget,
+  type Verdict,
+} from "./tool_governance.ts";
+
+/** Where a policy command prints, and the environment it reads (MCP_POLICY_PATH). */
+export interface PolicyCliIo {
+  /** Results: what the command was asked for. */
+  out(line: string): void;
+  /** Problems and usage. */
+  err(line: string): void;
+  env: Record<string, string>;
+}
+
+/** The usage of `main.ts policy`. */
+export const POLICY_HELP = `Usage: main.ts policy check|explain|test [options]
+       deno task policy check|explain|test [options]
+
+Commands:
+  check      Validate the policy files and their *.test.yaml case files
+  explain    Show what the gateway would decide for one call, and which rules decided it
+  test       Run the cases in the *.test.yaml files against the policy (like "opa test")
+
+Options (every command):
+  --path P             Policy file or directory (MCP_POLICY_PATH, default policies)
+
+Options (explain):
+  --tenant T           The caller's tenant (required)
+  --tool X             The tool name as the gateway names it, e.g. memory__delete_entities (required)
+  --args JSON          The call's arguments, a JSON object (default {})
+  --server ID          The upstream server id, for its connector boundary (default: the tool
+                       name's prefix before "__")
+  --annotations JSON   The tool's MCP annotations, e.g. '{"readOnlyHint":true}'
+  --json               Print the verdict as JSON
+
+Decisions are dry runs: no approval request is filed, no rate limit is used, nothing is audited.
+Exit codes: 0 ok, 1 invalid policy or failed cases, 2 usage.`;
+
+/** The subject the offline checks act as (the gateway takes it from the caller's token). */
+const SUBJECT = "policy-cli";
+/** The separator of proxied tool names, as the gateway's MCP_PROXY_TOOL_SEPARATOR defaults it. */
+const DEFAULT_SEPARATOR = "__";
+const SERVER_ID = /^[a-z0-9][a-z0-9_-]*$/;
+
+/** Runs `policy <subcommand> [options]` (`args` without `policy`) and returns the exit code. */
+export async function runPolicyCommand(args: string[], io: PolicyCliIo): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub === "-h" || sub === "--help" || sub === "help") {
+    io.out(POLICY_HELP);
+    return 0;
+  }
+  if (sub === undefined) return usage(io, "policy needs a command: check, explain or test");
+  if (rest.includes("-h") || rest.includes("--help")) {
+    io.out(POLICY_HELP);
+    return 0;
+  }
+  switch (sub) {
+    case "check":
+      return await check(rest, io);
+    case "explain":
+      return await explain(rest, io);
+    case "test":
+      return await test(rest, io);
+    default:
+      return usage(io, `Unknown policy command "${sub}"; use check, explain or test`);
+  }
+}
+
+function usage(io: PolicyCliIo, message: string): number {
+  io.err(`${message}\n\n${POLICY_HELP}`);
+  return 2;
+}
+
+/** Runs a subcommand's `parseArgs`; a usage message (parseArgs names the flag) when it throws. */
+function parseFlags<T>(io: PolicyCliIo, parse: () => T): T | number {
+  try {
+    return parse();
+  } catch (error) {
+    return usage(io, (error as Error).message);
+  }
+}
+
+function policyPath(path: string | undefined, io: PolicyCliIo): string {
+  return path ?? io.env.MCP_POLICY_PATH ?? "policies";
+}
+
+/** The policies at `path`, or undefined after printing why they cannot be loaded. */
+async function load(path: string, io: PolicyCliIo): Promise<PolicySet | undefined> {
+  try {
+    return await loadPolicies(path);
+  } catch (error) {
+    if (!(error instanceof GatewayError)) throw error;
+    io.err(error.message);
+    return undefined;
+  }
+}
+
+/** Every case in the test files for `path`, or undefined after printing every problem. */
+async function loadCases(
+  path: string,
+  io: PolicyCliIo,
+): Promise<{ files: string[]; cases: PolicyTestCase[] } | undefined> {
+  let files: string[];
+  try {
+    files = await policyTestFiles(path);
+  } catch (error) {
+    if (!(error instanceof GatewayError)) throw error;
+    io.err(error.message);
+    return undefined;
+  }
+  const cases: PolicyTestCase[] = [];
+  let ok = true;
+  for (const file of files) {
+    try {
+      cases.push(...parsePolicyTests(await Deno.readTextFile(file), file));
+    } catch (error) {
+      ok = false;
+      if (error instanceof GatewayError) io.err(error.message);
+      else io.err(`Cannot read policy test file "${file}": ${(error as Error).message}`);
+    }
+  }
+  return ok ? { files, cases } : undefined;
+}
+
+async function check(args: string[], io: PolicyCliIo): Promise<number> {
+  const parsed = parseFlags(io, () => parseArgs({ args, options: { path: { type: "string" } } }));
+  if (typeof parsed === "number") return parsed;
+  const path = policyPath(parsed.values.path, io);
+  const policies = await load(path, io);
+  const tests = await loadCases(path, io);
+  if (!policies || !tests) return 1;
+  if (policies.files.length === 0) {
+    io.out(
+      `ok: no policy files at "${path}": the built-in default applies ` +
+        "(every tool is allowed, destructive calls need an approval)",
+    );
+  } else {
+    io.out(
+      `ok: ${policies.tenants.size} tenant(s), ${policies.connectors.size} connector(s) from ${
+        policies.files.join(", ")
+      }`,
+    );
+  }
+  if (tests.files.length > 0) {
+    io.out(`ok: ${tests.cases.length} test case(s) in ${tests.files.join(", ")}`);
+  }
+  return 0;
+}
+
+/** A gate over `policies` with throwaway state: the offline commands only dry-run it. */
+function offlineGovernance(policies: PolicySet): ToolGovernance {
+  const clock = systemClock;
+  const bus = new InProcessEventBus(silentLogger);
+  const tokens = new ApprovalTokens({
+    secret: crypto.getRandomValues(new Uint8Array(32)),
+    clock,
+    nonces: new MemoryNonceStore({ clock }),
+  });
+  return new ToolGovernance({
+    policies,
+    tokens,
+    approvals: new ApprovalQueue({ clock, bus, tokens }),
+    rateLimiter: new RateLimiter({ clock }),
+    audit: new AuditLog({ bus, clock, logger: silentLogger }),
+    clock,
+  });
+}
+
+/** The call being decided, as `explain` flags or a test case give it. */
+interface Call {
+  tenant: string;
+  tool: string;
+  args: Record<string, unknown>;
+  annotations?: Tool["annotations"];
+  server?: string;
+}
+
+/** The upstream server of a call: the one given, else the tool name's `<server>__` prefix. */
+function serverOf(call: Call, separator: string): { id?: string; inferred: boolean } {
+  if (call.server !== undefined) return { id: call.server, inferred: false };
+  const at = separator === "" ? -1 : call.tool.indexOf(separator);
+  const prefix = at > 0 ? call.tool.slice(0, at) : undefined;
+  return prefix !== undefined && SERVER_ID.test(prefix)
+    ? { id: prefix, inferred: true }
+    : { inferred: false };
+}
+
+/** Decides one call as the gateway would, without side effects. */
+async function decide(
+  governance: ToolGovernance,
+  call: Call,
+  server: string | undefined,
+): Promise<Verdict> {
+  const target: ToolTarget = {
+    name: call.tool,
+    ...(server === undefined ? {} : { server }),
+    // The tool's inputSchema is unknown offline: only the policy's argument rules apply.
+    ...(call.annotations === undefined
+      ? {}
+      : { descriptor: { annotations: call.annotations } as ToolTarget["descriptor"] }),
+  };
+  return await governance.check({ tenant: call.tenant, subject: SUBJECT }, target, call.args, {
+    dryRun: true,
+  });
+}
+
+function tenantPolicy(policies: PolicySet, tenant: string): TenantPolicy | undefined {
+  return policies.tenants.get(tenant) ?? policies.tenants.get("*");
+}
+
+/** A flag's JSON object value, or a usage message naming the flag. */
+function jsonObject(flag: string, text: string | undefined): Record<string, unknown> | string {
+  if (text === undefined) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return `${flag} is not valid JSON (${(error as Error).message}): ${text}`;
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return `${flag} must be a JSON object, e.g. '{"key":"value"}', received ${text}`;
+  }
+  return value as Record<string, unknown>;
+}
+
+async function explain(args: string[], io: PolicyCliIo): Promise<number> {
+  const parsed = parseFlags(io, () =>
+    parseArgs({
+      args,
+      options: {
+        path: { type: "string" },
+        tenant: { type: "string" },
+        tool: { type: "string" },
+        args: { type: "string" },
+        server: { type: "string" },
+        annotations: { type: "string" },
+        json: { type: "boolean" },
+      },
+    }));
+  if (typeof parsed === "number") return parsed;
+  const { values } = parsed;
+  if (!values.tenant) return usage(io, "policy explain needs --tenant T (the caller's tenant)");
+  if (!values.tool) return usage(io, "policy explain needs --tool X (the tool name to decide)");
+  if (values.server !== undefined && !SERVER_ID.test(values.server)) {
+    return usage(
+      io,
+      `--server must be a server id from the fleet file (lowercase letters, digits, _ and -), received "${values.server}"`,
+    );
+  }
+  const callArgs = jsonObject("--args", values.args);
+  if (typeof callArgs === "string") return usage(io, callArgs);
+  const annotations = jsonObject("--annotations", values.annotations);
+  if (typeof annotations === "string") return usage(io, annotations);
+  for (const hint of ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"]) {
+    if (hint in annotations && typeof annotations[hint] !== "boolean") {
+      return usage(io, `--annotations ${hint} must be true or false`);
+    }
+  }
+
+  const path = policyPath(values.path, io);
+  const policies = await load(path, io);
+  if (!policies) return 1;
+  const call: Call = {
+    tenant: values.tenant,
+    tool: values.tool,
+    args: callArgs,
+    ...(values.annotations === undefined ? {} : { annotations }),
+    ...(values.server === undefined ? {} : { server: values.server }),
+  };
+  const server = serverOf(call, io.env.MCP_PROXY_TOOL_SEPARATOR ?? DEFAULT_SEPARATOR);
+  const verdict = await decide(offlineGovernance(policies), call, server.id);
+  const policy = tenantPolicy(policies, call.tenant);
+  const effect = effectClassOf(call.tool, call.annotations, policy);
+
+  if (values.json) {
+    io.out(JSON.stringify(
+      {
+        tenant: call.tenant,
+        tool: call.tool,
+        ...(server.id === undefined ? {} : { server: server.id }),
+        verdict,
+        effect: { class: effect.effect, rule: effect.rule },
+      },
+      null,
+      2,
+    ));
+    return 0;
+  }
+
+  const where = server.id === undefined
+    ? "no upstream server (no connector boundary)"
+    : `upstream ${server.id}${server.inferred ? " (from the tool name; --server overrides)" : ""}`;
+  io.out(`verdict:     ${verdict.action}${verdict.action === "deny" ? ` (${verdict.code})` : ""}`);
+  io.out(`call:        ${call.tool} for tenant "${call.tenant}", ${where}`);
+  io.out(`policy:      ${policies.files.join(", ") || "the built-in default"}`);
+  io.out(`effect:      ${effect.effect}, by ${effect.rule}`);
+  io.out(`decided by:  ${verdict.rule ?? "no single rule (see the reason)"}`);
+  if (verdict.action !== "allow") io.out(`reason:      ${verdict.reason}`);
+  if (verdict.action === "approval_required") {
+    const { request } = verdict;
+    io.out(
+      `would ask:   an approval of this ${request.effect} call (tenant "${request.tenant}", tool ` +
+        `${request.tool}, arguments hash ${request.argumentsHash}); an operator approves the ` +
+        `request with POST /v1/approvals/<id>/approve, then the caller retries the same call ` +
+        `with the token in _meta["${APPROVAL_TOKEN_META_KEY}"]`,
+    );
+  }
+  if (verdict.action !== "deny") {
+    for (const rule of policy?.rateLimits.filter((r) => r.match(call.tool)) ?? []) {
+      io.out(
+        `rate limit:  ${rule.source.file}:${rule.source.line} ${rule.source.text} (not used by a dry run)`,
+      );
+    }
+  }
+  return 0;
+}
+
+/** A verdict in a few words: `allow (<rule>)`, `deny (<code>: <rule or reason>)`. */
+function describeVerdict(verdict: Verdict): string {
+  if (verdict.action === "deny") {
+    return `deny (${verdict.code}: ${verdict.rule ?? verdict.reason})`;
+  }
+  return `${verdict.action} (${verdict.rule})`;
+}
+
+/** Whether a verdict meets a case's expectation. An approval's code is `approval_required`. */
+function meets(verdict: Verdict, testCase: PolicyTestCase): boolean {
+  if (verdict.action !== testCase.expect) return false;
+  if (testCase.code === undefined) return true;
+  return (verdict.action === "deny" ? verdict.code : verdict.action) === testCase.code;
+}
+
+async function test(args: string[], io: PolicyCliIo): Promise<number> {
+  const parsed = parseFlags(io, () => parseArgs({ args, options: { path: { type: "string" } } }));
+  if (typeof parsed === "number") return parsed;
+  const path = policyPath(parsed.values.path, io);
+  const policies = await load(path, io);
+  const tests = await loadCases(path, io);
+  if (!policies || !tests) return 1;
+  const governance = offlineGovernance(policies);
+  const separator = io.env.MCP_PROXY_TOOL_SEPARATOR ?? DEFAULT_SEPARATOR;
+  let passed = 0;
+  let failed = 0;
+  for (const testCase of tests.cases) {
+    const call: Call = {
+      tenant: testCase.tenant,
+      tool: testCase.tool,
+      args: testCase.arguments ?? {},
+      ...(testCase.annotations === undefined
+        ? {}
+        : { annotations: testCase.annotations as Tool["annotations"] }),
+      ...(testCase.server === undefined ? {} : { server: testCase.server }),
+    };
+    const verdict = await decide(governance, call, serverOf(call, separator).id);
+    const at = `${testCase.file}:${testCase.line} ${testCase.name}`;
+    if (meets(verdict, testCase)) {
+      passed++;
+      io.out(`ok   ${at}`);
+    } else {
+      failed++;
+      const expected = testCase.code === undefined
+        ? testCase.expect
+        : `${testCase.expect} (${testCase.code})`;
+      io.out(`FAIL ${at}: expected ${expected}, got ${describeVerdict(verdict)}`);
+    }
+  }
+  io.out(`${passed} passed, ${failed} failed`);
+  if (tests.cases.length === 0) {
+    io.err(
+      tests.files.length === 0
+        ? `No policy test cases found: add a *.test.yaml file of cases next to the policy at "${path}"`
+        : `No policy test cases found in ${tests.files.join(", ")}: list them under cases:`,
+    );
+    return 1;
+  }
+  return failed > 0 ? 1 : 0;
+}

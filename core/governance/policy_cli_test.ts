@@ -1,0 +1,202 @@
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { type PolicyCliIo, runPolicyCommand } from "./policy_cli.ts";
+
+const POLICIES = fileURLToPath(new URL("../../policies", import.meta.url));
+
+/** Runs `policy <args>` in process and collects what it printed. */
+async function run(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io: PolicyCliIo = { out: (l) => void out.push(l), err: (l) => void err.push(l), env };
+  const code = await runPolicyCommand(args, io);
+  return { code, out: out.join("\n"), err: err.join("\n") };
+}
+
+/** A temporary policy directory holding `files`, removed after `fn`. */
+async function withPolicyDir(
+  files: Record<string, string>,
+  fn: (dir: string) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "policy_cli_test_" });
+  try {
+    for (const [name, text] of Object.entries(files)) {
+      await Deno.writeTextFile(`${dir}/${name}`, text);
+    }
+    await fn(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** The 1-based line of the first line of `file` containing `text`. */
+async function lineOf(file: string, text: string): Promise<number> {
+  const index = (await Deno.readTextFile(file)).split("\n").findIndex((l) => l.includes(text));
+  assert.ok(index >= 0, `${text} in ${file}`);
+  return index + 1;
+}
+
+Deno.test("policy check accepts the shipped policies", async () => {
+  const { code, out, err } = await run(["check"], { MCP_POLICY_PATH: POLICIES });
+  assert.equal(code, 0, err);
+  assert.match(out, /^ok: 1 tenant\(s\), 2 connector\(s\) from .*default\.yaml$/m);
+  assert.match(out, /^ok: \d+ test case\(s\) in .*default\.test\.yaml$/m);
+});
+
+Deno.test("policy check rejects a broken policy with exit 1 and file:line", async () => {
+  const policy = 'tenants:\n  acme:\n    allow: ["github__*"]\n    dney: ["github__delete_*"]\n';
+  await withPolicyDir({ "broken.yaml": policy }, async (dir) => {
+    const { code, out, err } = await run(["check", "--path", dir]);
+    assert.equal(code, 1);
+    assert.equal(out, "");
+    assert.ok(
+      err.includes(`${dir}/broken.yaml:4: tenants.acme.dney is not a known field`),
+      err,
+    );
+  });
+});
+
+Deno.test("policy explain shows the deny, its code and the deciding rule for everything__get-env", async () => {
+  const { code, out } = await run([
+    "explain",
+    "--path",
+    POLICIES,
+    "--tenant",
+    "default",
+    "--tool",
+    "everything__get-env",
+  ]);
+  assert.equal(code, 0);
+  const file = `${POLICIES}/default.yaml`;
+  const line = await lineOf(file, "- everything__get-env");
+  assert.match(out, /^verdict: +deny \(tool_denied\)$/m);
+  assert.match(out, /^effect: +write, by default effect class write/m);
+  assert.ok(out.includes(`decided by:  ${file}:${line} deny "everything__get-env"`), out);
+});
+
+Deno.test("policy explain shows approval_required for memory__delete_entities", async () => {
+  const { code, out } = await run([
+    "explain",
+    "--path",
+    POLICIES,
+    "--tenant",
+    "default",
+    "--tool",
+    "memory__delete_entities",
+    "--args",
+    '{"entityNames":["x"]}',
+  ]);
+  assert.equal(code, 0);
+  const file = `${POLICIES}/default.yaml`;
+  assert.match(out, /^verdict: +approval_required$/m);
+  assert.ok(
+    out.includes(
+      `effect:      destructive, by ${file}:${await lineOf(file, '"memory__delete_*"')}`,
+    ),
+    out,
+  );
+  assert.ok(out.includes(`decided by:  ${file}:${await lineOf(file, "approval:")} approval`), out);
+  assert.match(
+    out,
+    /^would ask: +an approval of this destructive call .*arguments hash [0-9a-f]{64}/m,
+  );
+});
+
+Deno.test("policy explain --json prints a parseable verdict", async () => {
+  const { code, out } = await run([
+    "explain",
+    "--json",
+    "--path",
+    POLICIES,
+    "--tenant",
+    "acme",
+    "--tool",
+    "memory__read_graph",
+    "--annotations",
+    '{"readOnlyHint":true}',
+  ]);
+  assert.equal(code, 0);
+  const parsed = JSON.parse(out);
+  assert.equal(parsed.tenant, "acme");
+  assert.equal(parsed.server, "memory");
+  assert.equal(parsed.verdict.action, "allow");
+  assert.equal(parsed.verdict.effect, "read");
+  assert.equal(parsed.effect.class, "read");
+  assert.match(parsed.effect.rule, /default\.yaml:\d+ effect memory__read_graph = read$/);
+});
+
+Deno.test("policy explain exits 2 naming --args on bad JSON", async () => {
+  const { code, out, err } = await run([
+    "explain",
+    "--path",
+    POLICIES,
+    "--tenant",
+    "default",
+    "--tool",
+    "everything__echo",
+    "--args",
+    "{message: hi}",
+  ]);
+  assert.equal(code, 2);
+  assert.equal(out, "");
+  assert.match(err, /^--args is not valid JSON/);
+  assert.match(err, /Usage: main\.ts policy/);
+});
+
+Deno.test("policy test passes every case in the shipped default.test.yaml", async () => {
+  const { code, out, err } = await run(["test", "--path", POLICIES]);
+  assert.equal(code, 0, out + err);
+  const lines = out.split("\n");
+  const cases = lines.slice(0, -1);
+  assert.ok(cases.length > 0);
+  for (const line of cases) assert.match(line, /^ok {3}.*default\.test\.yaml:\d+ /);
+  assert.equal(lines.at(-1), `${cases.length} passed, 0 failed`);
+});
+
+Deno.test("policy test fails with exit 1, expected vs got and the summary line", async () => {
+  const policy = "tenants:\n  acme:\n    deny: [secret__*]\n";
+  const cases = [
+    "cases:",
+    "  - name: secrets are denied",
+    "    tenant: acme",
+    "    tool: secret__read",
+    "    expect: deny",
+    "    code: tool_denied",
+    "  - name: echo is denied (wrongly expected)",
+    "    tenant: acme",
+    "    tool: echo",
+    "    expect: deny",
+    "    code: tool_denied",
+    "",
+  ].join("\n");
+  await withPolicyDir({ "p.yaml": policy, "p.test.yaml": cases }, async (dir) => {
+    const { code, out } = await run(["test", "--path", dir]);
+    assert.equal(code, 1);
+    assert.deepEqual(out.split("\n"), [
+      `ok   ${dir}/p.test.yaml:2 secrets are denied`,
+      `FAIL ${dir}/p.test.yaml:7 echo is denied (wrongly expected): expected deny (tool_denied), ` +
+      `got allow (no allowlist for tenant "acme": allowed by default)`,
+      "1 passed, 1 failed",
+    ]);
+  });
+});
+
+Deno.test("policy test without cases exits 1 and says so", async () => {
+  await withPolicyDir({ "p.yaml": "tenants:\n  acme: {}\n" }, async (dir) => {
+    const { code, out, err } = await run(["test", "--path", dir]);
+    assert.equal(code, 1);
+    assert.equal(out, "0 passed, 0 failed");
+    assert.match(err, /^No policy test cases found/);
+  });
+});
+
+Deno.test("an unknown policy subcommand exits 2 with usage", async () => {
+  const { code, out, err } = await run(["frobnicate"]);
+  assert.equal(code, 2);
+  assert.equal(out, "");
+  assert.match(err, /^Unknown policy command "frobnicate"/);
+  assert.match(err, /Usage: main\.ts policy check\|explain\|test/);
+});
