@@ -9,6 +9,7 @@
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { definePlugin, type ServedSession, type TokenPayload } from "../../core/plugin_api.ts";
+import { releaseJsonStreams } from "./json_stream_release.ts";
 
 interface Session {
   transport: WebStandardStreamableHTTPServerTransport;
@@ -78,6 +79,7 @@ export default definePlugin({
         onsessionclosed: (id) => void sessions.delete(id),
       });
       session.transport = transport;
+      if (httpResponseMode === "json") releaseJsonStreams(transport);
       transport.onclose = () => {
         if (transport.sessionId) sessions.delete(transport.sessionId);
       };
