@@ -51,11 +51,12 @@ import {
   type ThroughputRound,
   throughputRound,
 } from "./stats.ts";
+import { benchGovernance } from "./governance.ts";
 
 /** Latency scenarios, in table order. */
 const LATENCY = ["direct", "gw-stdio", "gw-http-sse", "gw-http-json", "gw-legacy-sse"] as const;
 type LatencyName = (typeof LATENCY)[number];
-const ALL = [...LATENCY, "throughput", "memory"] as const;
+const ALL = [...LATENCY, "throughput", "memory", "governance"] as const;
 type ScenarioName = (typeof ALL)[number];
 
 const LABELS: Record<LatencyName, string> = {
@@ -498,6 +499,14 @@ async function main(): Promise<number> {
   try {
     await runLatencyAndThroughput(settings, results);
     await runMemory(settings, results);
+    if (settings.scenarios.includes("governance")) {
+      progress("governance: ToolGovernance.check in process");
+      results.governance = await benchGovernance(
+        `${settings.root}policies`,
+        settings.rounds,
+        settings.quick ? 2_000 : 20_000,
+      );
+    }
   } catch (error) {
     // After an interrupt, failures are only the children being stopped.
     if (!interrupted) {

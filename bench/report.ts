@@ -55,6 +55,8 @@ export interface Results {
     string,
     { self: number | null; upstreams?: number; upstreamProcesses?: number }
   >;
+  /** The cost of one governance check, in process. */
+  governance?: { medianUs: number; p99Us: number; rounds: unknown[]; policy: string };
   durationSeconds: number;
 }
 
@@ -187,6 +189,16 @@ export function renderTable(results: Results): string {
           `${name} ${r.self === null ? "?" : mib(r.self)}` +
           (r.upstreams !== undefined ? ` (+ upstream ${mib(r.upstreams)})` : "")
         ).join(", "),
+    );
+  }
+  if (results.governance) {
+    const g = results.governance;
+    const direct = results.latency.direct?.medianMs;
+    parts.push("");
+    parts.push(
+      `Governance check (ToolGovernance.check, ${g.policy}): median ${g.medianUs.toFixed(1)} µs, ` +
+        `p99 ${g.p99Us.toFixed(1)} µs per call` +
+        (direct ? ` (${(g.medianUs / 10 / direct).toFixed(1)}% of a direct call)` : ""),
     );
   }
   parts.push("");
