@@ -122,6 +122,8 @@ async function serve(args: string[]): Promise<number> {
     flags.config = `${demo}fleet.yaml`;
     env.AGENT33_DEMO_DIR ??= demo.replace(/\/$/, "");
     Deno.env.set("AGENT33_DEMO_DIR", env.AGENT33_DEMO_DIR);
+    if (!env.MCP_AUDIT_LOG) Deno.env.set("MCP_AUDIT_LOG", `${demo}data/audit.jsonl`);
+    if (!env.MCP_AUDIT_LOG) Deno.env.set("MCP_AUDIT_LOG", `${demo}data/audit.jsonl`);
   }
 
   let kernel: Kernel;
