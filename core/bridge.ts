@@ -42,6 +42,7 @@ import type { ApprovalQueue } from "./governance/approval_queue.ts";
 import { gateCall } from "./governance/call_gate.ts";
 import type { ToolGovernance, ToolTarget } from "./governance/tool_governance.ts";
 import type { CatalogView, ProxyManager } from "./proxy/proxy_manager.ts";
+import type { Candidate, ToolDiscovery } from "./tool_discovery.ts";
 import type { ToolRegistry } from "./tool_registry.ts";
 import { type InboundSession, upstreamCallContext } from "./upstream_context.ts";
 import { GATEWAY_INFO } from "./version.ts";
@@ -87,6 +88,8 @@ export interface MCPServiceBridgeOptions {
   approvals: ApprovalQueue;
   /** Ask the client's user through elicitation/create when an approval is needed. */
   approvalInBand: boolean;
+  /** Progressive tool discovery (search mode). */
+  discovery: ToolDiscovery;
 }
 
 interface LiveSession {
@@ -155,6 +158,7 @@ export class MCPServiceBridge {
     const server = this.#createServer(live);
     live.server = server;
     server.onclose = () => {
+      this.#options.discovery.forget(id);
       if (this.#sessions.delete(id)) {
         this.#options.bus.publish({
           type: "session.closed",
@@ -218,22 +222,30 @@ export class MCPServiceBridge {
     const policyName = (name: string) =>
       info.upstream === undefined ? name : o.proxy!.qualifiedName(info.upstream, name);
 
+    // A tenant sees only what it may call (the same rules as a call, minus arguments).
+    const nativeTools = () =>
+      (native ? o.toolRegistry.list() : []).filter((t) =>
+        o.governance.visible(caller, { name: t.name, descriptor: t })
+      );
+    const proxiedTools = (): Candidate[] =>
+      (view?.tools() ?? []).flatMap((tool) => {
+        const server = view!.resolveTool(tool.name)?.handle.id;
+        const target = {
+          name: policyName(tool.name),
+          descriptor: tool,
+          ...(server === undefined ? {} : { server }),
+        };
+        return o.governance.visible(caller, target)
+          ? [{ tool, ...(server ? { server } : {}) }]
+          : [];
+      });
+    const searchMode = () => native && o.discovery.mode(caller.tenant) === "search";
+
     handle(server, ListToolsRequestSchema, (request) => {
       return guard(() => {
-        // A tenant sees only what it may call (the same rules as a call, minus arguments).
-        const tools = [
-          ...(native ? o.toolRegistry.list() : []).filter((t) =>
-            o.governance.visible(caller, { name: t.name, descriptor: t })
-          ),
-          ...(view?.tools() ?? []).filter((t) => {
-            const server = view!.resolveTool(t.name)?.handle.id;
-            return o.governance.visible(caller, {
-              name: policyName(t.name),
-              descriptor: t,
-              ...(server === undefined ? {} : { server }),
-            });
-          }),
-        ];
+        const tools = searchMode()
+          ? o.discovery.list(live.id, caller, nativeTools(), proxiedTools())
+          : [...nativeTools(), ...proxiedTools().map((c) => c.tool)];
         const page = paginate(tools, request.params?.cursor, o.pageSize);
         return { tools: page.items, ...cursor(page.nextCursor) };
       });
@@ -244,6 +256,15 @@ export class MCPServiceBridge {
       const args = rawArgs ?? {};
       const progressToken = request.params._meta?.progressToken;
       const gate = { server, extra, inBand: o.approvalInBand };
+      if (searchMode() && o.discovery.isMetaTool(name)) {
+        try {
+          const { result, changed } = o.discovery.call(live.id, caller, name, args, proxiedTools());
+          if (changed) server.sendToolListChanged().catch(() => {});
+          return result;
+        } catch (error) {
+          throw toMcpError(error);
+        }
+      }
       const tool = native ? o.toolRegistry.get(name) : undefined;
       if (!tool) {
         const route = view?.resolveTool(name);

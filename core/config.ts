@@ -30,6 +30,8 @@ export interface GatewayConfig {
     pageSize: number;
     httpResponseMode: "json" | "sse";
     stdioTenant: string;
+    /** MCP_TOOL_DISCOVERY_MODE: list every tool (`legacy`) or search and activate (`search`). */
+    toolDiscoveryMode: "legacy" | "search";
   };
   proxy: {
     configPath?: string;
@@ -133,6 +135,11 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
     meaning: "Streamable HTTP POST answers: `sse` stream or one `json` body",
   },
   { name: "MCP_STDIO_TENANT", default: "default", meaning: "Tenant of the trusted stdio parent" },
+  {
+    name: "MCP_TOOL_DISCOVERY_MODE",
+    default: "legacy",
+    meaning: "`legacy` lists every tool; `search` lists natives plus tool_search/tool_activate",
+  },
   {
     name: "MCP_PROXY_CONFIG_PATH",
     default: "(none)",
@@ -263,6 +270,7 @@ const ENV_SCHEMA = z.object({
   MCP_LIST_PAGE_SIZE: int("MCP_LIST_PAGE_SIZE", 1, 10_000),
   MCP_HTTP_RESPONSE_MODE: oneOf("MCP_HTTP_RESPONSE_MODE", ["sse", "json"] as const),
   MCP_STDIO_TENANT: text,
+  MCP_TOOL_DISCOVERY_MODE: oneOf("MCP_TOOL_DISCOVERY_MODE", ["legacy", "search"] as const),
   MCP_PROXY_CONFIG_PATH: text,
   MCP_PROXY_HEALTH_CHECK_INTERVAL: int("MCP_PROXY_HEALTH_CHECK_INTERVAL", 1, 86_400),
   MCP_PROXY_TOOL_SEPARATOR: text.refine((v) => v === undefined || /^[A-Za-z0-9_.-]{1,8}$/.test(v), {
@@ -349,6 +357,7 @@ export function resolveConfig(
       pageSize: e.MCP_LIST_PAGE_SIZE ?? 100,
       httpResponseMode: e.MCP_HTTP_RESPONSE_MODE ?? "sse",
       stdioTenant: e.MCP_STDIO_TENANT ?? "default",
+      toolDiscoveryMode: e.MCP_TOOL_DISCOVERY_MODE ?? "legacy",
     },
     proxy: {
       ...(e.MCP_PROXY_CONFIG_PATH === undefined ? {} : { configPath: e.MCP_PROXY_CONFIG_PATH }),

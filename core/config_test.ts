@@ -33,6 +33,7 @@ Deno.test("resolveConfig resolves an empty environment to the documented default
       pageSize: 100,
       httpResponseMode: "sse",
       stdioTenant: "default",
+      toolDiscoveryMode: "legacy",
     },
     proxy: { healthCheckIntervalSeconds: 30, toolSeparator: "__" },
     pluginPaths: [],
@@ -80,6 +81,7 @@ Deno.test("resolveConfig reads each variable from the environment", () => {
     MCP_LIST_PAGE_SIZE: "5",
     MCP_HTTP_RESPONSE_MODE: "json",
     MCP_STDIO_TENANT: "acme",
+    MCP_TOOL_DISCOVERY_MODE: "search",
     MCP_PROXY_CONFIG_PATH: "fleet.yaml",
     MCP_PROXY_HEALTH_CHECK_INTERVAL: "5",
     MCP_PROXY_TOOL_SEPARATOR: ".",
@@ -108,6 +110,7 @@ Deno.test("resolveConfig reads each variable from the environment", () => {
     pageSize: 5,
     httpResponseMode: "json",
     stdioTenant: "acme",
+    toolDiscoveryMode: "search",
   });
   assert.deepEqual(config.proxy, {
     configPath: "fleet.yaml",

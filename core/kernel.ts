@@ -47,6 +47,8 @@ import { watchFile } from "./file_watcher.ts";
 import { ProxyManager } from "./proxy/proxy_manager.ts";
 import { baseEnv, UpstreamTransports } from "./proxy/upstream_transports.ts";
 import { systemStatusTool } from "./system_tools.ts";
+import { ToolActivationManager } from "./tool_activation_manager.ts";
+import { ToolDiscovery } from "./tool_discovery.ts";
 import { ToolRegistry } from "./tool_registry.ts";
 
 /** What the kernel is built from; everything but `config` has a default. */
@@ -175,6 +177,11 @@ export class Kernel {
       governance: this.governance,
       approvals: this.approvals,
       approvalInBand: governance.approvalInBand,
+      discovery: new ToolDiscovery({
+        governance: this.governance,
+        activation: new ToolActivationManager(),
+        defaultMode: options.config.server.toolDiscoveryMode,
+      }),
     });
     this.tools.register(systemStatusTool(this.bridge));
   }

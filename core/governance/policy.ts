@@ -65,6 +65,10 @@ export interface TenantPolicy {
   arguments: ArgumentRule[];
   /** Every matching rule applies. */
   rateLimits: RateLimitRule[];
+  /** How this tenant's sessions discover tools; the gateway default when absent. */
+  discovery?: "legacy" | "search";
+  /** In search mode, tools active in every session of this tenant without tool_activate. */
+  alwaysActive: GlobRule[];
 }
 
 /** The connector boundary for one upstream server (destination). */

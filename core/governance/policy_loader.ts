@@ -94,6 +94,7 @@ function defaultTenant(source: RuleSource): TenantPolicy {
     approval: new Set<EffectClass>(["destructive"]),
     arguments: [],
     rateLimits: [],
+    alwaysActive: [],
   };
 }
 
@@ -111,7 +112,17 @@ export const DEFAULT_POLICY: PolicySet = Object.freeze({
 });
 
 const ROOT_KEYS = ["tenants", "connectors"];
-const TENANT_KEYS = ["allow", "deny", "effects", "approval", "arguments", "rate_limits"];
+const TENANT_KEYS = [
+  "allow",
+  "deny",
+  "effects",
+  "approval",
+  "arguments",
+  "rate_limits",
+  "discovery",
+  "always_active",
+];
+const DISCOVERY_MODES = ["legacy", "search"];
 const RATE_KEYS = ["per_minute", "burst"];
 const CONNECTOR_KEYS = ["tenants", "effects"];
 const CASE_KEYS = [
@@ -412,6 +423,18 @@ class PolicyReader {
       : new Set<EffectClass>(["destructive"]);
     const argumentRules = this.#argumentRules(rules.arguments, [...at, "arguments"]);
     const rateLimits = this.#rateLimits(rules.rate_limits, [...at, "rate_limits"]);
+    const discovery = rules.discovery;
+    if (discovery !== undefined && !DISCOVERY_MODES.includes(discovery as string)) {
+      this.#problem(
+        [...at, "discovery"],
+        `must be one of ${DISCOVERY_MODES.join(", ")}, received ${describe(discovery)}`,
+      );
+    }
+    const alwaysActive = this.#globList(
+      rules.always_active,
+      [...at, "always_active"],
+      "always_active",
+    );
     if (this.#problems.size > before || approval === undefined) return undefined;
     const written = Object.hasOwn(rules, "approval");
     const source = this.#ruleSource(
@@ -427,6 +450,8 @@ class PolicyReader {
       approval,
       arguments: argumentRules,
       rateLimits,
+      ...(discovery === undefined ? {} : { discovery: discovery as "legacy" | "search" }),
+      alwaysActive,
     };
   }
 
@@ -591,7 +616,7 @@ class PolicyReader {
     };
   }
 
-  #globList(value: unknown, at: YamlPath, verb: "allow" | "deny"): GlobRule[] {
+  #globList(value: unknown, at: YamlPath, verb: "allow" | "deny" | "always_active"): GlobRule[] {
     if (value === undefined) return [];
     if (!Array.isArray(value)) {
       this.#problem(

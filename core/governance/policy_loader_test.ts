@@ -347,7 +347,7 @@ Deno.test("parsePolicies rejects wrong types with what was received", () => {
       "p.yaml:6: tenants.acme.arguments must be a mapping of tool-name globs to argument rules, received 1",
       "p.yaml:7: tenants.acme.rate_limits.x must be a mapping like { per_minute: 60, burst: 10 }, received 60",
       "p.yaml:8: tenants.beta must be a mapping of rules (allow, deny, effects, approval, arguments, " +
-      "rate_limits), received a list",
+      "rate_limits, discovery, always_active), received a list",
     ],
   );
 });
@@ -760,4 +760,15 @@ Deno.test("the shipped policies/default.test.yaml parses", async () => {
       line: 3,
     },
   );
+});
+
+Deno.test("parsePolicies reads a tenant's discovery mode and always_active globs", () => {
+  const error = rejection(() => parse("tenants:\n  acme: {}\n  bad:\n    discovery: lazy\n"));
+  assert.match(error.message, /p\.yaml:4: tenants\.bad\.discovery must be one of legacy, search/);
+  const good = parse(
+    "tenants:\n  acme:\n    discovery: search\n    always_active: [system_status]\n",
+  );
+  const acme = tenant(good, "acme");
+  assert.equal(acme.discovery, "search");
+  assert.equal(acme.alwaysActive[0]?.match("system_status"), true);
 });
