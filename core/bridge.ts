@@ -69,6 +69,41 @@ export interface SystemStatus {
   sessions: number;
 }
 
+/** How a tool call ended. */
+export type ToolCallOutcome = "ok" | "tool_error" | "denied" | "error";
+
+/** One finished tool call, for metrics. */
+export interface ToolCallRecord {
+  tool: string;
+  /** The upstream server id of a proxied tool. */
+  server?: string;
+  tenant: string;
+  outcome: ToolCallOutcome;
+  durationMs: number;
+}
+
+/** Observes the bridge; must not throw (errors are the observer's own). */
+export interface BridgeObserver {
+  toolCall(record: ToolCallRecord): void;
+}
+
+/** Governance codes whose errors are denials, not failures. */
+const DENIAL_CODES = new Set([
+  "unknown_tenant",
+  "tool_denied",
+  "not_allowed",
+  "connector_denied",
+  "effect_not_allowed",
+  "invalid_arguments",
+  "rate_limited",
+  "approval_required",
+  "approval_invalid",
+  "approval_expired",
+  "approval_replayed",
+  "approval_mismatch",
+  "approval_denied",
+]);
+
 /** What the bridge is built from (the seed's constructor arguments). */
 export interface MCPServiceBridgeOptions {
   toolRegistry: ToolRegistry;
@@ -90,6 +125,8 @@ export interface MCPServiceBridgeOptions {
   approvalInBand: boolean;
   /** Progressive tool discovery (search mode). */
   discovery: ToolDiscovery;
+  /** Told about every tool call (metrics). */
+  observer?: BridgeObserver;
 }
 
 interface LiveSession {
@@ -252,6 +289,39 @@ export class MCPServiceBridge {
     });
 
     handle(server, CallToolRequestSchema, async (request, extra) => {
+      const started = performance.now();
+      let outcome: ToolCallOutcome = "error";
+      try {
+        const result = await callTool(request, extra);
+        outcome = result.isError ? "tool_error" : "ok";
+        return result;
+      } catch (error) {
+        const code = (error as { data?: { code?: unknown } }).data?.code;
+        outcome = typeof code === "string" && DENIAL_CODES.has(code) ? "denied" : "error";
+        throw error;
+      } finally {
+        const name = request.params.name;
+        const upstream = native && o.toolRegistry.has(name)
+          ? undefined
+          : view?.resolveTool(name)?.handle.id;
+        try {
+          o.observer?.toolCall({
+            tool: name,
+            ...(upstream === undefined ? {} : { server: upstream }),
+            tenant: caller.tenant,
+            outcome,
+            durationMs: performance.now() - started,
+          });
+        } catch (error) {
+          o.logger.warn("call observer threw", { error: String(error) });
+        }
+      }
+    });
+
+    const callTool = async (
+      request: z.infer<typeof CallToolRequestSchema>,
+      extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
+    ): Promise<CallToolResult> => {
       const { name, arguments: rawArgs } = request.params;
       const args = rawArgs ?? {};
       const progressToken = request.params._meta?.progressToken;
@@ -331,7 +401,7 @@ export class MCPServiceBridge {
           content: [{ type: "text", text: `Tool "${name}" failed: ${message}` }],
         } satisfies CallToolResult;
       }
-    });
+    };
 
     handle(server, ListResourcesRequestSchema, (request) => {
       return guard(() => {

@@ -7,7 +7,7 @@
  */
 import { createAuthenticator } from "./auth/authenticator.ts";
 import { createHostGuard, isLoopbackHost } from "./auth/host_guard.ts";
-import { MCPServiceBridge } from "./bridge.ts";
+import { type BridgeObserver, MCPServiceBridge } from "./bridge.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import type { GatewayConfig } from "./config.ts";
 import { DefinitionRegistry } from "./definition_registry.ts";
@@ -42,6 +42,7 @@ import { DEFAULT_POLICY, loadPolicies } from "./governance/policy_loader.ts";
 import { RateLimiter } from "./governance/rate_limiter.ts";
 import { ToolGovernance } from "./governance/tool_governance.ts";
 import { operatorStatusRoute } from "./operator_routes.ts";
+import { operatorRoutes } from "./operator/routes.ts";
 import { loadFleetConfig } from "./proxy/fleet_config.ts";
 import { watchFile } from "./file_watcher.ts";
 import { ProxyManager } from "./proxy/proxy_manager.ts";
@@ -109,6 +110,7 @@ export class Kernel {
   #upstreams: UpstreamTransports;
   #nonces: NonceStore;
   #unwatchPolicies: (() => void) | undefined;
+  #callObservers = new Set<BridgeObserver>();
   #stopping: Promise<void> | undefined;
   #done = Promise.withResolvers<void>();
 
@@ -177,6 +179,11 @@ export class Kernel {
       governance: this.governance,
       approvals: this.approvals,
       approvalInBand: governance.approvalInBand,
+      observer: {
+        toolCall: (record) => {
+          for (const observer of this.#callObservers) observer.toolCall(record);
+        },
+      },
       discovery: new ToolDiscovery({
         governance: this.governance,
         activation: new ToolActivationManager(),
@@ -184,6 +191,12 @@ export class Kernel {
       }),
     });
     this.tools.register(systemStatusTool(this.bridge));
+  }
+
+  /** Calls `observer` for every finished tool call (metrics); returns the unsubscribe function. */
+  observeCalls(observer: BridgeObserver): () => void {
+    this.#callObservers.add(observer);
+    return () => void this.#callObservers.delete(observer);
   }
 
   /** Resolves when the gateway has ended on its own (stdio closed) or was stopped. */
@@ -586,6 +599,7 @@ export class Kernel {
       servers: () => this.proxy.status(),
       ready: () => this.#ready && this.#fleetReady,
     }));
+    for (const route of operatorRoutes(this)) listener.mount(route);
     if (server.enabled) {
       for (const transport of this.#transportsOf("http")) {
         this.#transports.push(transport);
