@@ -21,6 +21,24 @@ export interface Candidate {
   server?: string;
 }
 
+/** Input and annotations shared by tool_activate and tool_deactivate. */
+const BY_NAMES: Pick<Tool, "inputSchema" | "annotations"> = {
+  inputSchema: {
+    type: "object",
+    properties: {
+      names: { type: "array", items: { type: "string" }, minItems: 1, maxItems: 50 },
+    },
+    required: ["names"],
+    additionalProperties: false,
+  },
+  annotations: {
+    readOnlyHint: false,
+    destructiveHint: false,
+    idempotentHint: true,
+    openWorldHint: false,
+  },
+};
+
 /** The meta-tools of search mode. */
 export const DISCOVERY_TOOLS: readonly Tool[] = [
   {
@@ -48,39 +66,13 @@ export const DISCOVERY_TOOLS: readonly Tool[] = [
     name: "tool_activate",
     title: "Activate tools",
     description: "Adds tools (by the names tool_search returned) to this session's tool list.",
-    inputSchema: {
-      type: "object",
-      properties: {
-        names: { type: "array", items: { type: "string" }, minItems: 1, maxItems: 50 },
-      },
-      required: ["names"],
-      additionalProperties: false,
-    },
-    annotations: {
-      readOnlyHint: false,
-      destructiveHint: false,
-      idempotentHint: true,
-      openWorldHint: false,
-    },
+    ...BY_NAMES,
   },
   {
     name: "tool_deactivate",
     title: "Deactivate tools",
     description: "Removes tools from this session's tool list.",
-    inputSchema: {
-      type: "object",
-      properties: {
-        names: { type: "array", items: { type: "string" }, minItems: 1, maxItems: 50 },
-      },
-      required: ["names"],
-      additionalProperties: false,
-    },
-    annotations: {
-      readOnlyHint: false,
-      destructiveHint: false,
-      idempotentHint: true,
-      openWorldHint: false,
-    },
+    ...BY_NAMES,
   },
 ];
 

@@ -428,31 +428,18 @@ export class ToolGovernance {
       const rule = `${policy!.source.file}:${policy!.source.line} approval [${
         [...policy!.approval].join(", ")
       }]`;
-      if (c.options.dryRun) {
-        return {
-          action: "approval_required",
+      // A dry run (policy explain) decides without queueing a request.
+      const request = c.options.dryRun
+        ? { id: "(dry run)", expiresAt: 0 }
+        : this.#options.approvals.request({
+          tenant: ctx.tenant,
+          subject: ctx.subject,
+          tool,
+          ...(target.server === undefined ? {} : { server: target.server }),
           effect,
-          reason,
-          rule,
-          request: {
-            id: "(dry run)",
-            tool,
-            tenant: ctx.tenant,
-            effect,
-            argumentsHash: c.hash,
-            expiresAt: 0,
-          },
-        };
-      }
-      const request = this.#options.approvals.request({
-        tenant: ctx.tenant,
-        subject: ctx.subject,
-        tool,
-        ...(target.server === undefined ? {} : { server: target.server }),
-        effect,
-        arguments: c.args,
-        argumentsHash: c.hash,
-      });
+          arguments: c.args,
+          argumentsHash: c.hash,
+        });
       return {
         action: "approval_required",
         effect,

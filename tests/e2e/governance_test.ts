@@ -9,7 +9,7 @@ import { ElicitRequestSchema, type McpError } from "@modelcontextprotocol/sdk/ty
 import { SignJWT } from "jose";
 import type { GatewayEvent } from "../../core/events.ts";
 import { APPROVAL_TOKEN_META_KEY } from "../../core/governance/tool_governance.ts";
-import { eventually, MEMORY, writeFleet } from "../support/fleet.ts";
+import { eventually, memoryServer, writeFleet } from "../support/fleet.ts";
 import { connectHttp, startGateway, type TestGateway } from "../support/gateway.ts";
 
 const SECRET = "a-jwt-secret-of-at-least-thirty-two-bytes";
@@ -46,18 +46,7 @@ async function withGovernedGateway(
   extraEnv: Record<string, string> = {},
 ): Promise<void> {
   const dataDir = await Deno.makeTempDir({ prefix: "agent33-mem-" });
-  const fleet = await writeFleet(`
-proxy_servers:
-  - id: memory
-    command: ["deno", "run", "${MEMORY}"]
-    sandbox: deno
-    env:
-      MEMORY_FILE_PATH: ${dataDir}/memory.json
-    permissions:
-      env: [MEMORY_FILE_PATH]
-      read: ["${dataDir}"]
-      write: ["${dataDir}"]
-`);
+  const fleet = await writeFleet(`proxy_servers:${memoryServer(dataDir)}`);
   const policyDir = await Deno.makeTempDir({ prefix: "agent33-policy-" });
   await Deno.writeTextFile(`${policyDir}/policy.yaml`, policy);
   const gateway = await startGateway({

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
-import { EVERYTHING, MEMORY, writeFleet } from "../support/fleet.ts";
+import { EVERYTHING, memoryServer, writeFleet } from "../support/fleet.ts";
 import { connectHttp, startGateway, type TestGateway } from "../support/gateway.ts";
 
 const POLICY = `
@@ -45,16 +45,7 @@ proxy_servers:
     sandbox: deno
     permissions:
       env: [GZIP_MAX_FETCH_SIZE, GZIP_MAX_FETCH_TIME_MILLIS, GZIP_ALLOWED_DOMAINS]
-  - id: memory
-    command: ["deno", "run", "${MEMORY}"]
-    sandbox: deno
-    env:
-      MEMORY_FILE_PATH: ${dataDir}/memory.json
-    permissions:
-      env: [MEMORY_FILE_PATH]
-      read: ["${dataDir}"]
-      write: ["${dataDir}"]
-`);
+${memoryServer(dataDir)}`);
   const gateway = await startGateway({
     MCP_PROXY_CONFIG_PATH: fleet.path,
     MCP_POLICY_PATH: policyDir,

@@ -37,3 +37,18 @@ export async function eventually(
     await new Promise((r) => setTimeout(r, 25));
   }
 }
+
+/** A fleet entry for server-memory keeping its graph in `dataDir` (sandboxed to that folder). */
+export function memoryServer(dataDir: string, id = "memory"): string {
+  return `
+  - id: ${id}
+    command: ["deno", "run", "${MEMORY}"]
+    sandbox: deno
+    env:
+      MEMORY_FILE_PATH: ${dataDir}/memory.json
+    permissions:
+      env: [MEMORY_FILE_PATH]
+      read: ["${dataDir}"]
+      write: ["${dataDir}"]
+`;
+}
