@@ -10,6 +10,7 @@ import { type ConfigFlags, loadConfig } from "./core/config.ts";
 import { GatewayError } from "./core/errors.ts";
 import { Kernel, type StartInfo } from "./core/kernel.ts";
 import { POLICY_HELP, runPolicyCommand } from "./core/governance/policy_cli.ts";
+import { runScanCommand, SCAN_HELP } from "./core/scanner/scan_cli.ts";
 import { stderrSink } from "./core/logger.ts";
 
 const say = (text = "") => stderrSink(text);
@@ -23,7 +24,7 @@ Usage: deno task start            (HTTP, embedded defaults)
 
 Commands:
   serve      Serve MCP over stdio or HTTP (Streamable HTTP at /mcp, legacy SSE at /sse)
-  scan       Scan MCP server descriptors for risky tools (not available yet)
+  scan       Scan MCP server descriptors for poisoned or risky tools
   sync       Sync the fleet with an MCP registry (not available yet)
   discover   Discover MCP servers on the LAN, a tailnet or Kubernetes (not available yet)
   policy     Check, explain and test governance policies
@@ -41,10 +42,7 @@ Options:
   --no-auth                No credentials on HTTP (loopback only; for development and conformance)
   --demo                   Use the demo fleet (demo/fleet.yaml) when no fleet is configured
   -h, --help               Show this help`,
-  scan: `Usage: main.ts scan [options]
-
-Scans MCP server descriptors (tools, prompts, resources) for risky tools before you allow them.
-Not available yet: it arrives with the scanner issue.`,
+  scan: SCAN_HELP,
   sync: `Usage: main.ts sync --registry <URL|FILE> [--apply]
 
 Compares the fleet with an MCP registry and proposes additions and removals.
@@ -71,6 +69,7 @@ async function main(args: string[]): Promise<number> {
     return 0;
   }
   if (command === "policy") return await policy(rest);
+  if (command === "scan") return await scan(rest);
   if (command !== "serve") {
     say(`"${command}" is not available yet.\n\n${HELP[command]}`);
     return 3;
@@ -83,6 +82,16 @@ async function policy(args: string[]): Promise<number> {
   const encoder = new TextEncoder();
   return await runPolicyCommand(args, {
     out: (line) => void Deno.stdout.writeSync(encoder.encode(line + "\n")),
+    err: say,
+    env: Deno.env.toObject(),
+  });
+}
+
+/** `scan`: the report on stdout (or --output), problems on stderr. */
+async function scan(args: string[]): Promise<number> {
+  const encoder = new TextEncoder();
+  return await runScanCommand(args, {
+    out: (text) => void Deno.stdout.writeSync(encoder.encode(text)),
     err: say,
     env: Deno.env.toObject(),
   });

@@ -3,7 +3,9 @@
  *
  * Order matters and is fixed here: liveness probes first (they reveal nothing), then the Host and
  * Origin check, then routing, then authentication, and only then a route handler. A request
- * without valid credentials never reaches a service.
+ * without valid credentials never reaches a service. Routes marked `public` (static assets such as
+ * the dashboard's page, never data) skip authentication and their handler gets a caller with no
+ * scopes.
  * @module
  */
 import type { Authenticator } from "./auth/authenticator.ts";
@@ -20,6 +22,9 @@ export const ANONYMOUS: TokenPayload = {
   subject: "anonymous",
 };
 
+/** The caller a `public` route's handler gets: no tenant, no scopes. */
+export const PUBLIC_CALLER: TokenPayload = { tenant: "", scopes: [], subject: "public" };
+
 /** What the listener needs. */
 export interface HttpListenerOptions {
   host: string;
@@ -32,6 +37,13 @@ export interface HttpListenerOptions {
   maxBodyBytes: number;
   /** Readiness: `ready` false answers 503 on /readyz with the reasons. */
   readiness: () => { ready: boolean; detail: Record<string, unknown> };
+}
+
+/** A mounted route as the listener serves it: its path, whether paths below it match, its methods. */
+export interface MountedRoute {
+  path: string;
+  prefix: boolean;
+  methods: string[];
 }
 
 /** A JSON error response with a stable code and a message saying what to do instead. */
@@ -61,6 +73,15 @@ export class HttpListener {
       throw new TypeError(`Cannot mount "${route.path}": the path is already served`);
     }
     this.#routes.set(route.path, route);
+  }
+
+  /** What is mounted, in mount order (for the OpenAPI document's test). */
+  routes(): MountedRoute[] {
+    return [...this.#routes.values()].map((r) => ({
+      path: r.path,
+      prefix: r.prefix === true,
+      methods: [...r.methods],
+    }));
   }
 
   /** Starts listening; resolves with the bound address. */
@@ -134,6 +155,8 @@ export class HttpListener {
       );
     }
 
+    // Static assets only (see HttpRoute.public); the caller gets no scopes.
+    if (route.public) return await route.handle(request, PUBLIC_CALLER);
     let auth = ANONYMOUS;
     if (this.#options.authenticator) {
       const result = await this.#options.authenticator.authenticate(request);

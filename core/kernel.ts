@@ -14,9 +14,10 @@ import { DefinitionRegistry } from "./definition_registry.ts";
 import { GatewayError, serializeError } from "./errors.ts";
 import { type EventBus, InProcessEventBus } from "./event_bus.ts";
 import { SwitchableEventBus } from "./switchable_event_bus.ts";
-import { HttpListener } from "./http_listener.ts";
+import { HttpListener, jsonError, type MountedRoute } from "./http_listener.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import type {
+  HttpRoute,
   InboundTransport,
   PluginContext,
   PluginKind,
@@ -25,7 +26,7 @@ import type {
   TransportContext,
   UpstreamAdapter,
 } from "./plugin_api.ts";
-import type { FleetServer } from "./proxy/fleet_config.ts";
+import type { FleetConfig, FleetServer } from "./proxy/fleet_config.ts";
 import {
   BUILTIN_PLUGIN_DIR,
   type LoadedPlugin,
@@ -39,11 +40,12 @@ import { ApprovalTokens } from "./governance/approval_tokens.ts";
 import { AuditLog } from "./governance/audit_log.ts";
 import { MemoryNonceStore, type NonceStore } from "./governance/nonce_store.ts";
 import { DEFAULT_POLICY, loadPolicies } from "./governance/policy_loader.ts";
+import type { PolicySet } from "./governance/policy.ts";
 import { RateLimiter } from "./governance/rate_limiter.ts";
 import { ToolGovernance } from "./governance/tool_governance.ts";
 import { operatorStatusRoute } from "./operator_routes.ts";
 import { operatorRoutes } from "./operator/routes.ts";
-import { loadFleetConfig } from "./proxy/fleet_config.ts";
+import { loadFleetConfig, parseFleetConfig } from "./proxy/fleet_config.ts";
 import { watchFile } from "./file_watcher.ts";
 import { ProxyManager } from "./proxy/proxy_manager.ts";
 import { baseEnv, UpstreamTransports } from "./proxy/upstream_transports.ts";
@@ -74,6 +76,13 @@ export interface StartInfo {
   pluginFailures: PluginFailure[];
   /** The fleet file and the enabled upstreams starting in the background. */
   fleet?: { path: string; servers: string[] };
+}
+
+/** What applying a fleet changed, by server id. */
+export interface FleetDiff {
+  added: string[];
+  removed: string[];
+  changed: string[];
 }
 
 /** An instantiated plugin. */
@@ -113,6 +122,11 @@ export class Kernel {
   #callObservers = new Set<BridgeObserver>();
   #stopping: Promise<void> | undefined;
   #done = Promise.withResolvers<void>();
+  #mcpEnabled: boolean;
+  #fleet: readonly FleetServer[] = [];
+  // Fleet applications (file watcher, admin API) run one at a time: two overlapping
+  // proxy.reload calls would each see the other's half-applied members.
+  #fleetQueue: Promise<unknown> = Promise.resolve();
 
   constructor(options: KernelOptions) {
     this.#options = options;
@@ -120,6 +134,7 @@ export class Kernel {
     this.logger = options.logger ??
       createLogger({ level: options.config.log.level, format: options.config.log.format });
     this.clock = options.clock ?? systemClock;
+    this.#mcpEnabled = options.config.server.enabled;
     this.bus = new SwitchableEventBus(new InProcessEventBus(this.logger.child("bus")));
     this.#upstreams = new UpstreamTransports({
       maxMessageBytes: options.config.server.maxMessageBytes,
@@ -199,6 +214,105 @@ export class Kernel {
     return () => void this.#callObservers.delete(observer);
   }
 
+  /** Whether the MCP interface (/mcp, /sse, /messages) serves; MCP_SERVER_ENABLED at start. */
+  get mcpEnabled(): boolean {
+    return this.#mcpEnabled;
+  }
+
+  /** Turns the MCP interface on or off at runtime; while off its routes answer 503. */
+  setMcpEnabled(enabled: boolean): void {
+    if (enabled === this.#mcpEnabled) return;
+    this.#mcpEnabled = enabled;
+    this.logger.warn(`MCP interface ${enabled ? "enabled" : "disabled"} by an operator`);
+  }
+
+  /** The routes mounted on the HTTP listener (empty over stdio). */
+  get httpRoutes(): readonly MountedRoute[] {
+    return this.#listener?.routes() ?? [];
+  }
+
+  /** The fleet as last applied, disabled servers included. */
+  get fleet(): readonly FleetServer[] {
+    return this.#fleet;
+  }
+
+  /** Parses fleet text and checks every enabled server can be planned; throws `config_invalid`. */
+  checkFleet(text: string, path: string): FleetConfig {
+    const fleet = parseFleetConfig(text, path, Deno.env.toObject(), this.#fleetDefaults());
+    for (const server of fleet.servers.filter((s) => s.enabled)) this.#upstreams.plan(server);
+    return fleet;
+  }
+
+  /** Applies a checked fleet without a restart (one application at a time). */
+  applyFleet(servers: readonly FleetServer[]): Promise<FleetDiff> {
+    return this.#enqueueFleet(() => this.#applyFleet(servers));
+  }
+
+  /** Re-reads and applies the fleet file now; a bad file keeps the running fleet and throws why. */
+  reloadFleet(): Promise<FleetDiff> {
+    const path = this.config.proxy.configPath;
+    if (path === undefined) {
+      return Promise.reject(
+        new GatewayError(
+          "config_invalid",
+          "No fleet file is configured; set MCP_PROXY_CONFIG_PATH",
+        ),
+      );
+    }
+    // Read inside the queue, so an older read is never applied after a newer application.
+    return this.#enqueueFleet(async () => {
+      let servers: FleetServer[];
+      try {
+        const fleet = await loadFleetConfig(path, Deno.env.toObject(), this.#fleetDefaults());
+        servers = fleet.servers;
+        for (const server of servers.filter((s) => s.enabled)) this.#upstreams.plan(server);
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : String(error);
+        this.logger.error(`fleet file not reloaded; the running fleet stays: ${reason}`);
+        this.bus.publish({ type: "fleet.reload_failed", path, reason });
+        throw error;
+      }
+      return await this.#applyFleet(servers);
+    });
+  }
+
+  /** Re-reads the policy files now; a bad file keeps the policy in force and throws why. */
+  async reloadPolicies(): Promise<PolicySet> {
+    const path = this.config.policyPath;
+    try {
+      const policies = await loadPolicies(path);
+      this.governance.setPolicies(policies);
+      this.logger.info(`policies reloaded from ${path}`);
+      this.bus.publish({ type: "policy.reloaded", path, files: [...policies.files] });
+      return policies;
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      this.logger.error(`policies not reloaded; the previous policy stays in force: ${reason}`);
+      this.bus.publish({ type: "policy.reload_failed", path, reason });
+      throw error;
+    } finally {
+      // What a tenant may see can have changed.
+      this.bridge.notifyToolsChanged();
+    }
+  }
+
+  #enqueueFleet<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#fleetQueue.then(fn, fn);
+    this.#fleetQueue = run.catch(() => {});
+    return run;
+  }
+
+  async #applyFleet(servers: readonly FleetServer[]): Promise<FleetDiff> {
+    // Stopping: never start an upstream that proxy.stop() would miss.
+    if (this.#stopping) return { added: [], removed: [], changed: [] };
+    const diff = await this.proxy.reload(servers);
+    this.#fleet = servers;
+    const path = this.config.proxy.configPath ?? "";
+    this.logger.info(`fleet reloaded from ${path}`, { ...diff });
+    this.bus.publish({ type: "fleet.reloaded", path, ...diff });
+    return diff;
+  }
+
   /** Resolves when the gateway has ended on its own (stdio closed) or was stopped. */
   get done(): Promise<void> {
     return this.#done.promise;
@@ -274,6 +388,7 @@ export class Kernel {
       await Promise.allSettled(this.#transports.map((t) => t.close()));
       this.#unwatch?.();
       this.#unwatchPolicies?.();
+      await this.#fleetQueue;
       await this.bridge.close();
       await this.#listener?.close();
       await this.#fleetStarted.catch(() => {});
@@ -320,20 +435,8 @@ export class Kernel {
     this.#unwatchPolicies = watchFile({
       path,
       logger: this.logger.child("policy"),
-      onChange: async () => {
-        try {
-          const policies = await loadPolicies(path);
-          this.governance.setPolicies(policies);
-          this.logger.info(`policies reloaded from ${path}`);
-          this.bus.publish({ type: "policy.reloaded", path, files: [...policies.files] });
-        } catch (error) {
-          const reason = error instanceof Error ? error.message : String(error);
-          this.logger.error(`policies not reloaded; the previous policy stays in force: ${reason}`);
-          this.bus.publish({ type: "policy.reload_failed", path, reason });
-        }
-        // What a tenant may see can have changed.
-        this.bridge.notifyToolsChanged();
-      },
+      // reloadPolicies logs and reports a refused file itself.
+      onChange: () => this.reloadPolicies().then(() => {}, () => {}),
     });
   }
 
@@ -349,6 +452,7 @@ export class Kernel {
     const fleet = await loadFleetConfig(path, Deno.env.toObject(), this.#fleetDefaults());
     const servers = fleet.servers.filter((s) => s.enabled);
     for (const server of servers) this.#upstreams.plan(server);
+    this.#fleet = fleet.servers;
     this.logger.info(
       `fleet ${path}: ${servers.map((s) => s.id).join(", ") || "no enabled servers"}`,
     );
@@ -366,22 +470,8 @@ export class Kernel {
     this.#unwatch = watchFile({
       path,
       logger: this.logger.child("fleet"),
-      onChange: async () => {
-        let servers: FleetServer[];
-        try {
-          const fleet = await loadFleetConfig(path, Deno.env.toObject(), this.#fleetDefaults());
-          servers = fleet.servers;
-          for (const server of servers.filter((s) => s.enabled)) this.#upstreams.plan(server);
-        } catch (error) {
-          const reason = error instanceof Error ? error.message : String(error);
-          this.logger.error(`fleet file not reloaded; the running fleet stays: ${reason}`);
-          this.bus.publish({ type: "fleet.reload_failed", path, reason });
-          return;
-        }
-        const diff = await this.proxy.reload(servers);
-        this.logger.info(`fleet reloaded from ${path}`, diff);
-        this.bus.publish({ type: "fleet.reloaded", path, ...diff });
-      },
+      // reloadFleet logs and reports a refused file itself.
+      onChange: () => this.reloadFleet().then(() => {}, () => {}),
     });
   }
 
@@ -600,16 +690,32 @@ export class Kernel {
       ready: () => this.#ready && this.#fleetReady,
     }));
     for (const route of operatorRoutes(this)) listener.mount(route);
-    if (server.enabled) {
-      for (const transport of this.#transportsOf("http")) {
-        this.#transports.push(transport);
-        for (const route of transport.routes ?? []) listener.mount(route);
-      }
+    // Mounted even when disabled at start: an operator can enable the interface at runtime.
+    for (const transport of this.#transportsOf("http")) {
+      this.#transports.push(transport);
+      for (const route of transport.routes ?? []) listener.mount(this.#whileMcpEnabled(route));
     }
     this.#listener = listener;
     const addr = await listener.start();
     const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
     return `http://${host}:${addr.port}`;
+  }
+
+  /** The route, answering 503 while an operator has the MCP interface turned off. */
+  #whileMcpEnabled(route: HttpRoute): HttpRoute {
+    return {
+      ...route,
+      handle: (request, auth) => {
+        if (this.#mcpEnabled) return route.handle(request, auth);
+        return Promise.resolve(jsonError(
+          503,
+          "mcp_disabled",
+          `The MCP interface (${route.path}) is turned off by an operator; ` +
+            "turn it on with POST /v1/mcp/enable (scope admin)",
+          { "Retry-After": "60" },
+        ));
+      },
+    };
   }
 }
 

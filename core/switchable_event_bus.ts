@@ -10,13 +10,30 @@ import type { GatewayEvent } from "./events.ts";
 export class SwitchableEventBus implements EventBus {
   #target: EventBus;
   #subscriptions = new Map<EventHandler, () => void>();
+  #local = new Set<EventHandler>();
 
   constructor(initial: EventBus) {
     this.#target = initial;
   }
 
   publish(event: GatewayEvent): void {
+    for (const handler of [...this.#local]) {
+      try {
+        handler(event);
+      } catch {
+        // A local observer's failure is its own; the event still goes out.
+      }
+    }
     this.#target.publish(event);
+  }
+
+  /**
+   * Subscribes to this process's own events only (never other replicas' events from NATS): for
+   * per-process figures such as metrics.
+   */
+  subscribeLocal(handler: EventHandler): () => void {
+    this.#local.add(handler);
+    return () => void this.#local.delete(handler);
   }
 
   subscribe(handler: EventHandler): () => void {
@@ -40,6 +57,7 @@ export class SwitchableEventBus implements EventBus {
 
   close(): Promise<void> {
     this.#subscriptions.clear();
+    this.#local.clear();
     return this.#target.close();
   }
 }

@@ -5,8 +5,17 @@
  */
 import type { Kernel } from "../kernel.ts";
 import type { HttpRoute } from "../plugin_api.ts";
+import { adminRoutes } from "./admin_routes.ts";
+import { dashboardRoute } from "./dashboard.ts";
+import { eventsStreamRoute } from "./events_stream.ts";
+import { kernelMetricsRoute } from "./metrics_kernel.ts";
 
 /** Every operator route family, given the running kernel. */
 export function operatorRoutes(_kernel: Kernel): HttpRoute[] {
-  return [];
+  return [
+    eventsStreamRoute({ bus: _kernel.bus, clock: _kernel.clock }),
+    dashboardRoute(),
+    kernelMetricsRoute(_kernel),
+    ...adminRoutes(_kernel),
+  ];
 }

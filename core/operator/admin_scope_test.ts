@@ -1,0 +1,30 @@
+import assert from "node:assert/strict";
+import { methodNotAllowed, refuseScope } from "./admin_scope.ts";
+
+const caller = (...scopes: string[]) => ({ tenant: "t", subject: "sam", scopes });
+
+Deno.test("Operators may read and operate; only admins may change", () => {
+  assert.equal(refuseScope(caller("operator"), "read", "GET /x"), undefined);
+  assert.equal(refuseScope(caller("operator"), "operate", "POST /x/restart"), undefined);
+  assert.equal(refuseScope(caller("admin"), "admin", "POST /x"), undefined);
+  assert.ok(refuseScope(caller("operator"), "admin", "POST /x"));
+  assert.ok(refuseScope(caller("mcp"), "read", "GET /x"));
+});
+
+Deno.test("A refusal is a 403 naming the caller, the missing scope and the request", async () => {
+  const response = refuseScope(caller("operator"), "admin", "POST /v1/mcp/enable")!;
+  assert.equal(response.status, 403);
+  assert.match(response.headers.get("www-authenticate")!, /insufficient_scope/);
+  const body = await response.json();
+  assert.equal(body.error.code, "forbidden");
+  assert.match(body.error.message, /"sam" lacks scope admin, which POST \/v1\/mcp\/enable needs/);
+  const read = await refuseScope(caller("mcp"), "read", "GET /v1/mcp/status")!.json();
+  assert.match(read.error.message, /lacks scope admin or operator/);
+});
+
+Deno.test("A 405 lists the methods served", async () => {
+  const response = methodNotAllowed("PUT", "/v1/x", ["GET", "POST"]);
+  assert.equal(response.status, 405);
+  assert.equal(response.headers.get("allow"), "GET, POST");
+  assert.match((await response.json()).error.message, /PUT is not supported on \/v1\/x/);
+});

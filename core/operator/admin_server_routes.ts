@@ -1,0 +1,206 @@
+/**
+ * `/v1/mcp/proxy/servers`: the upstream fleet, for operators.
+ *
+ * - `GET /v1/mcp/proxy/servers` and `GET …/{id}` (operator): state, breaker, health, tool count.
+ * - `POST /v1/mcp/proxy/servers` (admin): body = one fleet entry as JSON, in the file's format.
+ * - `DELETE …/{id}`, `POST …/{id}/enable`, `POST …/{id}/disable` (admin).
+ * - `POST …/{id}/restart` (operator).
+ *
+ * Changes are made to the fleet file (see fleet_writer.ts), so they survive a restart, and then
+ * applied at once without restarting the gateway.
+ * @module
+ */
+import { jsonError } from "../http_listener.ts";
+import type { Kernel } from "../kernel.ts";
+import type { HttpRoute } from "../plugin_api.ts";
+import type { HandleSnapshot } from "../proxy/child_server_handle.ts";
+import type { FleetServer } from "../proxy/fleet_config.ts";
+import {
+  addServer,
+  editFleetFile,
+  type FleetEdit,
+  FleetEditError,
+  removeServer,
+  setServerEnabled,
+} from "../proxy/fleet_writer.ts";
+import { type AdminAccess, methodNotAllowed, refuseScope } from "./admin_scope.ts";
+
+/** Where the fleet routes are mounted. */
+export const SERVERS_PATH = "/v1/mcp/proxy/servers";
+
+/** One upstream as operators see it: its configuration's switch and line, and its live state. */
+export interface ServerView extends Omit<HandleSnapshot, "transport"> {
+  transport: FleetServer["transport"];
+  enabled: boolean;
+  /** Line of the entry in the fleet file. */
+  line?: number;
+}
+
+/** The view of one server: live when it runs, else its configuration (a disabled one is STOPPED). */
+export function serverView(server: FleetServer | undefined, live?: HandleSnapshot): ServerView {
+  const where = server ? { enabled: server.enabled, line: server.line } : { enabled: true };
+  if (live) return { ...live, ...where };
+  return {
+    id: server?.id ?? "",
+    transport: server?.transport ?? "stdio",
+    state: "STOPPED",
+    breaker: { state: "CLOSED", trips: 0, consecutiveFailures: 0, retryAfterMs: 0 },
+    health: { consecutiveFailures: 0 },
+    tools: 0,
+    resources: 0,
+    prompts: 0,
+    restarts: 0,
+    ...where,
+  };
+}
+
+/** The fleet routes over the running kernel. */
+export function serverRoutes(kernel: Kernel): HttpRoute {
+  return {
+    path: SERVERS_PATH,
+    prefix: true,
+    methods: ["GET", "POST", "DELETE"],
+    async handle(request, auth) {
+      const url = new URL(request.url);
+      const [id, action, ...rest] = url.pathname.slice(SERVERS_PATH.length).split("/")
+        .filter(Boolean).map(decodeURIComponent);
+      const { method } = request;
+      const what = `${method} ${url.pathname}`;
+      const guard = (access: AdminAccess) => refuseScope(auth, access, what);
+      if (rest.length > 0 || (action !== undefined && !ACTIONS.has(action))) {
+        return jsonError(
+          404,
+          "not_found",
+          `Nothing is served at ${url.pathname}; use ${SERVERS_PATH}/{id} with /enable, /disable or /restart`,
+        );
+      }
+      if (id === undefined) {
+        if (method === "GET") return guard("read") ?? list(kernel);
+        if (method === "POST") return guard("admin") ?? await add(kernel, request);
+        return methodNotAllowed(method, url.pathname, ["GET", "POST"]);
+      }
+      if (action === undefined) {
+        if (method === "GET") return guard("read") ?? one(kernel, id);
+        if (method === "DELETE") {
+          return guard("admin") ??
+            await mutate(kernel, id, removeServer(id), () => ({ removed: id }));
+        }
+        return methodNotAllowed(method, url.pathname, ["GET", "DELETE"]);
+      }
+      if (method !== "POST") return methodNotAllowed(method, url.pathname, ["POST"]);
+      if (action === "restart") return guard("operate") ?? await restart(kernel, id);
+      const enabled = action === "enable";
+      return guard("admin") ??
+        await mutate(kernel, id, setServerEnabled(id, enabled), () => ({
+          server: current(kernel, id),
+        }));
+    },
+  };
+}
+
+const ACTIONS = new Set(["enable", "disable", "restart"]);
+
+function list(kernel: Kernel): Response {
+  const ids = new Set([
+    ...kernel.fleet.map((s) => s.id),
+    ...kernel.proxy.handles().map((h) => h.id),
+  ]);
+  return Response.json({ servers: [...ids].map((id) => current(kernel, id)) });
+}
+
+function current(kernel: Kernel, id: string): ServerView | undefined {
+  const server = kernel.fleet.find((s) => s.id === id);
+  const live = kernel.proxy.get(id)?.snapshot();
+  if (!server && !live) return undefined;
+  return serverView(server, live);
+}
+
+function one(kernel: Kernel, id: string): Response {
+  const view = current(kernel, id);
+  return view ? Response.json(view) : unknownServer(kernel, id);
+}
+
+function unknownServer(kernel: Kernel, id: string): Response {
+  const where = kernel.config.proxy.configPath ?? "the fleet (no fleet file is configured)";
+  return jsonError(
+    404,
+    "not_found",
+    `No upstream server "${id}" in ${where}; list them with GET ${SERVERS_PATH}`,
+  );
+}
+
+async function restart(kernel: Kernel, id: string): Promise<Response> {
+  const handle = kernel.proxy.get(id);
+  if (!handle) {
+    if (!kernel.fleet.some((s) => s.id === id)) return unknownServer(kernel, id);
+    return jsonError(
+      409,
+      "server_disabled",
+      `Upstream server "${id}" is disabled, so there is nothing to restart; enable it with POST ${SERVERS_PATH}/${id}/enable`,
+    );
+  }
+  await handle.restart();
+  return Response.json({ server: current(kernel, id) });
+}
+
+async function add(kernel: Kernel, request: Request): Promise<Response> {
+  let entry: unknown;
+  try {
+    entry = await request.json();
+  } catch {
+    return jsonError(
+      400,
+      "invalid_request",
+      'The body must be one fleet entry as JSON, e.g. {"id": "github", "command": ["npx", "-y", "@modelcontextprotocol/server-github"]}',
+    );
+  }
+  if (typeof entry !== "object" || entry === null || Array.isArray(entry)) {
+    return jsonError(
+      400,
+      "invalid_request",
+      'The body must be one fleet entry as a JSON object with at least an id, e.g. {"id": "web", "url": "https://mcp.example.com/mcp"}',
+    );
+  }
+  const id = (entry as { id?: unknown }).id;
+  return await mutate(
+    kernel,
+    typeof id === "string" ? id : "",
+    addServer(entry as Record<string, unknown>),
+    () => ({ server: typeof id === "string" ? current(kernel, id) : undefined }),
+    201,
+  );
+}
+
+/** Edits the fleet file, validated first, then applies it; refusals leave the file unchanged. */
+async function mutate(
+  kernel: Kernel,
+  id: string,
+  edit: FleetEdit,
+  answer: () => Record<string, unknown>,
+  status = 200,
+): Promise<Response> {
+  const path = kernel.config.proxy.configPath;
+  if (path === undefined) {
+    return jsonError(
+      409,
+      "no_fleet_file",
+      "No fleet file is configured, so there is nowhere to keep this change; set MCP_PROXY_CONFIG_PATH (or serve --config FILE) and restart the gateway",
+    );
+  }
+  try {
+    const result = await editFleetFile(path, edit, {
+      validate: (text) => kernel.checkFleet(text, path),
+      apply: (fleet) => kernel.applyFleet(fleet.servers),
+    });
+    return Response.json({
+      ...answer(),
+      changed: result.changed,
+      fleet: result.applied ?? { added: [], removed: [], changed: [] },
+    }, { status: result.changed ? status : 200 });
+  } catch (error) {
+    if (!(error instanceof FleetEditError)) throw error;
+    if (error.kind === "not_found") return unknownServer(kernel, id);
+    if (error.kind === "conflict") return jsonError(409, "conflict", error.message);
+    return jsonError(400, "invalid_fleet", error.message);
+  }
+}

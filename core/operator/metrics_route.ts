@@ -1,0 +1,38 @@
+/**
+ * `GET /metrics`: the Prometheus scrape endpoint. Prometheus authenticates like any operator
+ * client (a bearer token), so the route needs scope `admin` or `operator`.
+ * @module
+ */
+import { hasScope } from "../auth/token_payload.ts";
+import { jsonError } from "../http_listener.ts";
+import type { HttpRoute } from "../plugin_api.ts";
+import { EXPOSITION_CONTENT_TYPE } from "./metrics_exposition.ts";
+
+/** The path Prometheus scrapes by default. */
+export const METRICS_PATH = "/metrics";
+
+/** `GET /metrics`, serving `metrics.render()` as text format 0.0.4 to admins and operators. */
+export function metricsRoute(metrics: { render(): string }): HttpRoute {
+  return {
+    path: METRICS_PATH,
+    methods: ["GET"],
+    handle(_request, auth) {
+      if (!hasScope(auth, "admin", "operator")) {
+        return Promise.resolve(jsonError(
+          403,
+          "forbidden",
+          `Caller "${auth.subject}" lacks scope admin or operator, which ${METRICS_PATH} needs`,
+          {
+            "WWW-Authenticate":
+              'Bearer realm="agent33", error="insufficient_scope", scope="operator"',
+          },
+        ));
+      }
+      return Promise.resolve(
+        new Response(metrics.render(), {
+          headers: { "Content-Type": EXPOSITION_CONTENT_TYPE, "Cache-Control": "no-store" },
+        }),
+      );
+    },
+  };
+}

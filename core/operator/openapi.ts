@@ -1,0 +1,313 @@
+/**
+ * `GET /v1/openapi.json`: an OpenAPI 3.1 description of every HTTP route an operator or a client
+ * uses on the gateway's listener. A test holds it to the real listener both ways: every documented
+ * path and method is served, and every mounted route is documented.
+ * @module
+ */
+import type { HttpRoute } from "../plugin_api.ts";
+import { GATEWAY_INFO } from "../version.ts";
+import { refuseScope } from "./admin_scope.ts";
+
+/** Where the document is served. */
+export const OPENAPI_PATH = "/v1/openapi.json";
+
+type Json = Record<string, unknown>;
+type Scope = "public" | "any" | "operator" | "admin";
+
+const ref = (name: string) => ({ $ref: `#/components/responses/${name}` });
+const json = (description: string, schema: Json = { type: "object" }) => ({
+  description,
+  content: { "application/json": { schema } },
+});
+
+/** One operation: summary, who may call it, its parameters and its answers. */
+function op(
+  summary: string,
+  scope: Scope,
+  extra: { parameters?: Json[]; requestBody?: Json; responses?: Json; description?: string } = {},
+): Json {
+  const guarded = scope === "operator" || scope === "admin";
+  return {
+    summary,
+    ...(extra.description ? { description: extra.description } : {}),
+    ...(scope === "public" ? { security: [] } : {}),
+    ...(guarded
+      ? { "x-required-scopes": scope === "admin" ? ["admin"] : ["admin", "operator"] }
+      : {}),
+    ...(extra.parameters ? { parameters: extra.parameters } : {}),
+    ...(extra.requestBody ? { requestBody: extra.requestBody } : {}),
+    responses: {
+      ...(extra.responses ?? { "200": json("OK") }),
+      ...(scope === "public" ? {} : { "401": ref("Unauthorized") }),
+      ...(guarded ? { "403": ref("Forbidden") } : {}),
+    },
+  };
+}
+
+const param = (name: string, description: string, example: string): Json => ({
+  name,
+  in: "path",
+  required: true,
+  description,
+  schema: { type: "string" },
+  example,
+});
+const serverId = param("id", "The upstream server's id in the fleet file", "github");
+const approvalId = param("id", "The approval request's id", "apr_123");
+const mcpBody = {
+  required: true,
+  content: { "application/json": { schema: { type: "object", description: "JSON-RPC 2.0" } } },
+};
+
+/** The gateway's OpenAPI 3.1 document. */
+export function openApiDocument(): Json {
+  const fleetChange = (summary: string) =>
+    op(summary, "admin", {
+      parameters: [serverId],
+      responses: {
+        "200": json("Changed in the fleet file and applied"),
+        "400": json("The fleet file would become invalid; nothing was written"),
+        "404": ref("NotFound"),
+        "409": json("No fleet file is configured (set MCP_PROXY_CONFIG_PATH)"),
+      },
+    });
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "AGENT-33 MCP gateway",
+      version: GATEWAY_INFO.version,
+      description:
+        "HTTP surface of the gateway: MCP transports, health probes, and the operator API. " +
+        "Errors are JSON `{ error: { code, message } }`.",
+    },
+    security: [{ bearer: [] }],
+    paths: {
+      "/healthz": { get: op("Liveness: the process answers", "public") },
+      "/readyz": {
+        get: op("Readiness: plugins loaded and every upstream started or failed", "public", {
+          responses: { "200": json("Ready"), "503": json("Not ready, with the reasons") },
+        }),
+      },
+      "/mcp": {
+        post: op("MCP Streamable HTTP: a JSON-RPC message (initialize opens a session)", "any", {
+          requestBody: mcpBody,
+          responses: { "200": json("JSON-RPC response or SSE stream"), "503": ref("McpDisabled") },
+        }),
+        get: op("MCP Streamable HTTP: the session's server-to-client SSE stream", "any", {
+          responses: { "200": { description: "text/event-stream" }, "503": ref("McpDisabled") },
+        }),
+        delete: op("MCP Streamable HTTP: end the session", "any", {
+          responses: { "200": json("Closed"), "503": ref("McpDisabled") },
+        }),
+      },
+      "/mcp/{server_id}": {
+        post: op("MCP Streamable HTTP for one upstream alone, under its own names", "any", {
+          parameters: [param("server_id", "The upstream server's id", "github")],
+          requestBody: mcpBody,
+          responses: { "200": json("JSON-RPC response or SSE stream"), "503": ref("McpDisabled") },
+        }),
+      },
+      "/sse": {
+        get: op("Legacy HTTP+SSE (2024-11-05): open the event stream", "any", {
+          responses: { "200": { description: "text/event-stream" }, "503": ref("McpDisabled") },
+        }),
+      },
+      "/messages": {
+        post: op("Legacy HTTP+SSE: post a JSON-RPC message to a session", "any", {
+          parameters: [{
+            name: "sessionId",
+            in: "query",
+            required: true,
+            schema: { type: "string" },
+          }],
+          requestBody: mcpBody,
+          responses: { "202": { description: "Accepted" }, "503": ref("McpDisabled") },
+        }),
+      },
+      "/metrics": {
+        get: op("Prometheus metrics (text format 0.0.4)", "operator", {
+          responses: { "200": { description: "text/plain; version=0.0.4" } },
+        }),
+      },
+      "/dashboard": {
+        get: op("The operator dashboard page (static; it asks for a token)", "public", {
+          responses: { "200": { description: "text/html" } },
+        }),
+      },
+      "/dashboard/{asset}": {
+        get: op("A dashboard asset", "public", {
+          parameters: [param("asset", "index.html, app.js or style.css", "app.js")],
+          responses: { "200": { description: "The asset" }, "404": ref("NotFound") },
+        }),
+      },
+      "/v1/events": {
+        get: op("The event bus as a Server-Sent Events stream", "operator", {
+          responses: { "200": { description: "text/event-stream" } },
+        }),
+      },
+      "/v1/operator/status": {
+        get: op("Gateway counts and, per upstream, state, breaker and health", "operator"),
+      },
+      "/v1/approvals": {
+        get: op("Approval requests", "operator", {
+          parameters: [{
+            name: "status",
+            in: "query",
+            schema: { enum: ["pending", "approved", "denied", "expired"] },
+          }],
+        }),
+      },
+      "/v1/approvals/{id}": {
+        get: op(
+          "One approval request; its caller sees its status and, once approved, the token",
+          "any",
+          {
+            parameters: [approvalId],
+            responses: { "200": json("The request"), "404": ref("NotFound") },
+          },
+        ),
+      },
+      "/v1/approvals/{id}/approve": {
+        post: op("Approve: issues the single-use token", "operator", {
+          parameters: [approvalId],
+          responses: { "200": json("Approved, with the token"), "404": ref("NotFound") },
+        }),
+      },
+      "/v1/approvals/{id}/deny": {
+        post: op("Deny, with an optional reason", "operator", {
+          parameters: [approvalId],
+          requestBody: { content: { "application/json": { schema: { type: "object" } } } },
+          responses: { "200": json("Denied"), "404": ref("NotFound") },
+        }),
+      },
+      "/v1/mcp/status": {
+        get: op(
+          "MCP interface: enabled, transport, sessions, protocol versions, auth mode",
+          "operator",
+        ),
+      },
+      "/v1/mcp/config": {
+        get: op("Effective configuration and fleet, secrets redacted", "operator"),
+      },
+      "/v1/mcp/enable": { post: op("Turn the MCP interface on", "admin") },
+      "/v1/mcp/disable": {
+        post: op("Turn the MCP interface off: /mcp, /sse and /messages answer 503", "admin"),
+      },
+      "/v1/mcp/reload": {
+        post: op("Reload the fleet file and the policies now", "admin", {
+          responses: {
+            "200": json("What changed"),
+            "422": json("A file was refused (file:line); the previous one stays in force"),
+          },
+        }),
+      },
+      "/v1/mcp/sync/{operation}": {
+        get: op("Registry sync: reserved", "operator", {
+          parameters: [param("operation", "Reserved", "status")],
+          responses: { "501": ref("NotImplemented") },
+        }),
+        post: op("Registry sync: reserved", "operator", {
+          parameters: [param("operation", "Reserved", "run")],
+          responses: { "501": ref("NotImplemented") },
+        }),
+      },
+      "/v1/mcp/proxy/servers": {
+        get: op("The upstream fleet: state, breaker, health, tool count", "operator"),
+        post: op("Add a server to the fleet file and start it", "admin", {
+          description: "The body is one fleet entry as JSON, in the fleet file's own format.",
+          requestBody: {
+            required: true,
+            content: {
+              "application/json": {
+                schema: { type: "object", required: ["id"] },
+                example: {
+                  id: "github",
+                  command: ["npx", "-y", "@modelcontextprotocol/server-github"],
+                },
+              },
+            },
+          },
+          responses: {
+            "201": json("Added and applied"),
+            "400": json("The entry is invalid; the file is unchanged"),
+            "409": json("The id exists, or no fleet file is configured"),
+          },
+        }),
+      },
+      "/v1/mcp/proxy/servers/{id}": {
+        get: op("One upstream server", "operator", {
+          parameters: [serverId],
+          responses: { "200": json("The server"), "404": ref("NotFound") },
+        }),
+        delete: fleetChange("Remove a server from the fleet file and stop it"),
+      },
+      "/v1/mcp/proxy/servers/{id}/enable": { post: fleetChange("Enable a server and start it") },
+      "/v1/mcp/proxy/servers/{id}/disable": { post: fleetChange("Disable a server and stop it") },
+      "/v1/mcp/proxy/servers/{id}/restart": {
+        post: op("Restart a server (breaker reset)", "operator", {
+          parameters: [serverId],
+          responses: { "200": json("Restarted"), "404": ref("NotFound") },
+        }),
+      },
+      "/v1/connectors": {
+        get: op("The connector boundary: each destination's state, breaker and policy", "operator"),
+      },
+      "/v1/connectors/{server}": {
+        get: op("One destination's connector boundary", "operator", {
+          parameters: [param("server", "The upstream server's id", "github")],
+          responses: { "200": json("The destination"), "404": ref("NotFound") },
+        }),
+      },
+      [OPENAPI_PATH]: { get: op("This document", "operator") },
+    },
+    components: {
+      securitySchemes: {
+        bearer: {
+          type: "http",
+          scheme: "bearer",
+          description: "MCP_SERVER_AUTH_TOKEN, a tokens-file token, or a JWT (scope claim)",
+        },
+      },
+      schemas: {
+        Error: {
+          type: "object",
+          required: ["error"],
+          properties: {
+            error: {
+              type: "object",
+              required: ["code", "message"],
+              properties: { code: { type: "string" }, message: { type: "string" } },
+            },
+          },
+        },
+      },
+      responses: Object.fromEntries(
+        [
+          ["Unauthorized", "No or invalid credentials"],
+          ["Forbidden", "The caller lacks the scope named in the message"],
+          ["NotFound", "Nothing by that id; the message names it"],
+          ["McpDisabled", "An operator turned the MCP interface off"],
+          ["NotImplemented", "Reserved for a later issue"],
+        ].map(([name, description]) => [
+          name,
+          json(description!, { $ref: "#/components/schemas/Error" }),
+        ]),
+      ),
+    },
+  };
+}
+
+/** `GET /v1/openapi.json` (scope `admin` or `operator`). */
+export function openApiRoute(): HttpRoute {
+  const body = JSON.stringify(openApiDocument());
+  return {
+    path: OPENAPI_PATH,
+    methods: ["GET"],
+    handle(_request, auth) {
+      const refused = refuseScope(auth, "read", `GET ${OPENAPI_PATH}`);
+      return Promise.resolve(
+        refused ?? new Response(body, { headers: { "Content-Type": "application/json" } }),
+      );
+    },
+  };
+}

@@ -1,0 +1,37 @@
+/**
+ * Rule hidden-instruction-tag: text a model reads as an instruction block but a user skims past
+ * (pseudo-tags such as `<IMPORTANT>`, HTML comments, `|||OVERRIDE|||` markers).
+ * @module
+ */
+import type { ScannerRule } from "../../core/plugin_api.ts";
+import { patternRule } from "./text.ts";
+
+const TAG_NAMES =
+  "important|system|instructions?|secret|hidden|admin|override|prompt|system[_-]?prompt|assistant|critical|directive|note[_-]?to[_-]?(?:ai|model|assistant)";
+
+/** Pseudo-tags, HTML comments and marker blocks in model-visible prose. */
+export const hiddenInstructionTag: ScannerRule = patternRule({
+  id: "hidden-instruction-tag",
+  severity: "high",
+  description:
+    "Instruction pseudo-tags (<IMPORTANT>, <SYSTEM>), HTML comments or marker blocks in descriptions",
+  patterns: [
+    {
+      re: new RegExp(`<\\/?\\s*(?:${TAG_NAMES})\\b[^<>]{0,40}>`, "i"),
+      message: "contains an instruction pseudo-tag that models treat as a priority instruction",
+    },
+    {
+      // A comment is invisible in rendered Markdown but fully visible to the model.
+      re: /<!--\s*\S[\s\S]{7,}?-->/,
+      message: "contains an HTML comment, hidden from users but read by the model",
+    },
+    {
+      re: /\|{2,}\s*[A-Z][A-Z_ ]{2,}\s*\|{2,}/,
+      message: "contains a |||MARKER||| block framing injected instructions",
+    },
+    {
+      re: /```[^`]{0,20}\b(?:SYSTEM|OVERRIDE|INSTRUCTIONS?)\b/,
+      message: "contains a code block posing as a system instruction",
+    },
+  ],
+});

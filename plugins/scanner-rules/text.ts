@@ -1,0 +1,139 @@
+/**
+ * Text helpers the built-in scanner rules share: which strings are prose, excerpts for evidence,
+ * and a factory for rules that are lists of regular expressions.
+ * @module
+ */
+import type {
+  RuleFinding,
+  ScanEntity,
+  ScanModel,
+  ScannerRule,
+  ScanSeverity,
+  ScanText,
+} from "../../core/plugin_api.ts";
+
+/** Prose a model reads as guidance: descriptions, instructions, titles and schema text. */
+export function proseTexts(entity: ScanEntity): ScanText[] {
+  return entity.texts.filter((t) => t.field !== "name" && t.field !== "param-name");
+}
+
+/** Every entity of every server, in order. */
+export function allEntities(model: ScanModel): ScanEntity[] {
+  return model.servers.flatMap((s) => s.entities);
+}
+
+/** A short, single-line excerpt around a match, with invisible characters made visible. */
+export function excerpt(text: string, index = 0, length = 0, radius = 60): string {
+  const start = Math.max(0, index - radius);
+  const end = Math.min(text.length, index + length + radius);
+  const body = visible(text.slice(start, end)).replace(/\s+/g, " ").trim();
+  return `${start > 0 ? "…" : ""}${body}${end < text.length ? "…" : ""}`;
+}
+
+/** Replaces invisible and control code points with `<U+XXXX>` so evidence shows them. */
+export function visible(text: string): string {
+  return text.replace(
+    // deno-lint-ignore no-control-regex
+    /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]|[\u{e0000}-\u{e007f}]/gu,
+    (c) => `<U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}>`,
+  );
+}
+
+/** Splits prose into sentences (and lines), so co-occurrence checks stay local. */
+export function sentences(text: string): { text: string; index: number }[] {
+  const out: { text: string; index: number }[] = [];
+  // A period inside a URL or file name ("api.example.com") does not end a sentence.
+  const re = /(?:[^.!?\n]|[.!?](?=[^\s.!?]))+(?:[.!?]+|\n|$)/g;
+  for (const m of text.matchAll(re)) {
+    if (m[0].trim()) out.push({ text: m[0], index: m.index });
+  }
+  return out;
+}
+
+/** Words of an identifier: `sendEmail`, `send_email` and `send-email` all give `send`, `email`. */
+export function identifierWords(name: string): string[] {
+  return name.replace(/([a-z0-9])([A-Z])/g, "$1 $2").toLowerCase().split(/[^a-z0-9]+/).filter(
+    Boolean,
+  );
+}
+
+/** One regular expression of a {@link patternRule}. */
+export interface Pattern {
+  re: RegExp;
+  message: string;
+  severity?: ScanSeverity;
+  /** A match inside a sentence that also matches this is not reported (negation, examples). */
+  unless?: RegExp;
+}
+
+/** Options of {@link patternRule}. */
+export interface PatternRuleOptions {
+  id: string;
+  severity: ScanSeverity;
+  description: string;
+  patterns: Pattern[];
+  /** Which strings to search; prose by default. */
+  texts?: (entity: ScanEntity) => ScanText[];
+}
+
+/** A rule that reports the first match of each pattern in each entity. */
+export function patternRule(options: PatternRuleOptions): ScannerRule {
+  const select = options.texts ?? proseTexts;
+  return {
+    id: options.id,
+    severity: options.severity,
+    description: options.description,
+    check(model) {
+      const findings: RuleFinding[] = [];
+      for (const entity of allEntities(model)) {
+        for (const pattern of options.patterns) {
+          const hit = firstMatch(select(entity), pattern);
+          if (!hit) continue;
+          const finding: RuleFinding = {
+            entity,
+            pointer: hit.text.pointer,
+            message: hit.text.decodedFrom
+              ? `${pattern.message} (in text decoded from ${hit.text.decodedFrom})`
+              : pattern.message,
+            evidence: excerpt(hit.text.text, hit.index, hit.length),
+          };
+          if (pattern.severity) finding.severity = pattern.severity;
+          findings.push(finding);
+        }
+      }
+      return findings;
+    },
+  };
+}
+
+function firstMatch(
+  texts: ScanText[],
+  pattern: Pattern,
+): { text: ScanText; index: number; length: number } | undefined {
+  const flags = pattern.re.flags.includes("g") ? pattern.re.flags : pattern.re.flags + "g";
+  const re = new RegExp(pattern.re.source, flags);
+  for (const text of texts) {
+    const body = unwrap(text.text);
+    for (const m of body.matchAll(re)) {
+      if (pattern.unless && sentenceAt(body, m.index).match(pattern.unless)) continue;
+      return { text, index: m.index, length: m[0].length };
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Joins hard-wrapped lines (a single newline becomes a space, keeping every index), so a phrase
+ * wrapped across lines still matches; blank lines still separate paragraphs.
+ */
+export function unwrap(text: string): string {
+  return text.replace(/(?<![\n\r])\r?\n(?![\r\n])/g, (m) => " ".repeat(m.length));
+}
+
+/** The sentence containing `index`. */
+export function sentenceAt(text: string, index: number): string {
+  for (const s of sentences(text)) {
+    if (index >= s.index && index < s.index + s.text.length) return s.text;
+  }
+  return text;
+}

@@ -1,0 +1,270 @@
+/**
+ * The operator dashboard in a real headless Chromium (Debian's `chromium`, driven by
+ * playwright-core): sign in with a token, watch the fleet change live, decide approvals.
+ *
+ * Set `DASHBOARD_SCREENSHOT=docs/dashboard.png` to refresh the README's screenshot; otherwise the
+ * screenshot goes to a temp dir, so a test run never dirties the working tree.
+ */
+import assert from "node:assert/strict";
+import type { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { APPROVAL_TOKEN_META_KEY } from "../../core/governance/tool_governance.ts";
+import { fixture, writeFleet } from "../support/fleet.ts";
+import { connectHttp, startGateway, type TestGateway } from "../support/gateway.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
+const OPERATOR_TOKEN = "dashboard-operator-token";
+const AGENT_TOKEN = "dashboard-agent-token";
+
+/** A fleet entry for the fault fixture (healthy), with extra YAML lines. */
+function faultServer(id: string, extra = ""): string {
+  return `
+  - id: ${id}
+    command: ["deno", "run", "--config", "${DENO_JSON}", "${fixture("upstreams/fault_server.ts")}"]
+    sandbox: deno
+    env:
+      FAULT: none
+    permissions:
+      env: [FAULT]
+      read: true
+    health: { interval: 2 }
+${extra}`;
+}
+
+/** b__ok needs approval; an operator (no MCP use) and an agent (no operator scope) token. */
+const POLICY = `
+tenants:
+  "*":
+    effects:
+      b__ok: destructive
+    approval: [destructive]
+`;
+
+async function sha256(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+async function withDashboardGateway(fn: (gateway: TestGateway) => Promise<void>): Promise<void> {
+  // `a` trips its breaker on the first failure and waits a minute to restart: it stays down.
+  const fleet = await writeFleet(
+    `proxy_servers:${faultServer("a", "    breaker: { threshold: 1, base: 60, max: 120 }\n")}${
+      faultServer("b")
+    }`,
+  );
+  await Deno.writeTextFile(`${fleet.dir}/policy.yaml`, POLICY);
+  await Deno.writeTextFile(
+    `${fleet.dir}/tokens.yaml`,
+    `tokens:
+  - sha256: ${await sha256(OPERATOR_TOKEN)}
+    tenant: ops
+    scopes: [operator]
+    subject: on-call
+  - sha256: ${await sha256(AGENT_TOKEN)}
+    tenant: default
+    scopes: [mcp]
+    subject: agent-7
+`,
+  );
+  const gateway = await startGateway({
+    MCP_PROXY_CONFIG_PATH: fleet.path,
+    MCP_POLICY_PATH: `${fleet.dir}/policy.yaml`,
+    MCP_AUTH_TOKENS_FILE: `${fleet.dir}/tokens.yaml`,
+  });
+  try {
+    await gateway.kernel.fleetStarted;
+    await fn(gateway);
+  } finally {
+    await gateway.stop();
+    await fleet.remove();
+  }
+}
+
+async function withBrowser(fn: (page: Page) => Promise<void>): Promise<void> {
+  try {
+    await Deno.stat(CHROMIUM);
+  } catch {
+    throw new Error(
+      `${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium), as .ci/run does`,
+    );
+  }
+  const profile = await Deno.makeTempDir({ prefix: "agent33-chromium-" });
+  let context: BrowserContext | undefined;
+  try {
+    // A persistent context runs Chromium with --user-data-dir=<profile>: a fresh profile per test.
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1360, height: 900 },
+      colorScheme: "light",
+    });
+    context.setDefaultTimeout(20_000);
+    const page = context.pages()[0] ?? await context.newPage();
+    await fn(page);
+  } finally {
+    await context?.close();
+    await Deno.remove(profile, { recursive: true });
+  }
+}
+
+const row = (page: Page, server: string, attrs = "") =>
+  page.locator(`#fleet tr[data-server="${server}"]${attrs}`);
+
+Deno.test("The dashboard's page is public, but the data it shows needs an operator token", async () => {
+  await withDashboardGateway(async (gateway) => {
+    const page = await fetch(`${gateway.url}/dashboard`);
+    assert.equal(page.status, 200);
+    assert.match(page.headers.get("content-type")!, /^text\/html/);
+    assert.match(page.headers.get("content-security-policy")!, /script-src 'self'/);
+    assert.match(await page.text(), /<script src="\/dashboard\/app\.js" defer><\/script>/);
+    for (const asset of ["app.js", "style.css"]) {
+      const response = await fetch(`${gateway.url}/dashboard/${asset}`);
+      assert.equal(response.status, 200, asset);
+      await response.body?.cancel();
+    }
+    for (const path of ["/dashboard/kernel.ts", "/dashboard/%2e%2e/dashboard.ts"]) {
+      const response = await fetch(`${gateway.url}${path}`);
+      assert.equal(response.status, 404, path);
+      await response.body?.cancel();
+    }
+    // Data routes: no token, a token in the URL, or a token without operator scope get nothing.
+    for (
+      const [path, headers, status] of [
+        ["/v1/events", {}, 401],
+        [`/v1/events?access_token=${OPERATOR_TOKEN}`, {}, 401],
+        ["/v1/events", { Authorization: `Bearer ${AGENT_TOKEN}` }, 403],
+        ["/v1/operator/status", {}, 401],
+        ["/v1/approvals?status=pending", {}, 401],
+      ] as const
+    ) {
+      const response = await fetch(`${gateway.url}${path}`, { headers });
+      assert.equal(response.status, status, path);
+      await response.body?.cancel();
+    }
+  });
+});
+
+Deno.test("The dashboard shows the fleet live, turns a killed upstream FAILED without a reload, and approves a pending call", async () => {
+  await withDashboardGateway(async (gateway) => {
+    await withBrowser(async (page) => {
+      const pageErrors: string[] = [];
+      page.on("pageerror", (error) => pageErrors.push(error.message));
+
+      // Sign in once; the token stays in this tab's sessionStorage.
+      await page.goto(`${gateway.url}/dashboard`);
+      await page.fill("#token", OPERATOR_TOKEN);
+      await page.click("#connect");
+      await row(page, "a", '[data-state="READY"]').waitFor();
+      await row(page, "b", '[data-state="READY"]').waitFor();
+      await page.locator('#live[data-state="live"]').waitFor();
+      assert.equal(await row(page, "b").locator(".cell-tools").textContent(), "6");
+      assert.equal(
+        await page.evaluate(() => sessionStorage.getItem("agent33.dashboard.token")),
+        OPERATOR_TOKEN,
+      );
+
+      // Kill a's child: its row turns FAILED with the breaker OPEN, pushed over /v1/events.
+      await page.evaluate(() => Object.assign(globalThis, { sameDocument: true }));
+      const pid = Number(/upstream started server=a pid=(\d+)/.exec(gateway.logs.join("\n"))?.[1]);
+      assert.ok(pid > 0, "the child's pid is logged");
+      Deno.kill(pid, "SIGKILL");
+      await row(page, "a", '[data-state="FAILED"][data-breaker="OPEN"]').waitFor();
+      assert.match(
+        (await row(page, "a").textContent())!,
+        /closed the connection/,
+        "the last error is shown",
+      );
+      await row(page, "b", '[data-state="READY"]').waitFor();
+      await page.locator('#events li[data-type="proxy.state"]', { hasText: "a: READY → FAILED" })
+        .waitFor();
+      assert.equal(
+        await page.evaluate(() => (globalThis as { sameDocument?: boolean }).sameDocument),
+        true,
+        "the page was not reloaded",
+      );
+
+      // A call that needs approval shows up as pending, live.
+      const agent = await connectHttp(gateway, AGENT_TOKEN);
+      try {
+        const refused = await agent.callTool({ name: "b__ok", arguments: {} })
+          .then(() => assert.fail("b__ok must need approval"), (e: McpError) => e);
+        assert.equal((refused.data as { code: string }).code, "approval_required");
+        const { id } = (refused.data as { request: { id: string } }).request;
+        const card = page.locator(`#approvals li[data-approval="${id}"]`);
+        await card.waitFor();
+        assert.match((await card.textContent())!, /b__ok[\s\S]*default \/ agent-7/);
+
+        await row(page, "b").locator(".health-dot.ok").waitFor(); // a health check has run
+        await screenshot(page);
+
+        // Approve on the page; the caller fetches its token from the API and retries.
+        await card.getByRole("button", { name: "Approve b__ok" }).click();
+        await card.waitFor({ state: "detached" });
+        await page.locator('#events li[data-type="approval.approved"]').waitFor();
+        const mine = await (await fetch(`${gateway.url}/v1/approvals/${id}`, {
+          headers: { Authorization: `Bearer ${AGENT_TOKEN}` },
+        })).json();
+        assert.equal(mine.status, "approved");
+        const done = await agent.callTool({
+          name: "b__ok",
+          arguments: {},
+          _meta: { [APPROVAL_TOKEN_META_KEY]: mine.token },
+        });
+        assert.deepEqual(done.content, [{ type: "text", text: "ok" }]);
+
+        // Deny works the same way, and the caller learns it.
+        const again = await agent.callTool({ name: "b__ok", arguments: {} })
+          .catch((e: McpError) => e) as McpError;
+        const second = (again.data as { request: { id: string } }).request.id;
+        const denyCard = page.locator(`#approvals li[data-approval="${second}"]`);
+        await denyCard.getByRole("button", { name: "Deny b__ok" }).click();
+        await denyCard.waitFor({ state: "detached" });
+        const denied = await (await fetch(`${gateway.url}/v1/approvals/${second}`, {
+          headers: { Authorization: `Bearer ${AGENT_TOKEN}` },
+        })).json();
+        assert.equal(denied.status, "denied");
+      } finally {
+        await agent.close();
+      }
+
+      // Phone width: nothing overflows sideways.
+      await page.setViewportSize({ width: 390, height: 844 });
+      // A string: this module is type-checked without the DOM library.
+      const overflow = Number(
+        await page.evaluate(
+          "document.documentElement.scrollWidth - document.documentElement.clientWidth",
+        ),
+      );
+      assert.ok(overflow <= 0, `the page overflows a phone's width by ${overflow} px`);
+      assert.deepEqual(pageErrors, []);
+    });
+  });
+});
+
+/** Full-page screenshot: to $DASHBOARD_SCREENSHOT when set, else to a temp file. */
+async function screenshot(page: Page): Promise<void> {
+  const target = Deno.env.get("DASHBOARD_SCREENSHOT");
+  if (target) {
+    await page.screenshot({ path: target, fullPage: true, animations: "disabled" });
+    return;
+  }
+  const dir = await Deno.makeTempDir({ prefix: "agent33-shot-" });
+  try {
+    await page.screenshot({ path: `${dir}/dashboard.png`, fullPage: true, animations: "disabled" });
+    assert.ok((await Deno.stat(`${dir}/dashboard.png`)).size > 10_000);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
