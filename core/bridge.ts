@@ -349,6 +349,16 @@ export class MCPServiceBridge {
             ),
           );
         }
+        const quarantine = o.proxy?.quarantineReason(route.handle.id, route.original);
+        if (quarantine) {
+          throw toMcpError(
+            new GatewayError(
+              "quarantined",
+              `Tool "${name}" is quarantined by the scanner: ${quarantine}. An operator releases it with POST /v1/scanner/release`,
+              { tool: name, server: route.handle.id },
+            ),
+          );
+        }
         // A proxied tool is not implicitly trusted: the same gate, plus its connector boundary.
         const descriptor = route.handle.catalog.tools.find((t) => t.name === route.original);
         const target: ToolTarget = {

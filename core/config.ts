@@ -51,6 +51,8 @@ export interface GatewayConfig {
     auditMaxBytes: number;
     auditIncludeArguments: boolean;
   };
+  /** MCP_SCANNER_BLOCK: findings at or above this severity quarantine their tool. */
+  scannerBlock: "off" | "info" | "low" | "medium" | "high" | "critical";
   natsUrl?: string;
   log: { level: "debug" | "info" | "warn" | "error"; format: "text" | "json" };
   /** Every `MCP_PLUGIN_*` variable, for plugin config slices. */
@@ -193,6 +195,11 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
     meaning: "Write raw arguments into audit lines (else only their hash)",
   },
   {
+    name: "MCP_SCANNER_BLOCK",
+    default: "critical",
+    meaning: "Scanner findings at or above this severity quarantine their tool (`off` to never)",
+  },
+  {
     name: "MCP_LOG_LEVEL",
     default: "info",
     meaning: "`debug`, `info`, `warn` or `error` (logs go to stderr)",
@@ -294,6 +301,10 @@ const ENV_SCHEMA = z.object({
   MCP_AUDIT_LOG: text,
   MCP_AUDIT_MAX_BYTES: int("MCP_AUDIT_MAX_BYTES", 1024, 1024 * 1024 * 1024),
   MCP_AUDIT_INCLUDE_ARGUMENTS: bool("MCP_AUDIT_INCLUDE_ARGUMENTS"),
+  MCP_SCANNER_BLOCK: oneOf(
+    "MCP_SCANNER_BLOCK",
+    ["off", "info", "low", "medium", "high", "critical"] as const,
+  ),
   MCP_LOG_LEVEL: oneOf("MCP_LOG_LEVEL", ["debug", "info", "warn", "error"] as const),
   MCP_LOG_FORMAT: oneOf("MCP_LOG_FORMAT", ["text", "json"] as const),
 });
@@ -375,6 +386,7 @@ export function resolveConfig(
       auditIncludeArguments: e.MCP_AUDIT_INCLUDE_ARGUMENTS ?? false,
     },
     ...(e.NATS_URL === undefined ? {} : { natsUrl: e.NATS_URL }),
+    scannerBlock: e.MCP_SCANNER_BLOCK ?? "critical",
     log: { level: e.MCP_LOG_LEVEL ?? "info", format: e.MCP_LOG_FORMAT ?? "text" },
     pluginEnv,
   };

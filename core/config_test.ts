@@ -44,6 +44,7 @@ Deno.test("resolveConfig resolves an empty environment to the documented default
       auditMaxBytes: 10 * 1024 * 1024,
       auditIncludeArguments: false,
     },
+    scannerBlock: "critical",
     log: { level: "info", format: "text" },
     pluginEnv: {},
   });

@@ -23,6 +23,7 @@ export type GatewayErrorCode =
   | "connector_denied"
   | "effect_not_allowed"
   | "policy_error"
+  | "quarantined"
   | "approval_required"
   | "approval_invalid"
   | "approval_expired"
@@ -54,6 +55,7 @@ const RPC_CODE: Record<GatewayErrorCode, number> = {
   connector_denied: ErrorCode.InvalidRequest,
   effect_not_allowed: ErrorCode.InvalidRequest,
   policy_error: ErrorCode.InternalError,
+  quarantined: ErrorCode.InvalidRequest,
   approval_required: ErrorCode.InvalidRequest,
   approval_invalid: ErrorCode.InvalidRequest,
   approval_expired: ErrorCode.InvalidRequest,

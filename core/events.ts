@@ -29,6 +29,9 @@ export type GatewayEvent =
   | { type: "proxy.tool_dropped"; server: string; tool: string; reason: string }
   | { type: "fleet.reloaded"; path: string; added: string[]; removed: string[]; changed: string[] }
   | { type: "fleet.reload_failed"; path: string; reason: string }
+  | { type: "scanner.findings"; server: string; findings: number; worst?: string }
+  | { type: "scanner.quarantined"; server: string; tool: string; reason: string }
+  | { type: "scanner.released"; server: string; tool: string; by: string }
   | { type: "policy.reloaded"; path: string; files: string[] }
   | { type: "policy.reload_failed"; path: string; reason: string }
   | {
@@ -93,6 +96,10 @@ export function subjectOf(event: GatewayEvent): string {
     case "fleet.reloaded":
     case "fleet.reload_failed":
       return `${SUBJECT_PREFIX}.fleet.${event.type.slice("fleet.".length)}`;
+    case "scanner.findings":
+    case "scanner.quarantined":
+    case "scanner.released":
+      return `${SUBJECT_PREFIX}.scanner.${event.server}.${event.type.slice("scanner.".length)}`;
     case "policy.reloaded":
     case "policy.reload_failed":
       return `${SUBJECT_PREFIX}.policy.${event.type.slice("policy.".length)}`;

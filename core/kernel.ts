@@ -49,6 +49,7 @@ import { loadFleetConfig, parseFleetConfig } from "./proxy/fleet_config.ts";
 import { watchFile } from "./file_watcher.ts";
 import { ProxyManager } from "./proxy/proxy_manager.ts";
 import { baseEnv, UpstreamTransports } from "./proxy/upstream_transports.ts";
+import { GatewayScanner } from "./scanner/gateway_scanner.ts";
 import { systemStatusTool } from "./system_tools.ts";
 import { ToolActivationManager } from "./tool_activation_manager.ts";
 import { ToolDiscovery } from "./tool_discovery.ts";
@@ -106,6 +107,8 @@ export class Kernel {
   readonly governance: ToolGovernance;
   readonly approvals: ApprovalQueue;
   readonly audit: AuditLog;
+  /** The scanner inside the gateway; set at start from the scanner-rule plugins. */
+  scanner: GatewayScanner | undefined;
 
   #options: KernelOptions;
   #instances = new Map<PluginKind, PluginInstance[]>();
@@ -362,6 +365,14 @@ export class Kernel {
       if (auth!.generatedToken) info.generatedToken = auth!.generatedToken;
     }
     this.#ready = true;
+    this.scanner = new GatewayScanner({
+      proxy: this.proxy,
+      rules: this.pluginsOf("scanner-rule").flatMap((r) => (Array.isArray(r) ? r : [])),
+      subscribe: (handler) => this.bus.subscribeLocal(handler),
+      bus: this.bus,
+      logger: this.logger.child("scanner"),
+      blockAt: this.config.scannerBlock,
+    });
     // Upstreams start in the background: clients connect at once and get list_changed as each
     // upstream becomes READY; /readyz reports ready when every upstream has started or failed.
     this.#fleetStarted = this.proxy.start(fleet).then(() => void (this.#fleetReady = true));
@@ -393,6 +404,7 @@ export class Kernel {
       await this.#listener?.close();
       await this.#fleetStarted.catch(() => {});
       await this.proxy.stop();
+      this.scanner?.close();
       for (const instances of this.#instances.values()) {
         for (const { value, plugin } of instances) {
           const closable = value as { close?: () => unknown } | undefined;
@@ -686,7 +698,12 @@ export class Kernel {
     listener.mount(approvalRoutes(this.approvals));
     listener.mount(operatorStatusRoute({
       system: () => this.bridge.status(),
-      servers: () => this.proxy.status(),
+      servers: () =>
+        this.proxy.status().map((s) => ({
+          ...s,
+          findings: this.scanner?.findingsFor(s.id) ?? [],
+          quarantined: this.scanner?.quarantinedTools(s.id) ?? [],
+        })),
       ready: () => this.#ready && this.#fleetReady,
     }));
     for (const route of operatorRoutes(this)) listener.mount(route);

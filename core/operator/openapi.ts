@@ -258,6 +258,27 @@ export function openApiDocument(): Json {
           responses: { "200": json("The destination"), "404": ref("NotFound") },
         }),
       },
+      "/v1/scanner/findings": {
+        get: op("The in-gateway scanner's findings and quarantined tools, per server", "operator"),
+      },
+      "/v1/scanner/release": {
+        post: op("Release a quarantined tool: its current definition becomes its pin", "operator", {
+          requestBody: {
+            required: true,
+            content: {
+              "application/json": {
+                schema: {
+                  type: "object",
+                  required: ["server", "tool"],
+                  properties: { server: { type: "string" }, tool: { type: "string" } },
+                },
+                example: { server: "github", tool: "create_issue" },
+              },
+            },
+          },
+          responses: { "200": json("Released"), "404": ref("NotFound") },
+        }),
+      },
       [OPENAPI_PATH]: { get: op("This document", "operator") },
     },
     components: {

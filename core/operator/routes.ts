@@ -9,6 +9,7 @@ import { adminRoutes } from "./admin_routes.ts";
 import { dashboardRoute } from "./dashboard.ts";
 import { eventsStreamRoute } from "./events_stream.ts";
 import { kernelMetricsRoute } from "./metrics_kernel.ts";
+import { scannerRoutes } from "./scanner_routes.ts";
 
 /** Every operator route family, given the running kernel. */
 export function operatorRoutes(_kernel: Kernel): HttpRoute[] {
@@ -17,5 +18,6 @@ export function operatorRoutes(_kernel: Kernel): HttpRoute[] {
     dashboardRoute(),
     kernelMetricsRoute(_kernel),
     ...adminRoutes(_kernel),
+    scannerRoutes(_kernel),
   ];
 }

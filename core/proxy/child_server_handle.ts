@@ -186,6 +186,16 @@ export class ChildServerHandle {
     return this.#catalog;
   }
 
+  /** The upstream's `instructions` and `serverInfo`, once connected (for the scanner). */
+  get serverDescription(): { instructions?: string; serverInfo?: Record<string, unknown> } {
+    const instructions = this.#client?.getInstructions();
+    const info = this.#client?.getServerVersion();
+    return {
+      ...(instructions === undefined ? {} : { instructions }),
+      ...(info ? { serverInfo: { ...info } } : {}),
+    };
+  }
+
   /** The upstream's capabilities, once connected. */
   get capabilities(): ReturnType<Client["getServerCapabilities"]> {
     return this.#client?.getServerCapabilities();

@@ -84,6 +84,7 @@ export class ProxyManager {
   #updateListeners = new Set<(uri: string) => void>();
   #lastSignature = "";
   #droppedReported = new Set<string>();
+  #quarantine: (server: string, tool: string) => string | undefined = () => undefined;
 
   constructor(options: ProxyManagerOptions) {
     this.#options = options;
@@ -178,7 +179,10 @@ export class ProxyManager {
     if (!member) return undefined;
     const { handle, allows } = member;
     const visible = () => handle.serving;
-    const tools = () => visible() ? handle.catalog.tools.filter((t) => allows(t.name)) : [];
+    const tools = () =>
+      visible()
+        ? handle.catalog.tools.filter((t) => allows(t.name) && !this.#quarantine(id, t.name))
+        : [];
     return {
       tools,
       resources: () => visible() ? handle.catalog.resources : [],
@@ -189,6 +193,25 @@ export class ProxyManager {
       resolvePrompt: (name) => ({ handle, original: name }),
       resolveResource: (uri) => ({ handle, original: uri }),
     };
+  }
+
+  /**
+   * Sets the quarantine test (the scanner's): a quarantined tool is hidden from every list and its
+   * calls are refused; re-evaluated by {@link refresh}.
+   */
+  setQuarantine(test: (server: string, tool: string) => string | undefined): void {
+    this.#quarantine = test;
+    this.#invalidate();
+  }
+
+  /** Why a tool is quarantined, or undefined when it is not. */
+  quarantineReason(server: string, tool: string): string | undefined {
+    return this.#quarantine(server, tool);
+  }
+
+  /** Recomputes the aggregate (after a quarantine decision changed) and notifies listeners. */
+  refresh(): void {
+    this.#invalidate();
   }
 
   /** The aggregated name of an upstream's tool (`<prefix><separator><name>`): the name policies use. */
@@ -276,7 +299,7 @@ export class ProxyManager {
       const { prefix, id } = handle.server;
       const exposed = (name: string) => (prefix === "" ? name : `${prefix}${separator}${name}`);
       for (const tool of handle.catalog.tools) {
-        if (!allows(tool.name)) continue;
+        if (!allows(tool.name) || this.#quarantine(id, tool.name)) continue;
         const name = exposed(tool.name);
         const clash = isNativeTool(name)
           ? "a native tool has this name (native tools are never shadowed)"
@@ -312,11 +335,13 @@ export class ProxyManager {
     return aggregate;
   }
 
-  /** A tool of a connected server hidden by its OPEN breaker still routes, so the caller gets circuit_open. */
+  /**
+   * A hidden tool still routes, so its caller learns why: circuit_open for an OPEN breaker, the
+   * server's state when it is down, `quarantined` for a tool the scanner holds back.
+   */
   #resolveHidden(name: string): Route | undefined {
     const { separator } = this.#options;
     for (const { handle, allows } of this.#members.values()) {
-      if (handle.serving) continue;
       const { prefix } = handle.server;
       const original = prefix === ""
         ? name
@@ -324,6 +349,9 @@ export class ProxyManager {
         ? name.slice(prefix.length + separator.length)
         : undefined;
       if (original === undefined || !allows(original) || this.#options.isNativeTool(name)) continue;
+      // A serving server's listed tools are routed already; here only its quarantined ones, so
+      // their callers learn why.
+      if (handle.serving && !this.#quarantine(handle.id, original)) continue;
       // A prefix claims the name; an unprefixed server claims only the names it advertised.
       if (prefix !== "" || handle.catalog.tools.some((t) => t.name === original)) {
         return { handle, original };

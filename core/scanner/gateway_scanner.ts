@@ -1,0 +1,203 @@
+/**
+ * GatewayScanner: the scanner inside the running gateway. Every time an upstream (re)connects or
+ * its lists change, the whole serving fleet is rescanned (cross-server rules need all of it);
+ * findings are kept per server for the operator, and two things quarantine a tool — hidden from
+ * every list, its calls refused — until an operator releases it:
+ *
+ * - a finding at or above the blocking severity (`MCP_SCANNER_BLOCK`, default `critical`);
+ * - a changed definition of a tool already seen (pinned on first sight): a rug pull until proven
+ *   otherwise.
+ * @module
+ */
+import { createHash } from "node:crypto";
+import type { EventBus } from "../event_bus.ts";
+import type { GatewayEvent } from "../events.ts";
+import { canonicalJson } from "../governance/canonical_json.ts";
+import type { Logger } from "../logger.ts";
+import type { ScannerRule, ScanSeverity } from "../plugin_api.ts";
+import type { ProxyManager } from "../proxy/proxy_manager.ts";
+import type { ServerDescriptor } from "./descriptor.ts";
+import { type Finding, severityRank } from "./finding.ts";
+import { scanServers } from "./scan.ts";
+
+/** Options of {@link GatewayScanner}. */
+export interface GatewayScannerOptions {
+  proxy: ProxyManager;
+  rules: readonly ScannerRule[];
+  /** This process's own events (proxy.tools, proxy.state) trigger rescans. */
+  subscribe: (handler: (event: GatewayEvent) => void) => () => void;
+  bus: EventBus;
+  logger: Logger;
+  /** Findings at or above this severity quarantine their tool; `off` never quarantines on findings. */
+  blockAt: ScanSeverity | "off";
+}
+
+/** A finding as shown to operators. */
+export interface FindingSummary {
+  rule: string;
+  severity: ScanSeverity;
+  entity: { kind: string; name: string };
+  message: string;
+}
+
+/** Rescans the fleet and quarantines what must not reach a model. */
+export class GatewayScanner {
+  #options: GatewayScannerOptions;
+  #findings = new Map<string, Finding[]>();
+  /** server → tool → SHA-256 of the definition first seen (or last released). */
+  #pins = new Map<string, Map<string, string>>();
+  /** `server\0tool` → reason. */
+  #quarantined = new Map<string, string>();
+  /** Tools an operator released: their current findings no longer quarantine them. */
+  #released = new Set<string>();
+  #unsubscribe: () => void;
+  #scheduled = false;
+
+  constructor(options: GatewayScannerOptions) {
+    this.#options = options;
+    options.proxy.setQuarantine((server, tool) => this.#quarantined.get(key(server, tool)));
+    this.#unsubscribe = options.subscribe((event) => {
+      if (event.type === "proxy.tools" || event.type === "proxy.state") this.#schedule();
+    });
+  }
+
+  /** Findings of one server, worst first. */
+  findingsFor(server: string): FindingSummary[] {
+    return (this.#findings.get(server) ?? []).map((f) => ({
+      rule: f.rule,
+      severity: f.severity,
+      entity: f.entity,
+      message: f.message,
+    }));
+  }
+
+  /** Quarantined tools of one server, with why. */
+  quarantinedTools(server: string): { tool: string; reason: string }[] {
+    const prefix = `${server}\u0000`;
+    return [...this.#quarantined].filter(([k]) => k.startsWith(prefix))
+      .map(([k, reason]) => ({ tool: k.slice(prefix.length), reason }));
+  }
+
+  /** An operator's release: the tool's current definition becomes its pin, and it serves again. */
+  release(server: string, tool: string, by: string): boolean {
+    const reason = this.#quarantined.get(key(server, tool));
+    if (reason === undefined) return false;
+    const definition = this.#options.proxy.get(server)?.catalog.tools.find((t) => t.name === tool);
+    if (definition) this.#pinsOf(server).set(tool, hashOf(definition));
+    this.#quarantined.delete(key(server, tool));
+    // A release overrides a blocking finding too: the operator has looked at it.
+    this.#released.add(key(server, tool));
+    this.#options.bus.publish({ type: "scanner.released", server, tool, by });
+    this.#options.proxy.refresh();
+    return true;
+  }
+
+  /** Rescans now (the event subscription calls this, batched). */
+  rescan(): void {
+    const { proxy, rules, blockAt, bus, logger } = this.#options;
+    const handles = proxy.handles().filter((h) => h.state === "READY" || h.state === "DEGRADED");
+    const descriptors: ServerDescriptor[] = handles.map((h) => ({
+      id: h.id,
+      ...h.serverDescription,
+      tools: h.catalog.tools as unknown as Record<string, unknown>[],
+      prompts: h.catalog.prompts as unknown as Record<string, unknown>[],
+      resources: h.catalog.resources as unknown as Record<string, unknown>[],
+      resourceTemplates: h.catalog.resourceTemplates as unknown as Record<string, unknown>[],
+    }));
+    const { findings, ruleFailures } = scanServers(descriptors, rules);
+    for (const failure of ruleFailures) {
+      logger.warn(`scanner rule ${failure.rule} failed: ${failure.error}`);
+    }
+    const before = new Map(this.#quarantined);
+    this.#findings.clear();
+    for (const f of findings) {
+      const list = this.#findings.get(f.server) ?? [];
+      list.push(f);
+      this.#findings.set(f.server, list);
+    }
+    for (const handle of handles) {
+      const list = this.#findings.get(handle.id) ?? [];
+      const worst = list[0]?.severity;
+      bus.publish({
+        type: "scanner.findings",
+        server: handle.id,
+        findings: list.length,
+        ...(worst ? { worst } : {}),
+      });
+      const pins = this.#pinsOf(handle.id);
+      for (const tool of handle.catalog.tools) {
+        const k = key(handle.id, tool.name);
+        const hash = hashOf(tool);
+        const pinned = pins.get(tool.name);
+        if (pinned === undefined) pins.set(tool.name, hash);
+        else if (pinned !== hash && !this.#quarantined.has(k)) {
+          this.#released.delete(k);
+          this.#quarantined.set(
+            k,
+            "its definition changed since it was first seen (possible rug pull); an operator must review and release it",
+          );
+          continue;
+        }
+        if (this.#quarantined.has(k) && pinned !== hash) continue;
+        const blocking = blockAt === "off" || this.#released.has(k)
+          ? undefined
+          : list.find((f) =>
+            f.entity.kind === "tool" && f.entity.name === tool.name &&
+            severityRank(f.severity) >= severityRank(blockAt)
+          );
+        if (blocking) {
+          this.#quarantined.set(
+            k,
+            `scanner finding ${blocking.rule} (${blocking.severity}): ${blocking.message}`,
+          );
+        } else if (this.#quarantined.get(k)?.startsWith("scanner finding")) {
+          this.#quarantined.delete(k);
+        }
+      }
+    }
+    let changed = false;
+    for (const [k, reason] of this.#quarantined) {
+      if (before.get(k) === reason) continue;
+      changed = true;
+      const [server, tool] = k.split("\u0000") as [string, string];
+      logger.warn(`quarantined ${server}/${tool}: ${reason}`);
+      bus.publish({ type: "scanner.quarantined", server, tool, reason });
+    }
+    if (changed || before.size !== this.#quarantined.size) proxy.refresh();
+  }
+
+  /** Stops listening. */
+  close(): void {
+    this.#unsubscribe();
+  }
+
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    // Batches the events of one reconnect (state, then tools) into one scan.
+    queueMicrotask(() => {
+      this.#scheduled = false;
+      try {
+        this.rescan();
+      } catch (error) {
+        this.#options.logger.error("scanner failed; nothing was quarantined by this scan", {
+          error: String(error),
+        });
+      }
+    });
+  }
+
+  #pinsOf(server: string): Map<string, string> {
+    let pins = this.#pins.get(server);
+    if (!pins) this.#pins.set(server, pins = new Map());
+    return pins;
+  }
+}
+
+function key(server: string, tool: string): string {
+  return `${server}\u0000${tool}`;
+}
+
+function hashOf(tool: unknown): string {
+  return createHash("sha256").update(canonicalJson(tool)).digest("hex");
+}
