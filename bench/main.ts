@@ -52,11 +52,12 @@ import {
   throughputRound,
 } from "./stats.ts";
 import { benchGovernance } from "./governance.ts";
+import { benchToolsList } from "./tools_list.ts";
 
 /** Latency scenarios, in table order. */
 const LATENCY = ["direct", "gw-stdio", "gw-http-sse", "gw-http-json", "gw-legacy-sse"] as const;
 type LatencyName = (typeof LATENCY)[number];
-const ALL = [...LATENCY, "throughput", "memory", "governance"] as const;
+const ALL = [...LATENCY, "throughput", "memory", "governance", "tools-list"] as const;
 type ScenarioName = (typeof ALL)[number];
 
 const LABELS: Record<LatencyName, string> = {
@@ -499,6 +500,12 @@ async function main(): Promise<number> {
   try {
     await runLatencyAndThroughput(settings, results);
     await runMemory(settings, results);
+    if (settings.scenarios.includes("tools-list")) {
+      progress("tools-list: 50 upstreams × 100 tools, in process");
+      results.toolsList = settings.quick
+        ? await benchToolsList(10, 50, 20)
+        : await benchToolsList(50, 100, 200);
+    }
     if (settings.scenarios.includes("governance")) {
       progress("governance: ToolGovernance.check in process");
       results.governance = await benchGovernance(

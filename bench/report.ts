@@ -55,6 +55,15 @@ export interface Results {
     string,
     { self: number | null; upstreams?: number; upstreamProcesses?: number }
   >;
+  /** tools/list over a large aggregated fleet, in process. */
+  toolsList?: {
+    upstreams: number;
+    toolsPerUpstream: number;
+    tools: number;
+    coldMs: number;
+    cachedMedianMs: number;
+    cachedP99Ms: number;
+  };
   /** The cost of one governance check, in process. */
   governance?: { medianUs: number; p99Us: number; rounds: unknown[]; policy: string };
   durationSeconds: number;
@@ -189,6 +198,15 @@ export function renderTable(results: Results): string {
           `${name} ${r.self === null ? "?" : mib(r.self)}` +
           (r.upstreams !== undefined ? ` (+ upstream ${mib(r.upstreams)})` : "")
         ).join(", "),
+    );
+  }
+  if (results.toolsList) {
+    const t = results.toolsList;
+    parts.push("");
+    parts.push(
+      `tools/list of ${t.tools} aggregated tools (${t.upstreams} upstreams × ${t.toolsPerUpstream}, ` +
+        `one page, SDK client in process): cold ${t.coldMs.toFixed(1)} ms, cached median ` +
+        `${t.cachedMedianMs.toFixed(2)} ms, p99 ${t.cachedP99Ms.toFixed(2)} ms`,
     );
   }
   if (results.governance) {

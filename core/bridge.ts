@@ -28,6 +28,7 @@ import {
   type ServerRequest,
   SetLevelRequestSchema,
   SubscribeRequestSchema,
+  type Tool,
   UnsubscribeRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
@@ -264,8 +265,16 @@ export class MCPServiceBridge {
       (native ? o.toolRegistry.list() : []).filter((t) =>
         o.governance.visible(caller, { name: t.name, descriptor: t })
       );
-    const proxiedTools = (): Candidate[] =>
-      (view?.tools() ?? []).flatMap((tool) => {
+    // The visible list only changes with the fleet's tools or the policy: computed once per pair
+    // (the aggregate and the policy set are replaced, never mutated, when they change).
+    let visibleMemo: { tools: readonly Tool[]; policies: object; result: Candidate[] } | undefined;
+    const proxiedTools = (): Candidate[] => {
+      const tools = view?.tools() ?? [];
+      const policies = o.governance.policies;
+      if (visibleMemo?.tools === tools && visibleMemo.policies === policies) {
+        return visibleMemo.result;
+      }
+      const result = tools.flatMap((tool) => {
         const server = view!.resolveTool(tool.name)?.handle.id;
         const target = {
           name: policyName(tool.name),
@@ -276,6 +285,9 @@ export class MCPServiceBridge {
           ? [{ tool, ...(server ? { server } : {}) }]
           : [];
       });
+      visibleMemo = { tools, policies, result };
+      return result;
+    };
     const searchMode = () => native && o.discovery.mode(caller.tenant) === "search";
 
     handle(server, ListToolsRequestSchema, (request) => {
@@ -360,7 +372,8 @@ export class MCPServiceBridge {
           );
         }
         // A proxied tool is not implicitly trusted: the same gate, plus its connector boundary.
-        const descriptor = route.handle.catalog.tools.find((t) => t.name === route.original);
+        const descriptor = route.tool ??
+          route.handle.catalog.tools.find((t) => t.name === route.original);
         const target: ToolTarget = {
           name: policyName(name),
           server: route.handle.id,

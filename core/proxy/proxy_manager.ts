@@ -34,6 +34,8 @@ export const PROXY_URI_PREFIX = "proxy://";
 export interface Route {
   handle: ChildServerHandle;
   original: string;
+  /** The upstream's descriptor of a listed tool (saves a catalog scan per call). */
+  tool?: Tool;
 }
 
 /** The tools, resources and prompts one session sees, and how its names route. */
@@ -313,7 +315,7 @@ export class ProxyManager {
           continue;
         }
         aggregate.tools.push({ ...tool, name });
-        aggregate.toolRoutes.set(name, { handle, original: tool.name });
+        aggregate.toolRoutes.set(name, { handle, original: tool.name, tool });
       }
       for (const prompt of handle.catalog.prompts) {
         const name = exposed(prompt.name);

@@ -1,0 +1,138 @@
+/**
+ * Bench: `tools/list` over a large aggregated fleet (50 upstreams × 100 tools = 5,000 tools), in
+ * process: real SDK servers as upstreams over in-memory transports, the real bridge, and the SDK
+ * client asking for the whole list in one page. Cold = the first list after the fleet changed;
+ * cached = the lists after it.
+ * @module
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { MCPServiceBridge } from "../core/bridge.ts";
+import { systemClock } from "../core/clock.ts";
+import { DefinitionRegistry } from "../core/definition_registry.ts";
+import { InProcessEventBus } from "../core/event_bus.ts";
+import { ApprovalQueue } from "../core/governance/approval_queue.ts";
+import { ApprovalTokens } from "../core/governance/approval_tokens.ts";
+import { AuditLog } from "../core/governance/audit_log.ts";
+import { MemoryNonceStore } from "../core/governance/nonce_store.ts";
+import { DEFAULT_POLICY } from "../core/governance/policy_loader.ts";
+import { RateLimiter } from "../core/governance/rate_limiter.ts";
+import { ToolGovernance } from "../core/governance/tool_governance.ts";
+import { silentLogger } from "../core/logger.ts";
+import { ProxyManager } from "../core/proxy/proxy_manager.ts";
+import { ToolActivationManager } from "../core/tool_activation_manager.ts";
+import { ToolDiscovery } from "../core/tool_discovery.ts";
+import { ToolRegistry } from "../core/tool_registry.ts";
+import { fleetServer, InMemoryUpstream } from "../tests/support/in_memory_upstream.ts";
+import { median, quantile } from "./stats.ts";
+
+/** Latency of one full tools/list, cold and from cache. */
+export interface ToolsListResult {
+  upstreams: number;
+  toolsPerUpstream: number;
+  tools: number;
+  coldMs: number;
+  cachedMedianMs: number;
+  cachedP99Ms: number;
+}
+
+/** Measures tools/list over `upstreams` × `toolsPerUpstream` tools, `calls` cached lists. */
+export async function benchToolsList(
+  upstreams: number,
+  toolsPerUpstream: number,
+  calls: number,
+): Promise<ToolsListResult> {
+  const clock = systemClock;
+  const bus = new InProcessEventBus();
+  const tools = new ToolRegistry();
+  const sources = new Map<string, InMemoryUpstream>();
+  const proxy = new ProxyManager({
+    createTransport: (server) => sources.get(server.id)!.connect(),
+    isNativeTool: (name) => tools.has(name),
+    separator: "__",
+    clock,
+    logger: silentLogger,
+    bus,
+  });
+  const tokens = new ApprovalTokens({
+    secret: crypto.getRandomValues(new Uint8Array(32)),
+    clock,
+    nonces: new MemoryNonceStore({ clock }),
+  });
+  const approvals = new ApprovalQueue({ clock, bus, tokens });
+  const audit = new AuditLog({ bus, clock, logger: silentLogger });
+  const governance = new ToolGovernance({
+    policies: DEFAULT_POLICY,
+    tokens,
+    approvals,
+    rateLimiter: new RateLimiter({ clock }),
+    audit,
+    clock,
+  });
+  const bridge = new MCPServiceBridge({
+    toolRegistry: tools,
+    agentRegistry: new DefinitionRegistry(),
+    skillRegistry: new DefinitionRegistry(),
+    workflowRegistry: new DefinitionRegistry(),
+    logger: silentLogger,
+    clock,
+    bus,
+    pageSize: upstreams * toolsPerUpstream + 10,
+    proxy,
+    governance,
+    approvals,
+    approvalInBand: false,
+    discovery: new ToolDiscovery({
+      governance,
+      activation: new ToolActivationManager(),
+      defaultMode: "legacy",
+    }),
+  });
+  const servers = Array.from({ length: upstreams }, (_, i) => {
+    const id = `s${String(i).padStart(2, "0")}`;
+    sources.set(
+      id,
+      new InMemoryUpstream(
+        Array.from({ length: toolsPerUpstream }, (_, j) => `tool_${String(j).padStart(3, "0")}`),
+      ),
+    );
+    return fleetServer(id);
+  });
+  await proxy.start(servers);
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await bridge.serve(serverSide, {
+    transport: "bench",
+    auth: { tenant: "default", scopes: [], subject: "bench" },
+  });
+  const client = new Client({ name: "bench", version: "1" });
+  await client.connect(clientSide);
+  try {
+    const started = performance.now();
+    const first = await client.listTools();
+    const coldMs = performance.now() - started;
+    const expected = upstreams * toolsPerUpstream;
+    if (first.tools.length !== expected) {
+      throw new Error(`tools/list returned ${first.tools.length} tools, expected ${expected}`);
+    }
+    const samples: number[] = [];
+    for (let i = 0; i < calls; i++) {
+      const t = performance.now();
+      await client.listTools();
+      samples.push(performance.now() - t);
+    }
+    samples.sort((a, b) => a - b);
+    return {
+      upstreams,
+      toolsPerUpstream,
+      tools: expected,
+      coldMs,
+      cachedMedianMs: median(samples),
+      cachedP99Ms: quantile(samples, 0.99),
+    };
+  } finally {
+    await client.close();
+    await bridge.close();
+    await proxy.stop();
+    await audit.close();
+  }
+}
