@@ -11,6 +11,8 @@ import { GatewayError } from "./core/errors.ts";
 import { Kernel, type StartInfo } from "./core/kernel.ts";
 import { POLICY_HELP, runPolicyCommand } from "./core/governance/policy_cli.ts";
 import { runScanCommand, SCAN_HELP } from "./core/scanner/scan_cli.ts";
+import { runSyncCommand, SYNC_HELP } from "./core/sync/sync_cli.ts";
+import { DISCOVER_HELP, runDiscoverCommand } from "./core/sync/discover_cli.ts";
 import { stderrSink } from "./core/logger.ts";
 
 const say = (text = "") => stderrSink(text);
@@ -25,8 +27,8 @@ Usage: deno task start            (HTTP, embedded defaults)
 Commands:
   serve      Serve MCP over stdio or HTTP (Streamable HTTP at /mcp, legacy SSE at /sse)
   scan       Scan MCP server descriptors for poisoned or risky tools
-  sync       Sync the fleet with an MCP registry (not available yet)
-  discover   Discover MCP servers on the LAN, a tailnet or Kubernetes (not available yet)
+  sync       Sync the fleet with an MCP registry
+  discover   Discover MCP servers on the LAN, a tailnet or Kubernetes
   policy     Check, explain and test governance policies
 
 Run "main.ts <command> --help" for a command's options.
@@ -43,14 +45,8 @@ Options:
   --demo                   Use the demo fleet (demo/fleet.yaml) when no fleet is configured
   -h, --help               Show this help`,
   scan: SCAN_HELP,
-  sync: `Usage: main.ts sync --registry <URL|FILE> [--apply]
-
-Compares the fleet with an MCP registry and proposes additions and removals.
-Not available yet: it arrives with the registry sync issue.`,
-  discover: `Usage: main.ts discover [--source lan|tailscale|kubernetes]
-
-Finds MCP servers that announce themselves.
-Not available yet: it arrives with the discovery issue.`,
+  sync: SYNC_HELP,
+  discover: DISCOVER_HELP,
   policy: POLICY_HELP,
 };
 
@@ -70,6 +66,8 @@ async function main(args: string[]): Promise<number> {
   }
   if (command === "policy") return await policy(rest);
   if (command === "scan") return await scan(rest);
+  if (command === "sync") return await sync(rest);
+  if (command === "discover") return await discover(rest);
   if (command !== "serve") {
     say(`"${command}" is not available yet.\n\n${HELP[command]}`);
     return 3;
@@ -91,6 +89,26 @@ async function policy(args: string[]): Promise<number> {
 async function scan(args: string[]): Promise<number> {
   const encoder = new TextEncoder();
   return await runScanCommand(args, {
+    out: (text) => void Deno.stdout.writeSync(encoder.encode(text)),
+    err: say,
+    env: Deno.env.toObject(),
+  });
+}
+
+/** `sync`: the plan on stdout, problems on stderr. */
+async function sync(args: string[]): Promise<number> {
+  const encoder = new TextEncoder();
+  return await runSyncCommand(args, {
+    out: (text) => void Deno.stdout.writeSync(encoder.encode(text)),
+    err: say,
+    env: Deno.env.toObject(),
+  });
+}
+
+/** `discover`: candidates or proposals on stdout, problems on stderr. */
+async function discover(args: string[]): Promise<number> {
+  const encoder = new TextEncoder();
+  return await runDiscoverCommand(args, {
     out: (text) => void Deno.stdout.writeSync(encoder.encode(text)),
     err: say,
     env: Deno.env.toObject(),
@@ -132,7 +150,18 @@ async function serve(args: string[]): Promise<number> {
     env.AGENT33_DEMO_DIR ??= demo.replace(/\/$/, "");
     Deno.env.set("AGENT33_DEMO_DIR", env.AGENT33_DEMO_DIR);
     if (!env.MCP_AUDIT_LOG) Deno.env.set("MCP_AUDIT_LOG", `${demo}data/audit.jsonl`);
-    if (!env.MCP_AUDIT_LOG) Deno.env.set("MCP_AUDIT_LOG", `${demo}data/audit.jsonl`);
+    // The demo engine: example agents, skills, workflows and a small knowledge corpus.
+    const root = new URL("./", import.meta.url).pathname;
+    for (
+      const [name, dir] of [
+        ["MCP_AGENTS_PATH", "agents"],
+        ["MCP_SKILLS_PATH", "skills"],
+        ["MCP_WORKFLOWS_PATH", "workflows"],
+        ["MCP_KNOWLEDGE_PATH", "knowledge"],
+      ]
+    ) {
+      if (!env[name!]) Deno.env.set(name!, `${root}${dir}`);
+    }
   }
 
   let kernel: Kernel;

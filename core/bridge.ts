@@ -13,6 +13,7 @@ import {
   CallToolRequestSchema,
   type CallToolResult,
   CompleteRequestSchema,
+  CreateMessageResultWithToolsSchema,
   ErrorCode,
   GetPromptRequestSchema,
   ListPromptsRequestSchema,
@@ -399,6 +400,18 @@ export class MCPServiceBridge {
       const ctx: ToolCallContext = {
         auth: info.auth,
         signal: extra.signal,
+        ...(request.params._meta === undefined ? {} : { meta: request.params._meta }),
+        // Engine agents may use the caller's own model; only when the client offers sampling.
+        ...(server.getClientCapabilities()?.sampling
+          ? {
+            sample: async (params: Record<string, unknown>, signal?: AbortSignal) =>
+              await extra.sendRequest(
+                { method: "sampling/createMessage", params } as ServerRequest,
+                CreateMessageResultWithToolsSchema,
+                { signal: signal ?? extra.signal },
+              ) as Record<string, unknown>,
+          }
+          : {}),
         progress: async (progress, total, message) => {
           if (progressToken === undefined) return;
           await extra.sendNotification({

@@ -40,6 +40,15 @@ export interface GatewayConfig {
   };
   pluginPaths: string[];
   policyPath: string;
+  /** The engine's definition and knowledge directories; each feature is off while unset. */
+  engine: {
+    agentsPath?: string;
+    skillsPath?: string;
+    workflowsPath?: string;
+    knowledgePath?: string;
+    /** MCP_ENGINE_MODEL: `provider[:model]` for agents that name none. */
+    model: string;
+  };
   governance: {
     /** HMAC key of approval tokens; generated per process when unset (set it for replicas). */
     approvalSecret?: string;
@@ -163,6 +172,31 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
     meaning: "Extra plugin directories, separated by `:`",
   },
   { name: "MCP_POLICY_PATH", default: "policies", meaning: "Governance policy file or directory" },
+  {
+    name: "MCP_AGENTS_PATH",
+    default: "(none: no agents)",
+    meaning: "Directory of agent definitions (`*.yaml`); enables agent_invoke",
+  },
+  {
+    name: "MCP_SKILLS_PATH",
+    default: "(none: no skills)",
+    meaning: "Directory of skills (`<id>/SKILL.md`), served as prompts",
+  },
+  {
+    name: "MCP_WORKFLOWS_PATH",
+    default: "(none: no workflows)",
+    meaning: "Directory of workflow definitions (`*.yaml`); enables workflow_run",
+  },
+  {
+    name: "MCP_KNOWLEDGE_PATH",
+    default: "(none: no corpus)",
+    meaning: "Directory of Markdown and text documents; enables rag_search",
+  },
+  {
+    name: "MCP_ENGINE_MODEL",
+    default: "sampling",
+    meaning: "Model (`provider[:model]`) of agents that name none",
+  },
   { name: "NATS_URL", default: "(none: in-process bus)", meaning: "NATS server for fleet events" },
   {
     name: "MCP_APPROVAL_SECRET",
@@ -286,6 +320,11 @@ const ENV_SCHEMA = z.object({
   }),
   MCP_PLUGIN_PATHS: text,
   MCP_POLICY_PATH: text,
+  MCP_AGENTS_PATH: text,
+  MCP_SKILLS_PATH: text,
+  MCP_WORKFLOWS_PATH: text,
+  MCP_KNOWLEDGE_PATH: text,
+  MCP_ENGINE_MODEL: text,
   NATS_URL: text.refine(
     (v) => v === undefined || /^(nats|tls|wss?):\/\/./.test(v) || !v.includes("://"),
     {
@@ -377,6 +416,15 @@ export function resolveConfig(
     },
     pluginPaths: (e.MCP_PLUGIN_PATHS ?? "").split(separator).map((p) => p.trim()).filter(Boolean),
     policyPath: e.MCP_POLICY_PATH ?? "policies",
+    engine: {
+      ...definedOnly({
+        agentsPath: e.MCP_AGENTS_PATH,
+        skillsPath: e.MCP_SKILLS_PATH,
+        workflowsPath: e.MCP_WORKFLOWS_PATH,
+        knowledgePath: e.MCP_KNOWLEDGE_PATH,
+      }),
+      model: e.MCP_ENGINE_MODEL ?? "sampling",
+    },
     governance: {
       ...(e.MCP_APPROVAL_SECRET === undefined ? {} : { approvalSecret: e.MCP_APPROVAL_SECRET }),
       approvalTtlSeconds: e.MCP_APPROVAL_TTL ?? 600,

@@ -38,6 +38,7 @@ Deno.test("resolveConfig resolves an empty environment to the documented default
     proxy: { healthCheckIntervalSeconds: 30, toolSeparator: "__" },
     pluginPaths: [],
     policyPath: "policies",
+    engine: { model: "sampling" },
     governance: {
       approvalTtlSeconds: 600,
       approvalInBand: true,

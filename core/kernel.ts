@@ -11,6 +11,8 @@ import { type BridgeObserver, MCPServiceBridge } from "./bridge.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import type { GatewayConfig } from "./config.ts";
 import { DefinitionRegistry } from "./definition_registry.ts";
+import { Engine } from "./engine/engine.ts";
+import { kernelInvoker } from "./engine/kernel_invoker.ts";
 import { GatewayError, serializeError } from "./errors.ts";
 import { type EventBus, InProcessEventBus } from "./event_bus.ts";
 import { SwitchableEventBus } from "./switchable_event_bus.ts";
@@ -19,6 +21,7 @@ import { createLogger, type Logger } from "./logger.ts";
 import type {
   HttpRoute,
   InboundTransport,
+  ModelProvider,
   PluginContext,
   PluginKind,
   PluginManifest,
@@ -107,6 +110,8 @@ export class Kernel {
   readonly governance: ToolGovernance;
   readonly approvals: ApprovalQueue;
   readonly audit: AuditLog;
+  /** Definitions from disk, workflow_run, agent_invoke and rag_search. */
+  readonly engine: Engine;
   /** The scanner inside the gateway; set at start from the scanner-rule plugins. */
   scanner: GatewayScanner | undefined;
 
@@ -209,6 +214,20 @@ export class Kernel {
       }),
     });
     this.tools.register(systemStatusTool(this.bridge));
+    this.engine = new Engine({
+      paths: {
+        agents: options.config.engine.agentsPath,
+        skills: options.config.engine.skillsPath,
+        workflows: options.config.engine.workflowsPath,
+        knowledge: options.config.engine.knowledgePath,
+      },
+      defaultModel: options.config.engine.model,
+      registries: { agents: this.agents, skills: this.skills, workflows: this.workflows },
+      invoker: kernelInvoker({ tools: this.tools, proxy: this.proxy, governance: this.governance }),
+      models: () => this.pluginsOf("model") as ModelProvider[],
+      logger: this.logger.child("engine"),
+    });
+    for (const tool of this.engine.tools()) this.tools.register(tool);
   }
 
   /** Calls `observer` for every finished tool call (metrics); returns the unsubscribe function. */
@@ -342,6 +361,7 @@ export class Kernel {
     for (const failure of failures) this.#reportFailure(failure);
     await this.#selectBus(plugins);
     await this.#loadPolicies();
+    await this.engine.load();
     for (const plugin of plugins) {
       if (plugin.manifest.kind !== "bus") await this.#instantiate(plugin);
     }
@@ -378,6 +398,7 @@ export class Kernel {
     this.#fleetStarted = this.proxy.start(fleet).then(() => void (this.#fleetReady = true));
     if (this.config.proxy.configPath) this.#watchFleet(this.config.proxy.configPath);
     this.#watchPolicies();
+    this.engine.watch();
     this.bus.publish({
       type: "gateway.started",
       transport: server.transport,
@@ -399,6 +420,7 @@ export class Kernel {
       await Promise.allSettled(this.#transports.map((t) => t.close()));
       this.#unwatch?.();
       this.#unwatchPolicies?.();
+      this.engine.stop();
       await this.#fleetQueue;
       await this.bridge.close();
       await this.#listener?.close();

@@ -178,7 +178,7 @@ Deno.test("Kernel instantiates a plugin from an MCP_PLUGIN_PATHS directory and r
       assert.deepEqual(info.pluginFailures.filter((f) => f.path.startsWith(dir)), []);
       assert.ok(k.tools.list().some((t) => t.name === "fixture_echo"));
       assert.equal(k.tools.get("fixture_echo")?.description, "Echoes its text");
-      assert.deepEqual(k.pluginsOf("model"), [{ model: "echo" }]);
+      assert.ok(k.pluginsOf("model").some((m) => (m as { model?: string }).model === "echo"));
       assert.equal(k.pluginsOf("upstream").length, 3);
       assert.ok(k.pluginsOf("transport").length >= 3);
       assert.deepEqual(

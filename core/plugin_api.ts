@@ -66,6 +66,13 @@ export interface ToolCallContext {
   signal: AbortSignal;
   /** Sends a progress notification when the client asked for progress. */
   progress(progress: number, total?: number, message?: string): Promise<void>;
+  /** The call's `_meta` (e.g. an approval token for a resumed agent run). */
+  meta?: Record<string, unknown>;
+  /**
+   * Asks the inbound client's model through `sampling/createMessage` (params and result as in the
+   * MCP spec, tools included); absent when the client does not declare sampling.
+   */
+  sample?(params: Record<string, unknown>, signal?: AbortSignal): Promise<Record<string, unknown>>;
 }
 
 /** Lets a plugin add native tools; the returned function removes the tool again. */
@@ -222,10 +229,96 @@ export interface UpstreamPlugin extends ManifestBase {
 }
 
 /** Extension points whose consumers arrive with later kernel services; the kernel keeps their instances by kind. */
-export interface GenericPlugin<K extends Exclude<PluginKind, "transport" | "bus" | "upstream">>
-  extends ManifestBase {
+export interface GenericPlugin<
+  K extends Exclude<PluginKind, "transport" | "bus" | "upstream" | "model">,
+> extends ManifestBase {
   kind: K;
   create(ctx: PluginContext): unknown;
+}
+
+/** One message of a model conversation. */
+export interface ChatMessage {
+  role: "user" | "assistant" | "tool";
+  content: string;
+  /** Tool calls the assistant proposed (assistant messages). */
+  toolCalls?: ModelToolCall[];
+  /** The call this message answers (tool messages). */
+  toolCallId?: string;
+}
+
+/** A tool call a model proposes. */
+export interface ModelToolCall {
+  id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+/** A tool offered to a model. */
+export interface ModelTool {
+  name: string;
+  description?: string;
+  inputSchema: Record<string, unknown>;
+}
+
+/** One completion request. */
+export interface ModelRequest {
+  /** The model name after `provider:`, when the agent named one. */
+  model?: string;
+  system: string;
+  messages: ChatMessage[];
+  tools: ModelTool[];
+  maxTokens: number;
+  signal: AbortSignal;
+  /** The inbound client's sampling, when it has it (for the `sampling` provider). */
+  sample?: ToolCallContext["sample"];
+}
+
+/** A model's answer: text, tool calls, or both. */
+export interface ModelResponse {
+  text: string;
+  toolCalls: ModelToolCall[];
+}
+
+/** A model backend the engine's ModelRouter picks by name (`provider` or `provider:model`). */
+export interface ModelProvider {
+  /** The provider name agents use in `model:`. */
+  name: string;
+  complete(request: ModelRequest): Promise<ModelResponse>;
+}
+
+/** A model provider plugin. */
+export interface ModelPlugin extends ManifestBase {
+  kind: "model";
+  create(ctx: PluginContext): ModelProvider | Promise<ModelProvider>;
+}
+
+/** An MCP server a discovery plugin found; the gateway proposes it, never adds it by itself. */
+export interface DiscoveryCandidate {
+  /** Stable within its source, e.g. `default/weather` for a Kubernetes Service. */
+  id: string;
+  transport: "http" | "sse";
+  /** The server's http(s) endpoint. */
+  url: string;
+  /** Which discovery found it (`k8s`, `tailscale`, `lan`, …); trust is decided per source. */
+  source: string;
+  /** Free-form facts (namespace, tags, host) shown to the operator. */
+  labels?: Record<string, string>;
+  /** Set when a watching source saw the server go away. */
+  removed?: true;
+}
+
+/** Finds MCP servers: a snapshot with `list`, or a live feed with `discover` (or both). */
+export interface DiscoverySource {
+  /** Every candidate visible now. */
+  list?(): Promise<DiscoveryCandidate[]>;
+  /** Candidates as they appear and go (`removed`), until `signal` aborts. */
+  discover?(signal: AbortSignal): AsyncIterable<DiscoveryCandidate>;
+}
+
+/** A discovery plugin: creating it must not reach the network yet (the kernel creates every plugin). */
+export interface DiscoveryPlugin extends ManifestBase {
+  kind: "discovery";
+  create(ctx: PluginContext): DiscoverySource | Promise<DiscoverySource>;
 }
 
 /** An event bus backend. */
@@ -309,9 +402,9 @@ export type PluginManifest =
   | TransportPlugin
   | BusPlugin
   | UpstreamPlugin
-  | GenericPlugin<"discovery">
+  | DiscoveryPlugin
   | ScannerRulePlugin
-  | GenericPlugin<"model">;
+  | ModelPlugin;
 
 /** Identity helper that gives a manifest its type. */
 export function definePlugin<T extends PluginManifest>(manifest: T): T {

@@ -1,6 +1,6 @@
 /**
  * The MCP server interface, for operators: `/v1/mcp/status`, `/v1/mcp/config`, `/v1/mcp/enable`,
- * `/v1/mcp/disable`, `/v1/mcp/reload`, and `/v1/mcp/sync/*` (reserved for registry sync).
+ * `/v1/mcp/disable`, `/v1/mcp/reload`, and `/v1/mcp/sync/*` (registry sync and discovery proposals).
  * @module
  */
 import {
@@ -9,11 +9,11 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import type { GatewayConfig } from "../config.ts";
 import { GatewayError } from "../errors.ts";
-import { jsonError } from "../http_listener.ts";
 import type { Kernel } from "../kernel.ts";
 import type { HttpRoute } from "../plugin_api.ts";
 import { redactConfig, redactServer } from "./admin_redaction.ts";
 import { type AdminAccess, refuseScope } from "./admin_scope.ts";
+import { syncRoutes } from "../sync/sync_routes.ts";
 
 /** The MCP endpoints the enable switch governs. */
 export const MCP_ENDPOINTS = { streamableHttp: "/mcp", sse: "/sse", messages: "/messages" };
@@ -83,26 +83,7 @@ export function mcpAdminRoutes(kernel: Kernel): HttpRoute[] {
     guarded("POST", "/v1/mcp/enable", "admin", setEnabled(true)),
     guarded("POST", "/v1/mcp/disable", "admin", setEnabled(false)),
     guarded("POST", "/v1/mcp/reload", "admin", () => reload(kernel)),
-    {
-      path: "/v1/mcp/sync",
-      prefix: true,
-      methods: ["GET", "POST"],
-      handle(request, auth) {
-        const refused = refuseScope(
-          auth,
-          "read",
-          `${request.method} ${new URL(request.url).pathname}`,
-        );
-        return Promise.resolve(
-          refused ?? jsonError(
-            501,
-            "not_implemented",
-            "Registry sync (/v1/mcp/sync/…) is reserved: it arrives with its own issue; " +
-              "until then add servers with POST /v1/mcp/proxy/servers",
-          ),
-        );
-      },
-    },
+    ...syncRoutes(kernel),
   ];
 }
 

@@ -201,14 +201,41 @@ export function openApiDocument(): Json {
           },
         }),
       },
-      "/v1/mcp/sync/{operation}": {
-        get: op("Registry sync: reserved", "operator", {
-          parameters: [param("operation", "Reserved", "status")],
-          responses: { "501": ref("NotImplemented") },
+      "/v1/mcp/sync/proposals": {
+        get: op("Pending sync proposals from the registry and discovery", "operator", {
+          parameters: [{
+            name: "discover",
+            in: "query",
+            required: false,
+            description: "Run discovery first",
+            schema: { type: "boolean" },
+          }],
         }),
-        post: op("Registry sync: reserved", "operator", {
-          parameters: [param("operation", "Reserved", "run")],
-          responses: { "501": ref("NotImplemented") },
+      },
+      "/v1/mcp/sync/run": {
+        post: op("Read the registry and compute proposals", "admin", {
+          requestBody: {
+            required: true,
+            content: {
+              "application/json": {
+                schema: { type: "object", required: ["registry"] },
+                example: { registry: "https://registry.modelcontextprotocol.io" },
+              },
+            },
+          },
+        }),
+      },
+      "/v1/mcp/sync/apply": {
+        post: op("Write the chosen proposals to the fleet file and apply them", "admin", {
+          requestBody: {
+            required: true,
+            content: {
+              "application/json": {
+                schema: { type: "object", required: ["ids"] },
+                example: { ids: ["acme-weather"] },
+              },
+            },
+          },
         }),
       },
       "/v1/mcp/proxy/servers": {

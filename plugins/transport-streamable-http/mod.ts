@@ -16,6 +16,8 @@ interface Session {
   owner: TokenPayload;
   /** The upstream a `/mcp/<server_id>` session is scoped to. */
   upstream?: string;
+  /** Ids of this session's requests awaiting their response. */
+  inFlight: Set<string | number>;
   served?: ServedSession;
 }
 
@@ -29,6 +31,39 @@ function upstreamOf(pathname: string): string | undefined | null {
 /** A JSON-RPC error body as the Streamable HTTP spec answers transport-level failures. */
 function rpcError(status: number, code: number, message: string): Response {
   return Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, { status });
+}
+
+/** The body as text, or undefined past `max` bytes (chunked bodies carry no length to check first). */
+async function readLimited(request: Request, max: number): Promise<string | undefined> {
+  if (!request.body) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of request.body) {
+    size += chunk.length;
+    if (size > max) return undefined;
+    chunks.push(chunk);
+  }
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return new TextDecoder().decode(bytes);
+}
+
+/** Forgets a request id once its response leaves, so the id may be reused. */
+function trackResponses(
+  transport: WebStandardStreamableHTTPServerTransport,
+  inFlight: Set<string | number>,
+): void {
+  const send = transport.send.bind(transport);
+  transport.send = (message, options) => {
+    if ("id" in message && ("result" in message || "error" in message)) {
+      inFlight.delete(message.id as string | number);
+    }
+    return send(message, options);
+  };
 }
 
 function sameCaller(a: TokenPayload, b: TokenPayload): boolean {
@@ -69,6 +104,7 @@ export default definePlugin({
       }
       const session: Partial<Session> & { owner: TokenPayload } = {
         owner: auth,
+        inFlight: new Set(),
         ...(upstream === undefined ? {} : { upstream }),
       };
       const transport = new WebStandardStreamableHTTPServerTransport({
@@ -80,6 +116,7 @@ export default definePlugin({
       });
       session.transport = transport;
       if (httpResponseMode === "json") releaseJsonStreams(transport);
+      trackResponses(transport, session.inFlight!);
       transport.onclose = () => {
         if (transport.sessionId) sessions.delete(transport.sessionId);
       };
@@ -97,6 +134,51 @@ export default definePlugin({
       // A refused initialize (bad Accept header, bad version) leaves no session to keep.
       if (transport.sessionId === undefined) await session.served.close();
       return response;
+    }
+
+    /**
+     * A POST on a live session. Request ids must be unique among the session's requests in flight:
+     * the SDK transport maps responses to HTTP responses by id, so a second request with the same
+     * id would leave the first HTTP response waiting forever (found by the fuzzer).
+     */
+    async function post(request: Request, session: Session): Promise<Response> {
+      const text = await readLimited(request, maxMessageBytes);
+      if (text === undefined) {
+        return rpcError(
+          413,
+          -32600,
+          `Request body exceeds ${maxMessageBytes} bytes (MCP_MAX_MESSAGE_BYTES)`,
+        );
+      }
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch (error) {
+        return rpcError(400, -32700, `Parse error: ${(error as Error).message}`);
+      }
+      const ids = (Array.isArray(body) ? body : [body]).flatMap((m) =>
+        m && typeof m === "object" && "method" in m && "id" in m &&
+          (typeof m.id === "string" || typeof m.id === "number")
+          ? [m.id as string | number]
+          : []
+      );
+      const duplicate = ids.find((id, i) => session.inFlight.has(id) || ids.indexOf(id) !== i);
+      if (duplicate !== undefined) {
+        return rpcError(
+          400,
+          -32600,
+          `Invalid Request: id ${
+            JSON.stringify(duplicate)
+          } is already used by a request in flight on this session; use a new id`,
+        );
+      }
+      for (const id of ids) session.inFlight.add(id);
+      try {
+        return await session.transport.handleRequest(request, { parsedBody: body });
+      } catch (error) {
+        for (const id of ids) session.inFlight.delete(id);
+        throw error;
+      }
     }
 
     return {
@@ -138,7 +220,8 @@ export default definePlugin({
               "Forbidden: this session belongs to another caller; open your own with initialize",
             ));
           }
-          return session.transport.handleRequest(request);
+          if (request.method !== "POST") return session.transport.handleRequest(request);
+          return post(request, session);
         },
       }],
       async close() {

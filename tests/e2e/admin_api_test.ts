@@ -365,7 +365,7 @@ Deno.test("The effective configuration shows no secret: tokens, JWT and approval
   }, { MCP_SERVER_AUTH_TOKEN: secrets.token, MCP_APPROVAL_SECRET: approval });
 });
 
-Deno.test("Status, connectors and sync answer operators: auth modes, each destination's policy with file:line, 501", async () => {
+Deno.test("Status, connectors and sync answer operators: auth modes, each destination's policy with file:line, sync needs admin", async () => {
   const policyDir = await Deno.makeTempDir({ prefix: "agent33-admin-policy-" });
   await Deno.writeTextFile(
     `${policyDir}/policy.yaml`,
@@ -399,9 +399,9 @@ Deno.test("Status, connectors and sync answer operators: auth modes, each destin
       const single = await api(gateway, "GET", "/v1/connectors/one", operator);
       assert.equal(single.body.summary, `tenants acme; effect classes read (${one.policy.source})`);
 
+      // Running a registry sync changes proposals: it needs admin, not operator.
       const sync = await api(gateway, "POST", "/v1/mcp/sync/run", operator);
-      assert.equal(sync.status, 501);
-      assert.match(sync.body.error.message, /arrives with its own issue/);
+      assert.equal(sync.status, 403);
     }, { MCP_POLICY_PATH: policyDir });
   } finally {
     await Deno.remove(policyDir, { recursive: true });

@@ -335,3 +335,49 @@ Deno.test("/healthz and /readyz answer without credentials", async () => {
     assert.equal((await ready.json()).status, "ready");
   });
 });
+
+Deno.test("Streamable HTTP refuses a request id already in flight on the session instead of hanging", async () => {
+  // Regression (found by the fuzzer): the SDK maps responses by id, so a second request with the
+  // same id in flight left the first HTTP response waiting forever.
+  await withGateway({ MCP_HTTP_RESPONSE_MODE: "json" }, async (gateway) => {
+    gateway.kernel.tools.register({
+      name: "slow",
+      description: "Answers after a moment",
+      inputSchema: { type: "object" },
+      handler: () => new Promise((r) => setTimeout(() => r({ content: [] }), 200)),
+    });
+    const opened = await fetch(`${gateway.url}/mcp`, {
+      method: "POST",
+      headers: mcpHeaders(gateway.token),
+      body: JSON.stringify(initializeRequest("2025-11-25")),
+    });
+    const session = opened.headers.get("mcp-session-id")!;
+    await opened.body?.cancel();
+    const headers = mcpHeaders(gateway.token, {
+      "Mcp-Session-Id": session,
+      "Mcp-Protocol-Version": "2025-11-25",
+    });
+    const call = (id: number) =>
+      fetch(`${gateway.url}/mcp`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id,
+          method: "tools/call",
+          params: { name: "slow" },
+        }),
+        signal: AbortSignal.timeout(10_000),
+      });
+    const [first, second] = await Promise.all([call(5), call(5)]);
+    const statuses = [first.status, second.status].sort();
+    assert.deepEqual(statuses, [200, 400]);
+    const refused = first.status === 400 ? first : second;
+    const answered = first.status === 400 ? second : first;
+    assert.match((await refused.json()).error.message, /already used by a request in flight/);
+    assert.equal((await answered.json()).id, 5);
+    const again = await call(5);
+    assert.equal(again.status, 200, "the id is free again once answered");
+    await again.body?.cancel();
+  });
+});

@@ -1,0 +1,82 @@
+/**
+ * One sync: read the registry (incrementally when the state file allows), compare with the fleet
+ * file, and optionally apply everything proposed. Shared by `main.ts sync` and the admin API.
+ * @module
+ */
+import { readRegistry, type RegistryQuery } from "./registry_client.ts";
+import { applyProposals } from "./sync_apply.ts";
+import { planSync, type SyncPlan } from "./sync_plan.ts";
+import { readSyncState, writeSyncState } from "./sync_state.ts";
+
+/** What one sync needs. */
+export interface SyncOptions {
+  /** Registry URL or file. */
+  registry: string;
+  fleetPath: string;
+  /** Ignore the state file: read the whole registry (and so allow removals). */
+  full?: boolean;
+  search?: string;
+  include?: string[];
+  env: Record<string, string | undefined>;
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+  signal?: AbortSignal;
+}
+
+/** What one sync found. */
+export interface SyncResult extends SyncPlan {
+  registry: string;
+  fleetPath: string;
+  /** The `updated_since` used, when the run was incremental. */
+  updatedSince?: string;
+  /** When the listing was read. */
+  readAt: string;
+  /** A filtered run (`search`, `include`) saw part of the registry: it is not remembered. */
+  filtered: boolean;
+}
+
+/** Reads the registry and compares; writes nothing. */
+export async function planFromRegistry(options: SyncOptions): Promise<SyncResult> {
+  const readAt = new Date().toISOString();
+  const state = options.full ? undefined : await readSyncState(options.fleetPath);
+  const updatedSince = state?.registry === options.registry ? state.lastSync : undefined;
+  const query: RegistryQuery = {};
+  if (options.search) query.search = options.search;
+  if (updatedSince) query.updatedSince = updatedSince;
+  if (options.timeoutMs) query.timeoutMs = options.timeoutMs;
+  if (options.fetch) query.fetch = options.fetch;
+  if (options.signal) query.signal = options.signal;
+  const listing = await readRegistry(options.registry, query);
+  const text = await Deno.readTextFile(options.fleetPath).catch((error) => {
+    if (error instanceof Deno.errors.NotFound) return "";
+    throw error;
+  });
+  const plan = planSync(text, listing, {
+    complete: updatedSince === undefined && !options.search,
+    env: options.env,
+    ...(options.include ? { include: options.include } : {}),
+  });
+  return {
+    registry: options.registry,
+    fleetPath: options.fleetPath,
+    ...(updatedSince ? { updatedSince } : {}),
+    readAt,
+    filtered: Boolean(options.search || options.include?.length),
+    ...plan,
+  };
+}
+
+/** Writes every proposal of `result` and remembers the sync for the next incremental run. */
+export async function applySyncResult<V, R = never>(
+  result: SyncResult,
+  validate: (text: string) => V,
+  apply?: (validated: V) => Promise<R>,
+): Promise<{ changed: boolean; applied?: R }> {
+  const outcome = result.proposals.length === 0
+    ? { changed: false }
+    : await applyProposals(result.fleetPath, result.proposals, validate, apply);
+  if (!result.filtered) {
+    await writeSyncState(result.fleetPath, { registry: result.registry, lastSync: result.readAt });
+  }
+  return outcome;
+}

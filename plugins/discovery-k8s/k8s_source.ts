@@ -1,0 +1,198 @@
+/**
+ * Finds MCP servers among Kubernetes Services: those annotated `agent33.io/mcp: "true"`, with the
+ * endpoint from `agent33.io/mcp-port`, `agent33.io/mcp-path` (default `/mcp`) and
+ * `agent33.io/mcp-transport` (`http`, the default, or `sse`). Lists, then watches from the list's
+ * resourceVersion; a dropped watch resumes from the last version seen, and a `410 Gone` relists.
+ * @module
+ */
+import type { DiscoveryCandidate, DiscoverySource } from "../../core/plugin_api.ts";
+
+/** The annotations this source reads. */
+export const ANNOTATIONS = {
+  enabled: "agent33.io/mcp",
+  port: "agent33.io/mcp-port",
+  path: "agent33.io/mcp-path",
+  transport: "agent33.io/mcp-transport",
+} as const;
+
+/** How to reach the API server. */
+export interface K8sOptions {
+  /** Base URL, e.g. `https://10.0.0.1:443`. */
+  api: string;
+  token?: string;
+  /** Only this namespace; all namespaces when unset. */
+  namespace?: string;
+  /** Injectable for tests and for the in-cluster CA. */
+  fetch?: typeof fetch;
+  /** Wait before reconnecting a failed watch (default 1 s). */
+  backoffMs?: number;
+}
+
+/** The parts of a Service this source reads. */
+interface Service {
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    resourceVersion?: string;
+    annotations?: Record<string, string>;
+    labels?: Record<string, string>;
+  };
+  spec?: { ports?: { port?: number; name?: string }[] };
+}
+
+/** A discovery source over the Kubernetes API. */
+export class K8sSource implements DiscoverySource {
+  #options: K8sOptions;
+
+  constructor(options: K8sOptions) {
+    this.#options = options;
+  }
+
+  /** Every annotated Service now. */
+  async list(signal?: AbortSignal): Promise<DiscoveryCandidate[]> {
+    return (await this.#list(signal)).candidates;
+  }
+
+  /** Lists, then follows the watch until `signal` aborts. */
+  async *discover(signal: AbortSignal): AsyncIterable<DiscoveryCandidate> {
+    let version: string | undefined;
+    while (!signal.aborted) {
+      try {
+        if (version === undefined) {
+          const listed = await this.#list(signal);
+          version = listed.version;
+          yield* listed.candidates;
+        }
+        for await (const event of this.#watch(version, signal)) {
+          if (event.type === "ERROR") {
+            // 410 Gone: the version is too old to resume from; start over with a list.
+            version = undefined;
+            break;
+          }
+          version = event.object.metadata?.resourceVersion ?? version;
+          if (event.type === "BOOKMARK") continue;
+          const candidate = toCandidate(event.object);
+          if (event.type === "DELETED" || candidate === undefined) {
+            const id = serviceId(event.object);
+            if (id) yield { ...removedStub(id), removed: true };
+          } else {
+            yield candidate;
+          }
+        }
+      } catch (error) {
+        if (signal.aborted) return;
+        // A refused list is a configuration problem: surface it rather than spin.
+        if (version === undefined) throw error;
+      }
+      await pause(this.#options.backoffMs ?? 1_000, signal);
+    }
+  }
+
+  async #list(
+    signal?: AbortSignal,
+  ): Promise<{ candidates: DiscoveryCandidate[]; version: string }> {
+    const response = await this.#get(this.#servicesPath(), signal);
+    const body = await response.json() as {
+      metadata?: { resourceVersion?: string };
+      items?: Service[];
+    };
+    const candidates = (body.items ?? []).map(toCandidate).filter((c) => c !== undefined);
+    return { candidates, version: body.metadata?.resourceVersion ?? "" };
+  }
+
+  async *#watch(
+    version: string,
+    signal: AbortSignal,
+  ): AsyncIterable<{ type: string; object: Service }> {
+    const query = `watch=1&allowWatchBookmarks=true${
+      version ? `&resourceVersion=${encodeURIComponent(version)}` : ""
+    }`;
+    const response = await this.#get(`${this.#servicesPath()}?${query}`, signal);
+    const lines = response.body!.pipeThrough(new TextDecoderStream()).pipeThrough(splitLines());
+    for await (const line of lines) {
+      if (line.trim() === "") continue;
+      yield JSON.parse(line);
+    }
+  }
+
+  #servicesPath(): string {
+    const ns = this.#options.namespace;
+    return ns ? `/api/v1/namespaces/${encodeURIComponent(ns)}/services` : "/api/v1/services";
+  }
+
+  async #get(path: string, signal?: AbortSignal): Promise<Response> {
+    const url = this.#options.api.replace(/\/$/, "") + path;
+    const headers: Record<string, string> = { accept: "application/json" };
+    if (this.#options.token) headers.authorization = `Bearer ${this.#options.token}`;
+    const response = await (this.#options.fetch ?? fetch)(url, {
+      headers,
+      ...(signal ? { signal } : {}),
+    });
+    if (!response.ok) {
+      const text = await response.text();
+      throw new Error(
+        `Kubernetes API ${url} answered ${response.status}: ${text.slice(0, 200)}; ` +
+          "check MCP_K8S_API and that the token may list and watch services",
+      );
+    }
+    return response;
+  }
+}
+
+/** `<namespace>/<name>`, the candidate id of a Service. */
+function serviceId(service: Service): string | undefined {
+  const { name, namespace } = service.metadata ?? {};
+  return name ? `${namespace ?? "default"}/${name}` : undefined;
+}
+
+function removedStub(id: string): DiscoveryCandidate {
+  return { id, source: "k8s", transport: "http", url: "" };
+}
+
+/** The candidate of an annotated Service, or undefined. */
+export function toCandidate(service: Service): DiscoveryCandidate | undefined {
+  const annotations = service.metadata?.annotations ?? {};
+  const id = serviceId(service);
+  if (annotations[ANNOTATIONS.enabled] !== "true" || id === undefined) return undefined;
+  const port = Number(annotations[ANNOTATIONS.port] ?? service.spec?.ports?.[0]?.port);
+  if (!Number.isInteger(port) || port <= 0) return undefined;
+  const rawPath = annotations[ANNOTATIONS.path] ?? "/mcp";
+  const path = rawPath.startsWith("/") ? rawPath : `/${rawPath}`;
+  const transport = annotations[ANNOTATIONS.transport] === "sse" ? "sse" : "http";
+  const { name, namespace = "default" } = service.metadata!;
+  return {
+    id,
+    source: "k8s",
+    transport,
+    url: `http://${name}.${namespace}.svc:${port}${path}`,
+    labels: { namespace, service: name!, ...(service.metadata?.labels ?? {}) },
+  };
+}
+
+/** Splits a text stream into lines (watch events are one JSON object per line). */
+function splitLines(): TransformStream<string, string> {
+  let rest = "";
+  return new TransformStream({
+    transform(chunk, controller) {
+      const parts = (rest + chunk).split("\n");
+      rest = parts.pop() ?? "";
+      for (const part of parts) controller.enqueue(part);
+    },
+    flush(controller) {
+      if (rest) controller.enqueue(rest);
+    },
+  });
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}

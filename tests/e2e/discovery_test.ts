@@ -1,0 +1,416 @@
+/**
+ * Discovery plugins against fakes replaying real output: a Kubernetes API server on 127.0.0.1
+ * (List and Watch JSON, a dropped watch), the Tailscale CLI (`tailscale status --json`), and
+ * mDNS on loopback when multicast works here.
+ */
+import assert from "node:assert/strict";
+import { K8sSource } from "../../plugins/discovery-k8s/k8s_source.ts";
+import type { DiscoveryCandidate } from "../../core/plugin_api.ts";
+import { candidateProposals, DiscoveryService } from "../../core/sync/discovery_service.ts";
+import { BUILTIN_PLUGIN_DIR } from "../../core/plugin_loader.ts";
+import { startGateway } from "../support/gateway.ts";
+import { runDiscoverCommand } from "../../core/sync/discover_cli.ts";
+import { LanSource, SERVICE } from "../../plugins/discovery-lan/lan_source.ts";
+import { TailscaleSource } from "../../plugins/discovery-tailscale/tailscale_source.ts";
+
+const K8S_DATA = new URL("../../plugins/discovery-k8s/testdata/", import.meta.url);
+const read = (name: string, base = K8S_DATA) => Deno.readTextFile(new URL(name, base));
+
+/** A fake API server: the list, a first watch that drops, and a resumed watch kept open. */
+async function fakeKubernetes() {
+  const list = await read("services_list.json");
+  const first = await read("watch_first.jsonl");
+  const resumed = await read("watch_resumed.jsonl");
+  const watches: (string | null)[] = [];
+  const tokens: (string | null)[] = [];
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
+    const url = new URL(request.url);
+    tokens.push(request.headers.get("authorization"));
+    if (url.pathname !== "/api/v1/services") return new Response("not found", { status: 404 });
+    if (url.searchParams.get("watch") !== "1") {
+      return new Response(list, { headers: { "content-type": "application/json" } });
+    }
+    const version = url.searchParams.get("resourceVersion");
+    watches.push(version);
+    if (version === "48213") return new Response(first); // ends: the watch drops
+    const encoder = new TextEncoder();
+    // The resumed watch stays open, as a real one does, until the client lets go.
+    return new Response(
+      new ReadableStream({ start: (c) => c.enqueue(encoder.encode(resumed)) }),
+    );
+  });
+  return {
+    api: `http://127.0.0.1:${server.addr.port}`,
+    watches,
+    tokens,
+    close: () => server.shutdown(),
+  };
+}
+
+Deno.test("k8s lists annotated Services, follows the watch, and resumes from the last version when it drops", async () => {
+  const fake = await fakeKubernetes();
+  const controller = new AbortController();
+  try {
+    const source = new K8sSource({ api: fake.api, token: "t0ken", backoffMs: 10 });
+    const seen: DiscoveryCandidate[] = [];
+    for await (const candidate of source.discover(controller.signal)) {
+      seen.push(candidate);
+      if (candidate.removed && candidate.id === "tools/weather-mcp") break;
+    }
+    assert.deepEqual(
+      seen.map((c) => `${c.removed ? "-" : "+"}${c.id} ${c.url}`),
+      [
+        "+tools/weather-mcp http://weather-mcp.tools.svc:8080/mcp",
+        "+tools/legacy-sse http://legacy-sse.tools.svc:3001/sse",
+        "+ml/search-mcp http://search-mcp.ml.svc:9000/mcp",
+        "-tools/legacy-sse ", // its annotation was turned off
+        "-tools/weather-mcp ",
+      ],
+    );
+    assert.equal(seen[1]?.transport, "sse");
+    assert.deepEqual(fake.watches, ["48213", "48240"]);
+    assert.ok(fake.tokens.every((t) => t === "Bearer t0ken"));
+  } finally {
+    controller.abort();
+    await fake.close();
+  }
+});
+
+Deno.test("k8s names the API and the fix when the API server refuses the list", async () => {
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () => new Response('{"kind":"Status","code":403,"reason":"Forbidden"}', { status: 403 }),
+  );
+  try {
+    const source = new K8sSource({ api: `http://127.0.0.1:${server.addr.port}` });
+    await assert.rejects(source.list(), /answered 403.*MCP_K8S_API.*list and watch services/);
+  } finally {
+    await server.shutdown();
+  }
+});
+
+Deno.test("Discovered candidates are proposed disabled unless their source is trusted, and known URLs are skipped", () => {
+  const candidates: DiscoveryCandidate[] = [
+    {
+      id: "tools/weather-mcp",
+      source: "k8s",
+      transport: "http",
+      url: "http://weather-mcp.tools.svc:8080/mcp",
+    },
+    {
+      id: "box:8787",
+      source: "tailscale",
+      transport: "http",
+      url: "http://box.tail.ts.net:8787/mcp",
+    },
+    { id: "known", source: "lan", transport: "http", url: "http://known.local:1/mcp" },
+  ];
+  const proposals = candidateProposals(candidates, [{
+    id: "known",
+    url: "http://known.local:1/mcp",
+  }], new Set(["k8s"]));
+  assert.deepEqual(
+    proposals.map((p) => [p.id, p.entry?.enabled, p.source]),
+    [
+      ["add:k8s-tools-weather-mcp", undefined, "discovery:k8s"],
+      ["add:tailscale-box-8787", false, "discovery:tailscale"],
+    ],
+  );
+  assert.match(proposals[1]!.reason, /MCP_DISCOVERY_TRUSTED/);
+});
+
+const STATUS =
+  new URL("../../plugins/discovery-tailscale/testdata/status.json", import.meta.url).pathname;
+
+Deno.test("tailscale proposes online peers with an MCP tag at each configured port, from the CLI's status JSON", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const cli = `${dir}/tailscale`;
+    await Deno.writeTextFile(
+      cli,
+      `#!/bin/sh\n[ "$1 $2" = "status --json" ] || exit 2\ncat "${STATUS}"\n`,
+      { mode: 0o755 },
+    );
+    const source = new TailscaleSource({ cli, ports: [8787, 3000] });
+    const found = await source.list();
+    assert.deepEqual(found.map((c) => c.url), [
+      "http://gpu-box.tail1234.ts.net:3000/mcp",
+      "http://gpu-box.tail1234.ts.net:8787/mcp",
+    ]);
+    assert.deepEqual(found[0]?.labels, { host: "gpu-box", os: "linux", tags: "tag:mcp,tag:gpu" });
+    const everyone = await new TailscaleSource({ cli, tags: ["*"] }).list();
+    assert.deepEqual(
+      everyone.map((c) => c.id),
+      ["gpu-box:8787", "laptop:8787"],
+      "offline peers are left out",
+    );
+    await assert.rejects(
+      new TailscaleSource({ cli: `${dir}/missing` }).list(),
+      /cannot run .*install Tailscale or set MCP_PLUGIN_DISCOVERY_TAILSCALE_CLI/,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("tailscale reads the same status from tailscaled's LocalAPI socket", async () => {
+  const dir = await Deno.makeTempDir();
+  const status = await Deno.readTextFile(STATUS);
+  const paths: string[] = [];
+  const server = Deno.serve({ path: `${dir}/tailscaled.sock`, onListen() {} }, (request) => {
+    paths.push(new URL(request.url).pathname);
+    return new Response(status, { headers: { "content-type": "application/json" } });
+  });
+  try {
+    const found = await new TailscaleSource({ socket: `${dir}/tailscaled.sock` }).list();
+    assert.deepEqual(found.map((c) => c.id), ["gpu-box:8787"]);
+    assert.deepEqual(paths, ["/localapi/v0/status"]);
+  } finally {
+    await server.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+const EXAMPLES = new URL("../../examples/discovery-plugin/", import.meta.url).pathname;
+
+async function discover(args: string[], env: Record<string, string>) {
+  let out = "";
+  let err = "";
+  const code = await runDiscoverCommand(args, {
+    out: (text) => out += text,
+    err: (text) => err += text + "\n",
+    env,
+  });
+  return { code, out, err };
+}
+
+Deno.test("discover runs a third-party plugin from MCP_PLUGIN_PATHS and proposes its servers, disabled unless trusted", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const list = `${dir}/servers.json`;
+    await Deno.writeTextFile(
+      list,
+      JSON.stringify([{ id: "notes", url: "http://notes.internal:8080/mcp" }]),
+    );
+    const fleet = `${dir}/fleet.yaml`;
+    await Deno.writeTextFile(fleet, "# mine\nproxy_servers:\n");
+    const env = { MCP_PLUGIN_PATHS: EXAMPLES, MCP_PLUGIN_DISCOVERY_STATIC_FILE: list };
+
+    const found = await discover(["--plugin", "static", "--json"], env);
+    assert.equal(found.code, 0, found.err);
+    assert.deepEqual(JSON.parse(found.out).candidates.map((c: DiscoveryCandidate) => c.url), [
+      "http://notes.internal:8080/mcp",
+    ]);
+
+    const proposed = await discover([
+      "--plugin",
+      "static",
+      "--propose",
+      "--json",
+      "--config",
+      fleet,
+    ], env);
+    assert.equal(JSON.parse(proposed.out).proposals[0].entry.enabled, false);
+
+    const trusted = { ...env, MCP_DISCOVERY_TRUSTED: "static,k8s" };
+    const applied = await discover([
+      "--plugin",
+      "static",
+      "--propose",
+      "--apply",
+      "--config",
+      fleet,
+    ], trusted);
+    assert.equal(applied.code, 0, applied.err);
+    assert.equal(
+      await Deno.readTextFile(fleet),
+      "# mine\nproxy_servers:\n  # discovered by static: notes\n  - id: static-notes\n" +
+        "    url: http://notes.internal:8080/mcp\n    transport: http\n",
+    );
+    const again = await discover(["--plugin", "static", "--propose", "--config", fleet], trusted);
+    assert.match(again.out, /Nothing new to propose/);
+
+    const unknown = await discover(["--plugin", "nope"], env);
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.err, /No discovery plugin nope; available: .*discovery-static/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/** Whether mDNS works on loopback here (containers often have no multicast route). */
+async function multicastWorks(): Promise<string | undefined> {
+  const { default: multicastDns } = await import("multicast-dns");
+  const mdns = multicastDns({ loopback: true, interface: "127.0.0.1", ip: "224.0.0.251" });
+  return await new Promise<string | undefined>((resolve) => {
+    const timer = setTimeout(() => done("no echo of our own query within 1 s"), 1_000);
+    const done = (reason?: string) => {
+      clearTimeout(timer);
+      mdns.destroy(() => resolve(reason));
+    };
+    mdns.on("error", (error: Error) => done(error.message));
+    mdns.on("query", (q: { questions: { name: string }[] }) => {
+      if (q.questions.some((x) => x.name === "probe.agent33.local")) done();
+    });
+    mdns.on("ready", () => mdns.query({ questions: [{ name: "probe.agent33.local", type: "A" }] }));
+  });
+}
+
+const NO_MULTICAST = await multicastWorks();
+
+Deno.test({
+  name: NO_MULTICAST
+    ? `lan finds servers announcing _mcp._tcp.local — SKIPPED: multicast does not work on loopback here (${NO_MULTICAST})`
+    : "lan finds servers announcing _mcp._tcp.local with their SRV port, TXT path and A address",
+  ignore: NO_MULTICAST !== undefined,
+  async fn() {
+    const { default: multicastDns } = await import("multicast-dns");
+    const responder = multicastDns({ loopback: true, interface: "127.0.0.1", ip: "224.0.0.251" });
+    const ready = new Promise<void>((resolve) => responder.on("ready", () => resolve()));
+    responder.on("query", (query: { questions: { name: string }[] }) => {
+      if (!query.questions.some((q) => q.name === SERVICE)) return;
+      responder.respond({
+        answers: [{ name: SERVICE, type: "PTR", data: `notes.${SERVICE}` }],
+        additionals: [
+          {
+            name: `notes.${SERVICE}`,
+            type: "SRV",
+            data: { port: 8931, target: "notes-box.local" },
+          },
+          { name: `notes.${SERVICE}`, type: "TXT", data: ["path=/mcp", "transport=http"] },
+          { name: "notes-box.local", type: "A", data: "127.0.0.1" },
+        ],
+      });
+    });
+    try {
+      await ready;
+      const found = await new LanSource({
+        listenMs: 500,
+        mdns: { loopback: true, interface: "127.0.0.1", ip: "224.0.0.251" },
+      }).list();
+      assert.deepEqual(found.map((c) => [c.id, c.url]), [["notes", "http://127.0.0.1:8931/mcp"]]);
+    } finally {
+      await new Promise<void>((resolve) => responder.destroy(() => resolve()));
+    }
+  },
+});
+
+Deno.test("k8s relists when the watch answers 410 Gone (its resourceVersion is too old)", async () => {
+  let lists = 0;
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
+    const url = new URL(request.url);
+    if (url.searchParams.get("watch") !== "1") {
+      lists++;
+      return Response.json({
+        kind: "ServiceList",
+        metadata: { resourceVersion: String(lists) },
+        items: [],
+      });
+    }
+    if (url.searchParams.get("resourceVersion") === "1") {
+      return new Response(
+        JSON.stringify({
+          type: "ERROR",
+          object: {
+            kind: "Status",
+            status: "Failure",
+            reason: "Expired",
+            code: 410,
+            message: "too old resource version: 1 (48000)",
+          },
+        }) + "\n",
+      );
+    }
+    return new Response(
+      JSON.stringify({
+        type: "ADDED",
+        object: {
+          metadata: {
+            name: "late",
+            namespace: "ns",
+            resourceVersion: "3",
+            annotations: { "agent33.io/mcp": "true" },
+          },
+          spec: { ports: [{ port: 80 }] },
+        },
+      }) + "\n",
+    );
+  });
+  const controller = new AbortController();
+  try {
+    const source = new K8sSource({ api: `http://127.0.0.1:${server.addr.port}`, backoffMs: 5 });
+    for await (const candidate of source.discover(controller.signal)) {
+      assert.equal(candidate.url, "http://late.ns.svc:80/mcp");
+      break;
+    }
+    assert.equal(lists, 2);
+  } finally {
+    controller.abort();
+    await server.shutdown();
+  }
+});
+
+Deno.test("DiscoveryService restarts a live feed that ends and keeps candidates current (removals included)", async () => {
+  let runs = 0;
+  const seen: string[][] = [];
+  const service = new DiscoveryService({
+    backoffMs: 1,
+    onChange: (c) => seen.push(c.map((x) => x.id)),
+  });
+  const base = { source: "t", transport: "http" as const, url: "http://a:1/mcp" };
+  service.start([{
+    async *discover() {
+      runs++;
+      if (runs === 1) yield { ...base, id: "a" };
+      if (runs === 2) yield { ...base, id: "a", removed: true as const };
+      if (runs >= 2) yield { ...base, id: `b${runs}` };
+    },
+  }]);
+  const deadline = Date.now() + 5_000;
+  while (runs < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  await service.stop();
+  assert.deepEqual(seen.slice(0, 3), [["a"], [], ["b2"]]);
+});
+
+Deno.test("GET /v1/mcp/sync/proposals?discover=true joins discovery candidates to the proposals, disabled unless trusted", async () => {
+  const dir = await Deno.makeTempDir();
+  const list = `${dir}/servers.json`;
+  await Deno.writeTextFile(
+    list,
+    JSON.stringify([{ id: "notes", url: "http://notes.internal:8080/mcp" }]),
+  );
+  await Deno.writeTextFile(`${dir}/fleet.yaml`, "proxy_servers:\n");
+  const gateway = await startGateway(
+    { MCP_PROXY_CONFIG_PATH: `${dir}/fleet.yaml`, MCP_PLUGIN_DISCOVERY_STATIC_FILE: list },
+    { pluginDirs: [BUILTIN_PLUGIN_DIR, EXAMPLES] },
+  );
+  try {
+    const response = await fetch(`${gateway.url}/v1/mcp/sync/proposals?discover=true`, {
+      headers: { Authorization: `Bearer ${gateway.token}` },
+    });
+    const body = await response.json();
+    assert.equal(response.status, 200, JSON.stringify(body));
+    const notes = body.proposals.find((p: { id: string }) => p.id === "add:static-notes");
+    assert.equal(notes?.source, "discovery:static");
+    assert.equal(notes?.entry.enabled, false);
+    // The built-in k8s source is not in a cluster here: reported, and the others still answer.
+    if (!Deno.env.get("KUBERNETES_SERVICE_HOST") && !Deno.env.get("MCP_K8S_API")) {
+      assert.ok(
+        body.discoveryErrors.some((e: string) => /discovery-k8s: not in a cluster/.test(e)),
+      );
+    }
+    const applied = await fetch(`${gateway.url}/v1/mcp/sync/apply`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${gateway.token}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ ids: ["add:static-notes"] }),
+    });
+    assert.equal(applied.status, 200, await applied.text());
+    assert.match(
+      await Deno.readTextFile(`${dir}/fleet.yaml`),
+      /# discovered by static: notes\n {2}- id: static-notes/,
+    );
+  } finally {
+    await gateway.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -1,0 +1,467 @@
+/**
+ * Registry sync against a fake MCP Registry on 127.0.0.1 serving the real `/v0.1/servers` shape:
+ * two pages (both cursor spellings), npm packages, remotes, deprecated and deleted servers,
+ * runtimes the gateway cannot run, and the failures a registry can have.
+ */
+import assert from "node:assert/strict";
+import { parseFleetConfig } from "../../core/proxy/fleet_config.ts";
+import { runSyncCommand } from "../../core/sync/sync_cli.ts";
+import { SignJWT } from "jose";
+import { writeFleet } from "../support/fleet.ts";
+import { startGateway } from "../support/gateway.ts";
+
+const META = "io.modelcontextprotocol.registry/official";
+
+function item(
+  server: Record<string, unknown>,
+  status = "active",
+  updatedAt = "2025-09-01T00:00:00Z",
+) {
+  return {
+    server: {
+      $schema: "https://static.modelcontextprotocol.io/schemas/2025-09-29/server.schema.json",
+      ...server,
+    },
+    _meta: { [META]: { status, publishedAt: "2025-08-01T00:00:00Z", updatedAt, isLatest: true } },
+  };
+}
+
+const PAGE_1 = {
+  servers: [
+    item({
+      name: "io.github.acme/weather",
+      description: "Forecasts",
+      version: "1.2.0",
+      packages: [{
+        registryType: "npm",
+        registryBaseUrl: "https://registry.npmjs.org",
+        identifier: "@acme/weather-mcp",
+        version: "1.2.0",
+        transport: { type: "stdio" },
+        environmentVariables: [
+          { name: "WEATHER_API_KEY", isRequired: true, isSecret: true, description: "API key" },
+          { name: "WEATHER_UNITS", default: "metric" },
+        ],
+      }],
+    }),
+    item({
+      name: "com.example/search",
+      version: "2.0.0",
+      remotes: [{
+        type: "streamable-http",
+        url: "https://search.example.com/mcp",
+        headers: [{ name: "Authorization", isSecret: true, isRequired: true }],
+      }],
+    }),
+    item({
+      name: "io.github.acme/old",
+      version: "0.9.0",
+      packages: [{
+        registryType: "npm",
+        identifier: "acme-old",
+        version: "0.9.0",
+        transport: { type: "stdio" },
+      }],
+    }, "deprecated"),
+    item({
+      name: "io.github.acme/removed",
+      version: "1.0.0",
+      packages: [{ registryType: "npm", identifier: "acme-removed", version: "1.0.0" }],
+    }, "deleted"),
+  ],
+  metadata: { nextCursor: "io.github.acme/removed:1.0.0", count: 4 },
+};
+
+const PAGE_2 = {
+  servers: [
+    item({
+      name: "io.github.other/feed",
+      version: "3.1.0",
+      remotes: [{ type: "sse", url: "https://feed.other.dev/sse" }],
+    }),
+    item({
+      name: "io.github.py/thing",
+      version: "1.0.0",
+      packages: [{
+        registryType: "pypi",
+        identifier: "thing-mcp",
+        version: "1.0.0",
+        transport: { type: "stdio" },
+      }],
+    }),
+    item({
+      name: "io.github.dotnet/tool",
+      version: "1.0.0",
+      packages: [{ registryType: "nuget", identifier: "Tool.Mcp", version: "1.0.0" }],
+    }),
+  ],
+  // Older registries and mirrors spell it next_cursor.
+  metadata: { next_cursor: "page-3", count: 3 },
+};
+
+const PAGE_3 = { servers: [], metadata: { count: 0 } };
+
+/** A fake registry; `/broken` answers 500, `/malformed` bad JSON, `/slow` never answers in time. */
+function fakeRegistry() {
+  const queries: URLSearchParams[] = [];
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => release = resolve);
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
+    const url = new URL(request.url);
+    if (url.pathname === "/broken/v0.1/servers") return new Response("boom", { status: 500 });
+    if (url.pathname === "/malformed/v0.1/servers") {
+      return new Response("{ servers: [", { status: 200 });
+    }
+    if (url.pathname === "/slow/v0.1/servers") {
+      await released;
+      return Response.json(PAGE_3);
+    }
+    if (url.pathname !== "/v0.1/servers") return new Response("not found", { status: 404 });
+    queries.push(url.searchParams);
+    const cursor = url.searchParams.get("cursor");
+    const page = cursor === null ? PAGE_1 : cursor === "page-3" ? PAGE_3 : PAGE_2;
+    const since = url.searchParams.get("updated_since");
+    const servers = since === null
+      ? page.servers
+      : page.servers.filter((s) => s._meta[META].updatedAt > since);
+    return Response.json({ ...page, servers });
+  });
+  const base = `http://127.0.0.1:${server.addr.port}`;
+  return {
+    base,
+    queries,
+    async close() {
+      release();
+      await server.shutdown();
+    },
+  };
+}
+
+const FLEET = `# Hand-kept fleet: this comment must survive.
+proxy_servers:
+  # mine, not the registry's
+  - id: local
+    command: ["deno", "run", "local.ts"]
+  # synced from registry: io.github.acme/weather@1.0.0
+  - id: acme-weather
+    command: ["deno", "run", "npm:@acme/weather-mcp@1.0.0"]
+    sandbox: deno
+  # synced from registry: io.github.acme/old@0.9.0
+  - id: acme-old
+    command: ["deno", "run", "npm:acme-old@0.9.0"]
+    sandbox: deno
+  # synced from registry: io.github.acme/vanished@1.0.0
+  - id: acme-vanished
+    url: https://vanished.example.com/mcp
+`;
+
+async function sync(args: string[], env: Record<string, string> = {}) {
+  let out = "";
+  let err = "";
+  const code = await runSyncCommand(args, {
+    out: (text) => out += text,
+    err: (text) => err += text + "\n",
+    env: { WEATHER_API_KEY: "k", ...env },
+  });
+  return { code, out, err };
+}
+
+Deno.test("Sync reads every page (nextCursor and next_cursor) and proposes add, update, disable and remove", async () => {
+  const registry = fakeRegistry();
+  const fleet = await writeFleet(FLEET);
+  try {
+    const { code, out, err } = await sync([
+      "--registry",
+      registry.base,
+      "--config",
+      fleet.path,
+      "--json",
+    ]);
+    assert.equal(code, 0, err);
+    const plan = JSON.parse(out);
+    assert.deepEqual(registry.queries.map((q) => q.get("cursor")), [
+      null,
+      "io.github.acme/removed:1.0.0",
+      "page-3",
+    ]);
+    const byId = Object.fromEntries(plan.proposals.map((p: { id: string }) => [p.id, p]));
+    assert.deepEqual(Object.keys(byId).sort(), [
+      "add:example-search",
+      "add:other-feed",
+      "disable:acme-old",
+      "remove:acme-vanished",
+      "update:acme-weather",
+    ]);
+    assert.deepEqual(byId["update:acme-weather"].entry, {
+      id: "acme-weather",
+      command: ["deno", "run", "npm:@acme/weather-mcp@1.2.0"],
+      sandbox: "deno",
+      env: { WEATHER_API_KEY: "${WEATHER_API_KEY}", WEATHER_UNITS: "${WEATHER_UNITS:-metric}" },
+      permissions: { env: ["WEATHER_API_KEY", "WEATHER_UNITS"] },
+    });
+    assert.equal(byId["update:acme-weather"].from, "1.0.0");
+    // The secret header is a placeholder, and its variable is unset: written disabled.
+    assert.deepEqual(byId["add:example-search"].entry, {
+      id: "example-search",
+      url: "https://search.example.com/mcp",
+      transport: "http",
+      headers: { Authorization: "${EXAMPLE_SEARCH_AUTHORIZATION}" },
+      enabled: false,
+    });
+    assert.match(byId["add:example-search"].reason, /set EXAMPLE_SEARCH_AUTHORIZATION/);
+    assert.equal(byId["add:other-feed"].entry.transport, "sse");
+    const skipped = Object.fromEntries(
+      plan.skipped.map((s: { name: string; reason: string }) => [s.name, s.reason]),
+    );
+    assert.match(skipped["io.github.py/thing"], /pypi package thing-mcp: not runnable here/);
+    assert.match(skipped["io.github.dotnet/tool"], /nuget package/);
+    assert.match(skipped["io.github.acme/removed"], /deleted in the registry/);
+    assert.equal(
+      await Deno.readTextFile(fleet.path),
+      FLEET,
+      "a plan without --apply writes nothing",
+    );
+  } finally {
+    await registry.close();
+    await fleet.remove();
+  }
+});
+
+Deno.test("Sync --apply writes a valid fleet keeping comments and hand-written entries; a second run shows no diff", async () => {
+  const registry = fakeRegistry();
+  const fleet = await writeFleet(FLEET);
+  try {
+    const applied = await sync(["--registry", registry.base, "--config", fleet.path, "--apply"]);
+    assert.equal(applied.code, 0, applied.err);
+    assert.match(applied.out, /Applied 5 change\(s\)/);
+    const text = await Deno.readTextFile(fleet.path);
+    assert.equal(await Deno.readTextFile(`${fleet.path}.bak`), FLEET);
+    assert.match(text, /^# Hand-kept fleet: this comment must survive\.$/m);
+    assert.match(
+      text,
+      /# mine, not the registry's\n {2}- id: local\n {4}command: \["deno", "run", "local.ts"\]/,
+    );
+    assert.match(
+      text,
+      /# synced from registry: io\.github\.acme\/weather@1\.2\.0\n {2}- id: acme-weather/,
+    );
+    assert.match(
+      text,
+      /# synced from registry: com\.example\/search@2\.0\.0\n {2}- id: example-search/,
+    );
+    assert.doesNotMatch(text, /vanished/);
+    const config = parseFleetConfig(text, fleet.path, { WEATHER_API_KEY: "k" }, {
+      separator: "__",
+      healthIntervalSeconds: 30,
+    });
+    const servers = Object.fromEntries(config.servers.map((s) => [s.id, s]));
+    assert.deepEqual(Object.keys(servers).sort(), [
+      "acme-old",
+      "acme-weather",
+      "example-search",
+      "local",
+      "other-feed",
+    ]);
+    assert.equal(servers["acme-old"]?.enabled, false);
+    assert.equal(servers["acme-weather"]?.env.WEATHER_API_KEY, "k");
+    const state = JSON.parse(await Deno.readTextFile(`${fleet.path}.sync.json`));
+    assert.equal(state.registry, registry.base);
+
+    // Incremental: asks only for what changed since the last sync.
+    const again = await sync(["--registry", registry.base, "--config", fleet.path]);
+    assert.equal(again.code, 0, again.err);
+    assert.equal(registry.queries.at(-1)?.get("updated_since"), state.lastSync);
+    assert.match(again.out, /changes since .*\n {2}no changes/);
+    // And the whole registry again: everything already matches.
+    const full = await sync([
+      "--registry",
+      registry.base,
+      "--config",
+      fleet.path,
+      "--full",
+      "--json",
+    ]);
+    assert.deepEqual(JSON.parse(full.out).proposals, []);
+    assert.equal(await Deno.readTextFile(fleet.path), text);
+  } finally {
+    await registry.close();
+    await fleet.remove();
+  }
+});
+
+Deno.test("Sync --include keeps only matching registry names and never proposes removals", async () => {
+  const registry = fakeRegistry();
+  const fleet = await writeFleet(FLEET);
+  try {
+    const { out } = await sync([
+      "--registry",
+      registry.base,
+      "--config",
+      fleet.path,
+      "--json",
+      "--include",
+      "io.github.other/*",
+    ]);
+    assert.deepEqual(JSON.parse(out).proposals.map((p: { id: string }) => p.id), [
+      "add:other-feed",
+    ]);
+  } finally {
+    await registry.close();
+    await fleet.remove();
+  }
+});
+
+Deno.test("A registry that fails (500, malformed JSON, timeout) is a clear error and the fleet file is untouched", async () => {
+  const registry = fakeRegistry();
+  const fleet = await writeFleet(FLEET);
+  try {
+    const cases: [string, string[], RegExp][] = [
+      ["/broken", [], /answered 500.*nothing was changed/],
+      ["/malformed", [], /did not return JSON.*nothing was changed/],
+      ["/slow", ["--timeout", "0.2"], /did not answer within 200 ms/],
+    ];
+    for (const [path, extra, message] of cases) {
+      const result = await sync([
+        "--registry",
+        registry.base + path,
+        "--config",
+        fleet.path,
+        "--apply",
+        ...extra,
+      ]);
+      assert.equal(result.code, 1, path);
+      assert.match(result.err, message);
+      assert.equal(await Deno.readTextFile(fleet.path), FLEET);
+    }
+    await assert.rejects(Deno.stat(`${fleet.path}.bak`), Deno.errors.NotFound);
+  } finally {
+    await registry.close();
+    await fleet.remove();
+  }
+});
+
+Deno.test("A saved registry response works as --registry FILE", async () => {
+  const fleet = await writeFleet("proxy_servers: []\n");
+  try {
+    const file = `${fleet.dir}/servers.json`;
+    await Deno.writeTextFile(file, JSON.stringify(PAGE_2));
+    const { code, out, err } = await sync([
+      "--registry",
+      file,
+      "--config",
+      fleet.path,
+      "--apply",
+      "--json",
+    ]);
+    assert.equal(code, 0, err);
+    assert.deepEqual(JSON.parse(out).proposals.map((p: { id: string }) => p.id), [
+      "add:other-feed",
+    ]);
+    assert.match(
+      await Deno.readTextFile(fleet.path),
+      /# synced from registry: io\.github\.other\/feed@3\.1\.0\n {2}- id: other-feed/,
+    );
+  } finally {
+    await fleet.remove();
+  }
+});
+
+const SECRET = "a-jwt-secret-of-at-least-thirty-two-bytes";
+
+function jwt(scope: string): Promise<string> {
+  return new SignJWT({ tenant: "default", scope })
+    .setProtectedHeader({ alg: "HS256" })
+    .setSubject(`${scope}-caller`)
+    .setExpirationTime("5m")
+    .sign(new TextEncoder().encode(SECRET));
+}
+
+// Nothing here starts a process or dials out: every entry the gateway would run is disabled.
+const ROUTES_FLEET = `# kept
+proxy_servers:
+  - id: local
+    command: ["deno", "run", "local.ts"]
+    enabled: false
+  # synced from registry: io.github.acme/vanished@1.0.0
+  - id: acme-vanished
+    url: https://vanished.example.com/mcp
+    enabled: false
+`;
+
+Deno.test("The sync admin API: operators read proposals, admins run a sync and apply the chosen ones", async () => {
+  const registry = fakeRegistry();
+  const fleet = await writeFleet(ROUTES_FLEET);
+  const gateway = await startGateway({
+    MCP_AUTH_JWT_SECRET: SECRET,
+    MCP_PROXY_CONFIG_PATH: fleet.path,
+  });
+  const call = async (method: string, op: string, token: string, body?: unknown) => {
+    const response = await fetch(`${gateway.url}/v1/mcp/sync/${op}`, {
+      method,
+      headers: {
+        Authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { "Content-Type": "application/json" }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    return { status: response.status, body: await response.json() };
+  };
+  try {
+    await gateway.kernel.fleetStarted;
+    const [admin, operator] = [await jwt("admin"), await jwt("operator")];
+    const empty = await call("GET", "proposals", operator);
+    assert.equal(empty.status, 200);
+    assert.deepEqual(empty.body, { proposals: [], registry: null });
+
+    const refused = await call("POST", "run", operator, { registry: registry.base });
+    assert.equal(refused.status, 403);
+    assert.match(refused.body.error.message, /lacks scope admin/);
+    assert.equal((await call("GET", "run", admin)).status, 405);
+
+    const run = await call("POST", "run", admin, { registry: registry.base });
+    assert.equal(run.status, 200, JSON.stringify(run.body));
+    const ids = run.body.proposals.map((p: { id: string }) => p.id);
+    assert.deepEqual(ids, [
+      "remove:acme-vanished",
+      "add:acme-weather",
+      "add:example-search",
+      "add:other-feed",
+    ]);
+    const listed = await call("GET", "proposals", operator);
+    assert.deepEqual(listed.body.proposals.map((p: { id: string }) => p.id), ids);
+
+    assert.equal(
+      (await call("POST", "apply", operator, { ids: ["add:example-search"] })).status,
+      403,
+    );
+    const unknown = await call("POST", "apply", admin, { ids: ["add:nope"] });
+    assert.equal(unknown.status, 404);
+    assert.match(unknown.body.error.message, /No pending proposal "add:nope"/);
+
+    const applied = await call("POST", "apply", admin, {
+      ids: ["add:example-search", "remove:acme-vanished"],
+    });
+    assert.equal(applied.status, 200, JSON.stringify(applied.body));
+    const text = await Deno.readTextFile(fleet.path);
+    assert.match(text, /^# kept$/m);
+    assert.match(
+      text,
+      /# synced from registry: com\.example\/search@2\.0\.0\n {2}- id: example-search/,
+    );
+    assert.doesNotMatch(text, /vanished/);
+    assert.deepEqual(gateway.kernel.fleet.map((s) => s.id).sort(), ["example-search", "local"]);
+    const left = await call("GET", "proposals", operator);
+    assert.deepEqual(left.body.proposals.map((p: { id: string }) => p.id), [
+      "add:acme-weather",
+      "add:other-feed",
+    ]);
+
+    const failed = await call("POST", "run", admin, { registry: `${registry.base}/broken` });
+    assert.equal(failed.status, 502);
+    assert.match(failed.body.error.message, /answered 500/);
+  } finally {
+    await gateway.stop();
+    await registry.close();
+    await fleet.remove();
+  }
+});
