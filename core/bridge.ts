@@ -373,8 +373,15 @@ export class MCPServiceBridge {
           );
         }
         // A proxied tool is not implicitly trusted: the same gate, plus its connector boundary.
-        const descriptor = route.tool ??
+        let descriptor = route.tool ??
           route.handle.catalog.tools.find((t) => t.name === route.original);
+        // A tool the scanner flagged (below quarantine) is governed as destructive: approval.
+        if (descriptor && o.proxy?.escalationReason(route.handle.id, route.original)) {
+          descriptor = {
+            ...descriptor,
+            annotations: { ...descriptor.annotations, destructiveHint: true },
+          };
+        }
         const target: ToolTarget = {
           name: policyName(name),
           server: route.handle.id,

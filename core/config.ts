@@ -62,6 +62,8 @@ export interface GatewayConfig {
   };
   /** MCP_SCANNER_BLOCK: findings at or above this severity quarantine their tool. */
   scannerBlock: "off" | "info" | "low" | "medium" | "high" | "critical";
+  /** MCP_SCANNER_APPROVAL: findings at or above this severity make calls need approval. */
+  scannerApproval: "off" | "info" | "low" | "medium" | "high" | "critical";
   natsUrl?: string;
   log: { level: "debug" | "info" | "warn" | "error"; format: "text" | "json" };
   /** Every `MCP_PLUGIN_*` variable, for plugin config slices. */
@@ -229,6 +231,12 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
     meaning: "Write raw arguments into audit lines (else only their hash)",
   },
   {
+    name: "MCP_SCANNER_APPROVAL",
+    default: "high",
+    meaning:
+      "Scanner findings at or above this severity (below the block) make calls need approval",
+  },
+  {
     name: "MCP_SCANNER_BLOCK",
     default: "critical",
     meaning: "Scanner findings at or above this severity quarantine their tool (`off` to never)",
@@ -344,6 +352,10 @@ const ENV_SCHEMA = z.object({
     "MCP_SCANNER_BLOCK",
     ["off", "info", "low", "medium", "high", "critical"] as const,
   ),
+  MCP_SCANNER_APPROVAL: oneOf(
+    "MCP_SCANNER_APPROVAL",
+    ["off", "info", "low", "medium", "high", "critical"] as const,
+  ),
   MCP_LOG_LEVEL: oneOf("MCP_LOG_LEVEL", ["debug", "info", "warn", "error"] as const),
   MCP_LOG_FORMAT: oneOf("MCP_LOG_FORMAT", ["text", "json"] as const),
 });
@@ -435,6 +447,7 @@ export function resolveConfig(
     },
     ...(e.NATS_URL === undefined ? {} : { natsUrl: e.NATS_URL }),
     scannerBlock: e.MCP_SCANNER_BLOCK ?? "critical",
+    scannerApproval: e.MCP_SCANNER_APPROVAL ?? "high",
     log: { level: e.MCP_LOG_LEVEL ?? "info", format: e.MCP_LOG_FORMAT ?? "text" },
     pluginEnv,
   };

@@ -46,6 +46,7 @@ Deno.test("resolveConfig resolves an empty environment to the documented default
       auditIncludeArguments: false,
     },
     scannerBlock: "critical",
+    scannerApproval: "high",
     log: { level: "info", format: "text" },
     pluginEnv: {},
   });

@@ -392,6 +392,7 @@ export class Kernel {
       bus: this.bus,
       logger: this.logger.child("scanner"),
       blockAt: this.config.scannerBlock,
+      approvalAt: this.config.scannerApproval,
     });
     // Upstreams start in the background: clients connect at once and get list_changed as each
     // upstream becomes READY; /readyz reports ready when every upstream has started or failed.

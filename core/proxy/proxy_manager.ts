@@ -87,6 +87,7 @@ export class ProxyManager {
   #lastSignature = "";
   #droppedReported = new Set<string>();
   #quarantine: (server: string, tool: string) => string | undefined = () => undefined;
+  #escalate: (server: string, tool: string) => string | undefined = () => undefined;
 
   constructor(options: ProxyManagerOptions) {
     this.#options = options;
@@ -204,6 +205,19 @@ export class ProxyManager {
   setQuarantine(test: (server: string, tool: string) => string | undefined): void {
     this.#quarantine = test;
     this.#invalidate();
+  }
+
+  /**
+   * Sets the escalation test (the scanner's): an escalated tool's calls are governed as
+   * destructive, so they need approval under the usual policies.
+   */
+  setEscalation(test: (server: string, tool: string) => string | undefined): void {
+    this.#escalate = test;
+  }
+
+  /** Why a tool's calls are treated as destructive, or undefined. */
+  escalationReason(server: string, tool: string): string | undefined {
+    return this.#escalate(server, tool);
   }
 
   /** Why a tool is quarantined, or undefined when it is not. */

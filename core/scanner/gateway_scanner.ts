@@ -30,6 +30,8 @@ export interface GatewayScannerOptions {
   logger: Logger;
   /** Findings at or above this severity quarantine their tool; `off` never quarantines on findings. */
   blockAt: ScanSeverity | "off";
+  /** Findings at or above this severity (below blockAt) make calls need approval; `off` never. */
+  approvalAt: ScanSeverity | "off";
 }
 
 /** A finding as shown to operators. */
@@ -56,6 +58,7 @@ export class GatewayScanner {
   constructor(options: GatewayScannerOptions) {
     this.#options = options;
     options.proxy.setQuarantine((server, tool) => this.#quarantined.get(key(server, tool)));
+    options.proxy.setEscalation((server, tool) => this.#escalation(server, tool));
     this.#unsubscribe = options.subscribe((event) => {
       if (event.type === "proxy.tools" || event.type === "proxy.state") this.#schedule();
     });
@@ -164,6 +167,17 @@ export class GatewayScanner {
       bus.publish({ type: "scanner.quarantined", server, tool, reason });
     }
     if (changed || before.size !== this.#quarantined.size) proxy.refresh();
+  }
+
+  /** A finding at or above approvalAt on this tool (not released): its calls need approval. */
+  #escalation(server: string, tool: string): string | undefined {
+    const { approvalAt } = this.#options;
+    if (approvalAt === "off" || this.#released.has(key(server, tool))) return undefined;
+    const finding = this.#findings.get(server)?.find((f) =>
+      f.entity.kind === "tool" && f.entity.name === tool &&
+      severityRank(f.severity) >= severityRank(approvalAt)
+    );
+    return finding && `scanner finding ${finding.rule} (${finding.severity})`;
   }
 
   /** Stops listening. */

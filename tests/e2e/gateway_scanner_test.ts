@@ -90,3 +90,33 @@ Deno.test("The gateway quarantines poisoned upstream tools until an operator rel
     await fleet.remove();
   }
 });
+
+Deno.test("Below the blocking severity, a flagged upstream tool is governed as destructive: its calls need approval", async () => {
+  const fleet = await writeFleet(fleetWith("original"));
+  const gateway = await startGateway({
+    MCP_PROXY_CONFIG_PATH: fleet.path,
+    MCP_SCANNER_BLOCK: "critical",
+    MCP_SCANNER_APPROVAL: "high",
+    MCP_POLICY_PATH: "/nonexistent/policies",
+  });
+  const client = await connectHttp(gateway);
+  try {
+    await gateway.kernel.fleetStarted;
+    await eventually(
+      () => (gateway.kernel.scanner?.findingsFor("poisoned").length ?? 0) > 0,
+      "the scan",
+    );
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    assert.ok(names.includes("poisoned__lookup"), "flagged but below the block: still listed");
+    await assert.rejects(
+      client.callTool({ name: "poisoned__lookup", arguments: { word: "x" } }),
+      (e: McpError) => (e.data as { code: string; effect?: string }).code === "approval_required",
+    );
+    const clean = await client.callTool({ name: "poisoned__get_fact", arguments: { topic: "x" } });
+    assert.deepEqual(clean.content, [{ type: "text", text: "ok" }]);
+  } finally {
+    await client.close();
+    await gateway.stop();
+    await fleet.remove();
+  }
+});
