@@ -22,10 +22,14 @@ export interface TestGateway {
 /** Starts a gateway on a free port with the given variables (a static token "test-token" unless set). */
 export async function startGateway(
   env: Record<string, string> = {},
-  options: { noAuth?: boolean; pluginDirs?: string[] } = {},
+  options: { noAuth?: boolean; pluginDirs?: string[]; keepLog?: (line: string) => boolean } = {},
 ): Promise<TestGateway> {
   const logs: string[] = [];
-  const logger: Logger = createLogger({ level: "debug", sink: (line) => logs.push(line) });
+  const keep = options.keepLog ?? (() => true);
+  const logger: Logger = createLogger({
+    level: "debug",
+    sink: (line) => void (keep(line) && logs.push(line)),
+  });
   const token = env.MCP_SERVER_AUTH_TOKEN ?? "test-token";
   const config = resolveConfig(
     { MCP_SERVER_PORT: "0", ...(options.noAuth ? {} : { MCP_SERVER_AUTH_TOKEN: token }), ...env },
