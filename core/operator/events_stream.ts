@@ -16,11 +16,10 @@
  * re-read state instead of trusting the event trail.
  * @module
  */
-import { hasScope } from "../auth/token_payload.ts";
+import { refuseScope } from "./admin_scope.ts";
 import type { Clock, TimerHandle } from "../clock.ts";
 import type { EventBus } from "../event_bus.ts";
 import type { GatewayEvent } from "../events.ts";
-import { jsonError } from "../http_listener.ts";
 import type { HttpRoute } from "../plugin_api.ts";
 
 /** The path of the events stream. */
@@ -55,17 +54,8 @@ export function eventsStreamRoute(options: EventsStreamOptions): HttpRoute {
     path: EVENTS_PATH,
     methods: ["GET"],
     handle(_request, auth) {
-      if (!hasScope(auth, "admin", "operator")) {
-        return Promise.resolve(jsonError(
-          403,
-          "forbidden",
-          `Caller "${auth.subject}" lacks scope admin or operator, which ${EVENTS_PATH} needs`,
-          {
-            "WWW-Authenticate":
-              'Bearer realm="agent33", error="insufficient_scope", scope="operator"',
-          },
-        ));
-      }
+      const refused = refuseScope(auth, "read", EVENTS_PATH);
+      if (refused) return Promise.resolve(refused);
       // A client that goes away cancels the body: that, not request.signal, ends the stream.
       const body = openStream({ ...options, keepAliveMs, retryMs, maxQueue });
       return Promise.resolve(

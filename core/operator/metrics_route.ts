@@ -3,8 +3,7 @@
  * client (a bearer token), so the route needs scope `admin` or `operator`.
  * @module
  */
-import { hasScope } from "../auth/token_payload.ts";
-import { jsonError } from "../http_listener.ts";
+import { refuseScope } from "./admin_scope.ts";
 import type { HttpRoute } from "../plugin_api.ts";
 import { EXPOSITION_CONTENT_TYPE } from "./metrics_exposition.ts";
 
@@ -17,17 +16,8 @@ export function metricsRoute(metrics: { render(): string }): HttpRoute {
     path: METRICS_PATH,
     methods: ["GET"],
     handle(_request, auth) {
-      if (!hasScope(auth, "admin", "operator")) {
-        return Promise.resolve(jsonError(
-          403,
-          "forbidden",
-          `Caller "${auth.subject}" lacks scope admin or operator, which ${METRICS_PATH} needs`,
-          {
-            "WWW-Authenticate":
-              'Bearer realm="agent33", error="insufficient_scope", scope="operator"',
-          },
-        ));
-      }
+      const refused = refuseScope(auth, "read", METRICS_PATH);
+      if (refused) return Promise.resolve(refused);
       return Promise.resolve(
         new Response(metrics.render(), {
           headers: { "Content-Type": EXPOSITION_CONTENT_TYPE, "Cache-Control": "no-store" },
