@@ -3,9 +3,8 @@
  * Every route needs scope `admin` or `operator`.
  * @module
  */
-import { hasScope } from "./auth/token_payload.ts";
+import { refuseScope } from "./operator/admin_scope.ts";
 import type { SystemStatus } from "./bridge.ts";
-import { jsonError } from "./http_listener.ts";
 import type { HttpRoute } from "./plugin_api.ts";
 import type { HandleSnapshot } from "./proxy/child_server_handle.ts";
 
@@ -22,17 +21,8 @@ export function operatorStatusRoute(source: OperatorStatusSource): HttpRoute {
     path: "/v1/operator/status",
     methods: ["GET"],
     handle(_request, auth) {
-      if (!hasScope(auth, "admin", "operator")) {
-        return Promise.resolve(jsonError(
-          403,
-          "forbidden",
-          `Caller "${auth.subject}" lacks scope admin or operator, which /v1/operator/status needs`,
-          {
-            "WWW-Authenticate":
-              'Bearer realm="agent33", error="insufficient_scope", scope="operator"',
-          },
-        ));
-      }
+      const refused = refuseScope(auth, "read", "/v1/operator/status");
+      if (refused) return Promise.resolve(refused);
       return Promise.resolve(Response.json({
         ready: source.ready(),
         gateway: source.system(),
