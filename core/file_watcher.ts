@@ -1,6 +1,7 @@
 /**
- * Watches a configuration file (the fleet) or directory (the policies) and calls back, debounced,
- * when it changes. Reload logic stays with the caller: an invalid new file keeps what runs.
+ * Watches a configuration file (the fleet), a directory of YAML files (the policies) or a whole
+ * tree (skills' folders, the RAG corpus) and calls back, debounced and one reload at a time, when
+ * it changes. Reload logic stays with the caller: an invalid new file keeps what runs.
  * @module
  */
 import type { Logger } from "./logger.ts";
@@ -12,13 +13,15 @@ export interface WatchFileOptions {
   /** Editors write in bursts; changes within this window reload once. */
   debounceMs?: number;
   onChange: () => Promise<void>;
+  /** Watch `path` as a directory tree: every change below it counts, not only YAML. */
+  recursive?: boolean;
 }
 
 /** Starts watching; the returned function stops it. */
 export function watchFile(options: WatchFileOptions): () => void {
-  const { path, logger, debounceMs = 200, onChange } = options;
+  const { path, logger, debounceMs = 200, onChange, recursive = false } = options;
   let watcher: Deno.FsWatcher;
-  let isDir = false;
+  let isDir = recursive;
   try {
     isDir = Deno.statSync(path).isDirectory;
   } catch {
@@ -31,7 +34,7 @@ export function watchFile(options: WatchFileOptions): () => void {
       : path.includes("/")
       ? path.slice(0, path.lastIndexOf("/")) || "/"
       : ".";
-    watcher = Deno.watchFs(dir, { recursive: false });
+    watcher = Deno.watchFs(dir, { recursive });
   } catch (error) {
     logger.warn(`cannot watch ${path} for changes; edits need a restart`, { error: String(error) });
     return () => {};
@@ -42,9 +45,10 @@ export function watchFile(options: WatchFileOptions): () => void {
   const loop = (async () => {
     try {
       for await (const event of watcher) {
-        const relevant = isDir
-          ? event.paths.some((p) => /\.ya?ml$/.test(p))
-          : event.paths.some((p) => p.endsWith("/" + name) || p === name);
+        const relevant = recursive ||
+          (isDir
+            ? event.paths.some((p) => /\.ya?ml$/.test(p))
+            : event.paths.some((p) => p.endsWith("/" + name) || p === name));
         if (!relevant) continue;
         clearTimeout(timer);
         timer = setTimeout(() => {

@@ -16,7 +16,6 @@ import { engineTools } from "./engine_tools.ts";
 import { ModelRouter } from "./model_router.ts";
 import { RAGPipeline } from "./rag_pipeline.ts";
 import type { ToolInvoker } from "./tool_invoker.ts";
-import { watchTree } from "./tree_watcher.ts";
 
 /** What the engine is built from. */
 export interface EngineOptions {
@@ -87,15 +86,23 @@ export class Engine {
       }));
     }
     if (paths.skills !== undefined) {
-      this.#unwatch.push(
-        watchTree(paths.skills, logger.child("skills"), () => this.reload("skills")),
-      );
+      this.#unwatch.push(watchFile({
+        path: paths.skills,
+        logger: logger.child("skills"),
+        recursive: true,
+        onChange: () => this.reload("skills"),
+      }));
     }
     if (this.rag) {
       const rag = this.rag;
-      this.#unwatch.push(watchTree(rag.dir, logger.child("knowledge"), async () => {
-        const { indexed, removed } = await rag.refresh();
-        logger.info("knowledge reindexed", { indexed, removed });
+      this.#unwatch.push(watchFile({
+        path: rag.dir,
+        logger: logger.child("knowledge"),
+        recursive: true,
+        onChange: async () => {
+          const { indexed, removed } = await rag.refresh();
+          logger.info("knowledge reindexed", { indexed, removed });
+        },
       }));
     }
   }
