@@ -11,6 +11,7 @@ import {
   connectSse,
   initializeRequest,
   mcpHeaders,
+  openSession,
   startGateway,
   type TestGateway,
 } from "../support/gateway.ts";
@@ -346,17 +347,7 @@ Deno.test("Streamable HTTP refuses a request id already in flight on the session
       inputSchema: { type: "object" },
       handler: () => new Promise((r) => setTimeout(() => r({ content: [] }), 200)),
     });
-    const opened = await fetch(`${gateway.url}/mcp`, {
-      method: "POST",
-      headers: mcpHeaders(gateway.token),
-      body: JSON.stringify(initializeRequest("2025-11-25")),
-    });
-    const session = opened.headers.get("mcp-session-id")!;
-    await opened.body?.cancel();
-    const headers = mcpHeaders(gateway.token, {
-      "Mcp-Session-Id": session,
-      "Mcp-Protocol-Version": "2025-11-25",
-    });
+    const headers = await openSession(gateway);
     const call = (id: number) =>
       fetch(`${gateway.url}/mcp`, {
         method: "POST",

@@ -9,7 +9,7 @@ import { GatewayError } from "../../core/errors.ts";
 import { parsePolicies } from "../../core/governance/policy_loader.ts";
 import { parseFleetConfig } from "../../core/proxy/fleet_config.ts";
 import { FrameReader, spawnStdioGateway } from "../support/child_gateway.ts";
-import { initializeRequest, mcpHeaders, startGateway } from "../support/gateway.ts";
+import { initializeRequest, mcpHeaders, openSession, startGateway } from "../support/gateway.ts";
 
 const SEED = Number(Deno.env.get("FUZZ_SEED") ?? "20261129");
 const FRAMES = Number(Deno.env.get("FUZZ_FRAMES") ?? "6000");
@@ -209,17 +209,7 @@ Deno.test(`fuzz: hostile bodies over Streamable HTTP never get a 5xx or stop the
     MCP_MAX_MESSAGE_BYTES: String(1 << 20),
   });
   try {
-    const opened = await fetch(`${gateway.url}/mcp`, {
-      method: "POST",
-      headers: mcpHeaders(gateway.token),
-      body: JSON.stringify(initializeRequest("2025-11-25")),
-    });
-    const session = opened.headers.get("mcp-session-id")!;
-    await opened.body?.cancel();
-    const headers = mcpHeaders(gateway.token, {
-      "Mcp-Session-Id": session,
-      "Mcp-Protocol-Version": "2025-11-25",
-    });
+    const headers = await openSession(gateway);
     const total = Math.ceil(FRAMES * 2 / 3);
     const statuses = new Map<number, number>();
     for (let i = 0; i < total; i += 20) {

@@ -9,7 +9,7 @@
  */
 import { parseArgs } from "node:util";
 import { fixture, writeFleet } from "../support/fleet.ts";
-import { initializeRequest, mcpHeaders, startGateway } from "../support/gateway.ts";
+import { openSession, startGateway } from "../support/gateway.ts";
 
 const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
 
@@ -73,17 +73,7 @@ export async function runSoak(options: {
   };
   try {
     await gateway.kernel.fleetStarted;
-    const opened = await fetch(`${gateway.url}/mcp`, {
-      method: "POST",
-      headers: mcpHeaders(gateway.token),
-      body: JSON.stringify(initializeRequest("2025-11-25")),
-    });
-    const session = opened.headers.get("mcp-session-id")!;
-    await opened.body?.cancel();
-    const headers = mcpHeaders(gateway.token, {
-      "Mcp-Session-Id": session,
-      "Mcp-Protocol-Version": "2025-11-25",
-    });
+    const headers = await openSession(gateway);
 
     const answers = new Map<number, number>();
     let ok = 0;

@@ -88,3 +88,19 @@ export function initializeRequest(protocolVersion: string, id: number | string =
     params: { protocolVersion, capabilities: {}, clientInfo: { name: "raw", version: "1" } },
   };
 }
+
+/** Opens a raw Streamable HTTP session (initialize) and returns the headers for its requests. */
+export async function openSession(gateway: TestGateway): Promise<Record<string, string>> {
+  const opened = await fetch(`${gateway.url}/mcp`, {
+    method: "POST",
+    headers: mcpHeaders(gateway.token),
+    body: JSON.stringify(initializeRequest("2025-11-25")),
+  });
+  const session = opened.headers.get("mcp-session-id");
+  await opened.body?.cancel();
+  if (!session) throw new Error(`initialize answered ${opened.status} without a session id`);
+  return mcpHeaders(gateway.token, {
+    "Mcp-Session-Id": session,
+    "Mcp-Protocol-Version": "2025-11-25",
+  });
+}
