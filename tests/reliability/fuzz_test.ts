@@ -9,7 +9,7 @@ import { GatewayError } from "../../core/errors.ts";
 import { parsePolicies } from "../../core/governance/policy_loader.ts";
 import { parseFleetConfig } from "../../core/proxy/fleet_config.ts";
 import { FrameReader, spawnStdioGateway } from "../support/child_gateway.ts";
-import { initializeRequest, mcpHeaders, openSession, startGateway } from "../support/gateway.ts";
+import { initializeRequest, openSession, startGateway } from "../support/gateway.ts";
 
 const SEED = Number(Deno.env.get("FUZZ_SEED") ?? "20261129");
 const FRAMES = Number(Deno.env.get("FUZZ_FRAMES") ?? "6000");
