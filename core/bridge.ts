@@ -146,6 +146,9 @@ export class MCPServiceBridge {
   #sessions = new Map<string, LiveSession>();
   #startedAt: number;
   #unsubscribe: (() => void)[] = [];
+  /** Tool calls being served, and who waits for them to reach zero (shutdown). */
+  #inFlight = 0;
+  #idleWaiters: (() => void)[] = [];
 
   constructor(options: MCPServiceBridgeOptions) {
     this.#options = options;
@@ -217,6 +220,41 @@ export class MCPServiceBridge {
       tenant: info.auth.tenant,
     });
     return { close: () => server.close() };
+  }
+
+  /** Tool calls being served right now, across every session. */
+  get inFlightCalls(): number {
+    return this.#inFlight;
+  }
+
+  /**
+   * Resolves once no tool call is in flight, or after `timeoutMs`; says which, and how many were
+   * still running (shutdown drains before it closes sessions).
+   */
+  async drain(timeoutMs: number): Promise<{ drained: boolean; pending: number }> {
+    if (this.#inFlight === 0) return { drained: true, pending: 0 };
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const idle = new Promise<boolean>((resolve) => this.#idleWaiters.push(() => resolve(true)));
+    const late = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    try {
+      const drained = await Promise.race([idle, late]);
+      return { drained, pending: this.#inFlight };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  #callStarted(): void {
+    this.#inFlight++;
+  }
+
+  #callEnded(): void {
+    if (--this.#inFlight > 0) return;
+    const waiters = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const wake of waiters) wake();
   }
 
   /** Closes every session. */
@@ -304,6 +342,7 @@ export class MCPServiceBridge {
     handle(server, CallToolRequestSchema, async (request, extra) => {
       const started = performance.now();
       let outcome: ToolCallOutcome = "error";
+      this.#callStarted();
       try {
         const result = await callTool(request, extra);
         outcome = result.isError ? "tool_error" : "ok";
@@ -313,6 +352,7 @@ export class MCPServiceBridge {
         outcome = typeof code === "string" && DENIAL_CODES.has(code) ? "denied" : "error";
         throw error;
       } finally {
+        this.#callEnded();
         const name = request.params.name;
         const upstream = native && o.toolRegistry.has(name)
           ? undefined
