@@ -9,7 +9,7 @@
  * @module
  */
 import type { Clock } from "../clock.ts";
-import { toHex } from "./canonical_json.ts";
+import { toHex } from "../auth/digest.ts";
 import type { NonceStore } from "./nonce_store.ts";
 
 /** Default lifetime of an approval token: ten minutes. */
