@@ -46,6 +46,13 @@ import type { ToolGovernance, ToolTarget } from "./governance/tool_governance.ts
 import type { CatalogView, ProxyManager } from "./proxy/proxy_manager.ts";
 import type { Candidate, ToolDiscovery } from "./tool_discovery.ts";
 import type { ToolRegistry } from "./tool_registry.ts";
+import {
+  type HandlerExtra,
+  installToolCallLane,
+  type ToolCallHandler,
+  type ToolCallLane,
+  type ToolCallRequest,
+} from "./tool_call_lane.ts";
 import { type InboundSession, upstreamCallContext } from "./upstream_context.ts";
 import { GATEWAY_INFO } from "./version.ts";
 
@@ -138,6 +145,9 @@ interface LiveSession {
   inbound: InboundSession;
   /** Upstream resources this session subscribed to: `<server>\0<upstream uri>` → the URI it used. */
   subscriptions: Map<string, string>;
+  /** The session's tools/call handler, shared by the SDK `Server` and the lane. */
+  callTool: ToolCallHandler;
+  lane?: ToolCallLane;
 }
 
 /** Serves MCP sessions over any transport from the engine's registries. */
@@ -200,6 +210,7 @@ export class MCPServiceBridge {
     const server = this.#createServer(live);
     live.server = server;
     server.onclose = () => {
+      live.lane?.abortAll();
       this.#options.discovery.forget(id);
       if (this.#sessions.delete(id)) {
         this.#options.bus.publish({
@@ -213,6 +224,7 @@ export class MCPServiceBridge {
       this.#options.logger.debug("session transport error", { session: id, error: error.message });
     this.#sessions.set(id, live);
     await server.connect(transport);
+    live.lane = installToolCallLane(transport, server, live.callTool);
     this.#options.bus.publish({
       type: "session.opened",
       sessionId: id,
@@ -339,7 +351,7 @@ export class MCPServiceBridge {
       });
     });
 
-    handle(server, CallToolRequestSchema, async (request, extra) => {
+    const onToolCall = async (request: ToolCallRequest, extra: HandlerExtra) => {
       const started = performance.now();
       let outcome: ToolCallOutcome = "error";
       this.#callStarted();
@@ -369,11 +381,13 @@ export class MCPServiceBridge {
           o.logger.warn("call observer threw", { error: String(error) });
         }
       }
-    });
+    };
+    handle(server, CallToolRequestSchema, onToolCall);
+    live.callTool = onToolCall;
 
     const callTool = async (
-      request: z.infer<typeof CallToolRequestSchema>,
-      extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
+      request: ToolCallRequest,
+      extra: HandlerExtra,
     ): Promise<CallToolResult> => {
       const { name, arguments: rawArgs } = request.params;
       const args = rawArgs ?? {};

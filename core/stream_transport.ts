@@ -8,7 +8,9 @@
  * @module
  */
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { type JSONRPCMessage, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { isJsonRpcMessage } from "./jsonrpc_shape.ts";
+import { LineWriter } from "./line_writer.ts";
 
 /** Options for {@link StreamTransport}. */
 export interface StreamTransportOptions {
@@ -19,7 +21,6 @@ export interface StreamTransportOptions {
 }
 
 const NEWLINE = 0x0a;
-const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: true });
 
 /** A `Transport` over readable and writable byte streams, one JSON-RPC message per line. */
@@ -31,6 +32,7 @@ export class StreamTransport implements Transport {
   #input: ReadableStream<Uint8Array>;
   #output: WritableStream<Uint8Array>;
   #writer: WritableStreamDefaultWriter<Uint8Array> | undefined;
+  #lines: LineWriter | undefined;
   #reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
   #options: Required<StreamTransportOptions>;
   #closed = false;
@@ -50,6 +52,7 @@ export class StreamTransport implements Transport {
     if (this.#reader) throw new Error("StreamTransport already started");
     this.#reader = this.#input.getReader();
     this.#writer = this.#output.getWriter();
+    this.#lines = new LineWriter(this.#writer);
     this.#pump = this.#read();
     return Promise.resolve();
   }
@@ -60,8 +63,8 @@ export class StreamTransport implements Transport {
   }
 
   async send(message: JSONRPCMessage): Promise<void> {
-    if (this.#closed || !this.#writer) throw new Error("Transport is closed");
-    await this.#writer.write(encoder.encode(JSON.stringify(message) + "\n"));
+    if (this.#closed || !this.#lines) throw new Error("Transport is closed");
+    await this.#lines.write(JSON.stringify(message));
   }
 
   async close(): Promise<void> {
@@ -149,8 +152,7 @@ export class StreamTransport implements Transport {
       );
       return;
     }
-    const parsed = JSONRPCMessageSchema.safeParse(json);
-    if (!parsed.success) {
+    if (!isJsonRpcMessage(json)) {
       const id = (json as { id?: unknown } | null)?.id;
       const validId = typeof id === "string" || typeof id === "number" ? id : null;
       this.#reject(
@@ -161,7 +163,7 @@ export class StreamTransport implements Transport {
       return;
     }
     try {
-      this.onmessage?.(parsed.data);
+      this.onmessage?.(json);
     } catch (error) {
       this.onerror?.(error as Error);
     }
@@ -172,8 +174,9 @@ export class StreamTransport implements Transport {
     if (!this.#options.answerMalformed || this.#closed || !this.#writer) return;
     // The SDK's message type requires a non-null id; a JSON-RPC error for an unreadable frame has
     // id null by the JSON-RPC spec, so this frame is written directly.
-    const frame = JSON.stringify({ jsonrpc: "2.0", id, error: { code, message } }) + "\n";
-    this.#writer.write(encoder.encode(frame)).catch(() => {});
+    this.#lines!.write(JSON.stringify({ jsonrpc: "2.0", id, error: { code, message } })).catch(
+      () => {},
+    );
   }
 }
 

@@ -36,6 +36,7 @@ import type { Logger } from "../logger.ts";
 import { GATEWAY_INFO } from "../version.ts";
 import { type BreakerSnapshot, CircuitBreaker } from "./circuit_breaker.ts";
 import type { FleetServer } from "./fleet_config.ts";
+import { RawRequests } from "./raw_requests.ts";
 import { withTimeout } from "./with_timeout.ts";
 
 /** The seed's lifecycle states. */
@@ -142,6 +143,8 @@ export class ChildServerHandle {
   #restarts = 0;
   #lastError: string | undefined;
   #transport: (Transport & { diagnostics?: () => string | undefined }) | undefined;
+  /** Raw requests on the current client's connection (tools/call skips the SDK's parsing). */
+  #raw: RawRequests | undefined;
   #starting: Promise<void> | undefined;
 
   constructor(options: ChildServerHandleOptions) {
@@ -243,6 +246,7 @@ export class ChildServerHandle {
         { server: this.id },
       );
       this.#client = client;
+      this.#raw = new RawRequests(transport);
       this.#catalog = await this.#fetchCatalog(client);
     } catch (error) {
       this.#client = undefined;
@@ -354,11 +358,12 @@ export class ChildServerHandle {
     args: Record<string, unknown>,
     ctx: UpstreamCallContext,
   ): Promise<CallToolResult> {
+    // The result is relayed, not used: sent raw, so it is neither parsed nor rebuilt here.
     return this.#forward(
       `tools/call "${name}"`,
       ctx,
-      (client, options) =>
-        client.callTool({ name, arguments: args }, undefined, options) as Promise<CallToolResult>,
+      (_client, options, raw) =>
+        raw.request("tools/call", { name, arguments: args }, options) as Promise<CallToolResult>,
     );
   }
 
@@ -443,10 +448,12 @@ export class ChildServerHandle {
         resetTimeoutOnProgress: boolean;
         onprogress?: (progress: Progress) => void;
       },
+      raw: RawRequests,
     ) => Promise<T>,
   ): Promise<T> {
     const client = this.#client;
-    if (!client || (this.#state !== "READY" && this.#state !== "DEGRADED")) {
+    const raw = this.#raw;
+    if (!client || !raw || (this.#state !== "READY" && this.#state !== "DEGRADED")) {
       throw new GatewayError(
         "upstream_error",
         `Upstream "${this.id}" is ${this.#state}, so ${what} cannot be forwarded` +
@@ -465,7 +472,7 @@ export class ChildServerHandle {
         timeout: callMs,
         resetTimeoutOnProgress: true,
         ...(ctx.onProgress ? { onprogress: ctx.onProgress } : {}),
-      });
+      }, raw);
       permit.release(true);
       return result;
     } catch (error) {

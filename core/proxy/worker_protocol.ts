@@ -23,16 +23,24 @@ export interface WorkerStartSpec {
   maxMessageBytes: number;
 }
 
-/** Kernel → worker. */
+/**
+ * Kernel → worker. A bare string is one JSON-RPC message, serialized, to relay: the hot path
+ * posts text, which crosses threads far cheaper than a structured clone of the object.
+ */
 export type KernelToWorker =
+  | string
   | { type: "start"; spec: WorkerStartSpec }
-  | { type: "send"; message: unknown }
   | { type: "stop"; graceMs: number }
   /** The negotiated MCP version, for transports that send it as `MCP-Protocol-Version`. */
   | { type: "setProtocolVersion"; version: string };
 
-/** Worker → kernel. */
+/**
+ * Worker → kernel. A bare string is one or more frames from the upstream, as text, separated by
+ * newlines (the kernel parses them);
+ * `message` carries a message the worker already holds as an object (SDK client transports).
+ */
 export type WorkerToKernel =
+  | string
   | { type: "started"; pid?: number }
   | { type: "message"; message: unknown }
   | { type: "stderr"; line: string }
@@ -41,16 +49,18 @@ export type WorkerToKernel =
   | { type: "error"; error: SerializedError };
 
 const WORKER_TYPES = new Set(["started", "message", "stderr", "malformed", "closed", "error"]);
-const KERNEL_TYPES = new Set(["start", "send", "stop", "setProtocolVersion"]);
+const KERNEL_TYPES = new Set(["start", "stop", "setProtocolVersion"]);
 
 /** Narrows a message received from a worker; anything else is `undefined`. */
 export function parseWorkerMessage(data: unknown): WorkerToKernel | undefined {
+  if (typeof data === "string") return data;
   const type = (data as { type?: unknown } | null)?.type;
   return typeof type === "string" && WORKER_TYPES.has(type) ? data as WorkerToKernel : undefined;
 }
 
 /** Narrows a message received from the kernel; anything else is `undefined`. */
 export function parseKernelMessage(data: unknown): KernelToWorker | undefined {
+  if (typeof data === "string") return data;
   const type = (data as { type?: unknown } | null)?.type;
   return typeof type === "string" && KERNEL_TYPES.has(type) ? data as KernelToWorker : undefined;
 }

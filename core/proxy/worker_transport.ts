@@ -15,6 +15,7 @@ import type {
 } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError } from "../errors.ts";
+import { isJsonRpcMessage } from "../jsonrpc_shape.ts";
 import type { Logger } from "../logger.ts";
 import type { PluginPermissions, UpstreamPlan } from "../plugin_api.ts";
 import { type KernelToWorker, parseWorkerMessage, type WorkerToKernel } from "./worker_protocol.ts";
@@ -188,7 +189,7 @@ export class WorkerTransport implements Transport {
         this.#error(`is not connected (${this.#state}); reconnect it before sending`),
       );
     }
-    this.#post({ type: "send", message });
+    this.#post(JSON.stringify(message));
     return Promise.resolve();
   }
 
@@ -219,6 +220,7 @@ export class WorkerTransport implements Transport {
       return;
     }
     if (this.#state === "closed") return;
+    if (typeof message === "string") return this.#frame(message);
     switch (message.type) {
       case "started":
         this.#started(message);
@@ -230,13 +232,7 @@ export class WorkerTransport implements Transport {
         this.#stderr(message.line);
         break;
       case "malformed":
-        this.#stats.malformedFrames++;
-        this.#report(
-          this.#error(
-            `wrote a malformed frame (${message.reason}); it was dropped: ` +
-              JSON.stringify(String(message.preview).slice(0, 200)),
-          ),
-        );
+        this.#malformed(message.reason, message.preview);
         break;
       case "closed":
         this.#closed(message);
@@ -264,10 +260,34 @@ export class WorkerTransport implements Transport {
     starting?.resolve();
   }
 
+  /** Frames of text from the upstream, newline-separated: each JSON, or reported and dropped. */
+  #frame(text: string): void {
+    if (text.includes("\n")) {
+      for (const line of text.split("\n")) this.#frame(line);
+      return;
+    }
+    let payload: unknown;
+    try {
+      payload = JSON.parse(text);
+    } catch (error) {
+      return this.#malformed(`frame is not JSON: ${(error as Error).message}`, text);
+    }
+    this.#deliver(payload);
+  }
+
+  #malformed(reason: string, preview: string): void {
+    this.#stats.malformedFrames++;
+    this.#report(
+      this.#error(
+        `wrote a malformed frame (${reason}); it was dropped: ` +
+          JSON.stringify(String(preview).slice(0, 200)),
+      ),
+    );
+  }
+
   #deliver(payload: unknown): void {
-    // A cheap envelope check: the SDK's Protocol validates every message's full shape itself, so a
-    // second zod parse here would only double the hot path's cost.
-    const parsed = isEnvelope(payload)
+    // A structural check, not a zod parse: this runs for every upstream message.
+    const parsed = isJsonRpcMessage(payload)
       ? { success: true as const, data: payload }
       : { success: false as const };
     if (!parsed.success) {
@@ -433,10 +453,4 @@ function safeJson(value: unknown): string {
   } catch {
     return String(value);
   }
-}
-
-/** Whether a value looks like a JSON-RPC 2.0 message (an object with `jsonrpc: "2.0"`). */
-function isEnvelope(value: unknown): value is JSONRPCMessage {
-  return typeof value === "object" && value !== null && !Array.isArray(value) &&
-    (value as { jsonrpc?: unknown }).jsonrpc === "2.0";
 }

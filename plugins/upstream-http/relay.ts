@@ -106,12 +106,10 @@ export function runHttpRelay(options: HttpRelayOptions): void {
 
   scope.onmessage = (event) => {
     const message = event.data as KernelToWorker | null;
+    if (typeof message === "string") return void send(JSON.parse(message));
     switch (message?.type) {
       case "start":
         void start(message.spec);
-        break;
-      case "send":
-        void send(message.message);
         break;
       case "setProtocolVersion":
         transport?.setProtocolVersion?.(message.version);

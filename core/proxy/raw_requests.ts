@@ -1,0 +1,171 @@
+/**
+ * RawRequests: requests to an upstream that bypass the SDK `Client`'s per-message schema work.
+ *
+ * A relayed `tools/call` result is only passed on: the inbound client validates it against the
+ * tool's schemas anyway, so parsing it here with zod (and the SDK's dispatch guards) was most of
+ * the gateway's per-call cost. This table shares the `Client`'s transport: it sends requests under
+ * ids of its own (strings, never the SDK's integers) and takes their responses and progress
+ * notifications before the `Client` sees them; everything else flows to the `Client` unchanged.
+ * Timeouts, cancellation and a closed connection end a request with the same `McpError` codes the
+ * SDK uses, so callers translate both paths alike.
+ * @module
+ */
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import {
+  ErrorCode,
+  type JSONRPCMessage,
+  McpError,
+  type Progress,
+} from "@modelcontextprotocol/sdk/types.js";
+
+/** How one raw request is bounded and observed. */
+export interface RawRequestOptions {
+  /** Aborting sends `notifications/cancelled` upstream and rejects with the signal's reason. */
+  signal: AbortSignal;
+  /** Milliseconds without an answer (or progress) before the request fails with RequestTimeout. */
+  timeout: number;
+  /** Asks the upstream for progress and receives it; each notification restarts the timeout. */
+  onprogress?: (progress: Progress) => void;
+}
+
+interface Pending {
+  resolve(result: Record<string, unknown>): void;
+  reject(error: unknown): void;
+  onprogress?: (progress: Progress) => void;
+  restartTimer(): void;
+}
+
+/** Raw request/response correlation on one upstream connection. */
+export class RawRequests {
+  readonly #transport: Transport;
+  readonly #pending = new Map<string, Pending>();
+  #next = 0;
+  #closed = false;
+
+  /** Takes over `transport.onmessage`/`onclose` after the SDK `Client` has connected to it. */
+  constructor(transport: Transport) {
+    this.#transport = transport;
+    const deliver = transport.onmessage;
+    transport.onmessage = (message, extra) => {
+      if (!this.#take(message)) deliver?.(message, extra);
+    };
+    const closed = transport.onclose;
+    transport.onclose = () => {
+      this.#closeAll();
+      closed?.();
+    };
+  }
+
+  /** Requests in flight. */
+  get size(): number {
+    return this.#pending.size;
+  }
+
+  /** Sends `method` with `params` and resolves with the upstream's `result`, unparsed. */
+  request(
+    method: string,
+    params: Record<string, unknown>,
+    options: RawRequestOptions,
+  ): Promise<Record<string, unknown>> {
+    if (this.#closed) return Promise.reject(closedError());
+    const { signal, timeout, onprogress } = options;
+    if (signal.aborted) return Promise.reject(signal.reason);
+    const id = `a33-${++this.#next}`;
+    const { promise, resolve, reject } = Promise.withResolvers<Record<string, unknown>>();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const settle = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onAbort);
+      this.#pending.delete(id);
+    };
+    const cancel = (reason: string) => {
+      this.#transport.send({
+        jsonrpc: "2.0",
+        method: "notifications/cancelled",
+        params: { requestId: id, reason },
+      }).catch(() => {/* the connection is going; its close ends the rest */});
+    };
+    const onAbort = () => {
+      settle();
+      cancel(String(signal.reason ?? "cancelled by the client"));
+      reject(signal.reason);
+    };
+    const restartTimer = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        settle();
+        cancel(`no answer within ${timeout} ms`);
+        reject(new McpError(ErrorCode.RequestTimeout, "Request timed out", { timeout }));
+      }, timeout);
+    };
+    this.#pending.set(id, {
+      resolve: (result) => (settle(), resolve(result)),
+      reject: (error) => (settle(), reject(error)),
+      ...(onprogress ? { onprogress } : {}),
+      restartTimer,
+    });
+    signal.addEventListener("abort", onAbort, { once: true });
+    restartTimer();
+    const sent = onprogress
+      ? { ...params, _meta: { ...(params._meta as object | undefined), progressToken: id } }
+      : params;
+    this.#transport.send({ jsonrpc: "2.0", id, method, params: sent } as JSONRPCMessage).catch(
+      (error) => this.#pending.get(id)?.reject(error),
+    );
+    return promise;
+  }
+
+  /** Settles a response or progress of ours; false for everything the `Client` should see. */
+  #take(message: JSONRPCMessage): boolean {
+    const m = message as {
+      id?: unknown;
+      method?: unknown;
+      result?: unknown;
+      error?: unknown;
+      params?: { progressToken?: unknown };
+    };
+    if (typeof m.id === "string" && m.method === undefined) {
+      const pending = this.#pending.get(m.id);
+      if (!pending) return false;
+      if (isObject(m.result)) {
+        pending.resolve(m.result);
+      } else if (isObject(m.error)) {
+        const error = m.error as { code?: unknown; message?: unknown; data?: unknown };
+        pending.reject(
+          new McpError(
+            typeof error.code === "number" ? error.code : ErrorCode.InternalError,
+            typeof error.message === "string" ? error.message : "Upstream error without a message",
+            error.data,
+          ),
+        );
+      } else {
+        pending.reject(
+          new McpError(ErrorCode.InternalError, "Upstream sent a response without a result object"),
+        );
+      }
+      return true;
+    }
+    if (m.method === "notifications/progress" && typeof m.params?.progressToken === "string") {
+      const pending = this.#pending.get(m.params.progressToken);
+      if (!pending?.onprogress) return false;
+      pending.restartTimer();
+      const { progressToken: _, ...progress } = m.params as Record<string, unknown>;
+      pending.onprogress(progress as Progress);
+      return true;
+    }
+    return false;
+  }
+
+  #closeAll(): void {
+    this.#closed = true;
+    for (const pending of [...this.#pending.values()]) pending.reject(closedError());
+  }
+}
+
+function closedError(): McpError {
+  return new McpError(ErrorCode.ConnectionClosed, "Connection closed");
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
