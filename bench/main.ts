@@ -37,6 +37,7 @@ import {
   type HttpGateway,
   spawnDirect,
   spawnStdioGateway,
+  startEverythingHttp,
   startHttpGateway,
   useGatewayRoot,
   waitFleetReady,
@@ -53,26 +54,64 @@ import {
 } from "./stats.ts";
 import { benchGovernance } from "./governance.ts";
 import { benchToolsList } from "./tools_list.ts";
+import {
+  type LeanClient,
+  leanEchoCall,
+  leanHttp,
+  leanStdio,
+  leanWaitForTool,
+} from "./lean_client.ts";
 
 /** Latency scenarios, in table order. */
-const LATENCY = ["direct", "gw-stdio", "gw-http-sse", "gw-http-json", "gw-legacy-sse"] as const;
+const LATENCY = [
+  "direct",
+  "direct-http",
+  "gw-stdio",
+  "gw-http-sse",
+  "gw-http-json",
+  "gw-legacy-sse",
+  "direct-lean",
+  "gw-stdio-lean",
+  "gw-http-json-lean",
+] as const;
 type LatencyName = (typeof LATENCY)[number];
 const ALL = [...LATENCY, "throughput", "memory", "governance", "tools-list"] as const;
 type ScenarioName = (typeof ALL)[number];
 
 const LABELS: Record<LatencyName, string> = {
   "direct": "direct: SDK client → upstream (stdio)",
+  "direct-http": "direct: SDK client → upstream's own Streamable HTTP",
   "gw-stdio": "gateway stdio → stdio upstream",
   "gw-http-sse": "gateway Streamable HTTP (SSE) → stdio",
   "gw-http-json": "gateway Streamable HTTP (JSON) → stdio",
   "gw-legacy-sse": "gateway legacy SSE → stdio",
+  "direct-lean": "direct: lean client → upstream (stdio)",
+  "gw-stdio-lean": "lean client → gateway stdio → stdio",
+  "gw-http-json-lean": "lean client → gateway HTTP (JSON) → stdio",
 };
+
+/** Every figure is a ratio to the direct stdio connection with the same kind of client. */
+const BASELINE = (name: LatencyName): LatencyName =>
+  name.endsWith("-lean") ? "direct-lean" : "direct";
+
+/** Throughput scenarios (each at every concurrency). */
+const THROUGHPUT: LatencyName[] = [
+  "direct",
+  "gw-stdio",
+  "gw-http-json",
+  "direct-lean",
+  "gw-stdio-lean",
+  "gw-http-json-lean",
+];
+/** Calls in flight for throughput. */
+const CONCURRENCY = [16, 64];
 
 const HELP = `Usage: deno task bench [--quick] [--scenario NAME]... [options]
 
 Scenarios: ${ALL.join(", ")}
-  (a gateway latency scenario also runs "direct", the baseline of its ratio; "throughput" runs
-   direct and gw-http-json with 16 calls in flight)
+  (a gateway latency scenario also runs its baseline: "direct" for the SDK client, "direct-lean"
+   for the lean raw JSON-RPC client; "throughput" runs ${THROUGHPUT.join(", ")}
+   with ${CONCURRENCY.join(" and ")} calls in flight)
 
 Options:
   --quick              fewer calls and rounds
@@ -80,7 +119,7 @@ Options:
   --rounds N           rounds per scenario
   --calls N            measured sequential calls per round
   --warmup N           warm-up calls per round
-  --upstreams N        upstreams in the large memory fleet (default 20)
+  --upstreams N,...    fleet sizes of the memory scenario (default 1,10,20,50; quick 1,5)
   --root DIR           benchmark the gateway (main.ts, fixture upstream) of another checkout
   --no-save            do not write bench/results/<timestamp>.json
   -h, --help           this help`;
@@ -98,10 +137,9 @@ export interface Settings {
   rounds: number;
   warmup: number;
   calls: number;
-  concurrency: number;
   throughputCalls: number;
   throughputWarmup: number;
-  memoryUpstreams: number;
+  memoryFleets: number[];
   scenarios: ScenarioName[];
   save: boolean;
   /** The checkout whose gateway runs. */
@@ -145,16 +183,19 @@ function parseSettings(args: string[]): Settings | undefined {
       throw new Error(`unknown scenario "${name}"; choose from ${ALL.join(", ")}`);
     }
   }
-  const calls = int("calls", values.calls, quick ? 300 : 2000, 10);
+  const calls = int("calls", values.calls, quick ? 300 : 1500, 10);
+  const fleets = values.upstreams === undefined
+    ? (quick ? [1, 5] : [1, 10, 20, 50])
+    : values.upstreams.split(",").map((n) => int("upstreams", n.trim(), 1, 1));
+  if (fleets.length < 2) throw new Error("--upstreams needs at least two fleet sizes, e.g. 1,20");
   return {
     quick,
-    rounds: int("rounds", values.rounds, quick ? 2 : 5, 1),
+    rounds: int("rounds", values.rounds, quick ? 2 : 3, 1),
     warmup: int("warmup", values.warmup, quick ? 50 : 200, 0),
     calls,
-    concurrency: 16,
-    throughputCalls: quick ? 800 : 4000,
-    throughputWarmup: quick ? 100 : 400,
-    memoryUpstreams: int("upstreams", values.upstreams, 20, 2),
+    throughputCalls: quick ? 800 : 3000,
+    throughputWarmup: quick ? 100 : 300,
+    memoryFleets: [...new Set(fleets)].sort((a, b) => a - b),
     scenarios: requested.length ? requested as ScenarioName[] : [...ALL],
     save: !values["no-save"],
     root: values.root === undefined ? ROOT : checkout(values.root),
@@ -196,22 +237,36 @@ async function revision(root: string): Promise<{ commit: string; changedFiles: n
 interface Endpoints {
   children: Child[];
   clients: Client[];
+  leans: LeanClient[];
   calls: Partial<Record<LatencyName, Call>>;
   /** The process serving each scenario (an HTTP gateway serves two), for errors and RSS. */
   servers: Partial<Record<LatencyName, Child>>;
 }
 
 async function setUpEndpoints(wanted: Set<LatencyName>, endpoints: Endpoints, fleetPath: string) {
-  const { children, clients, calls, servers } = endpoints;
+  const { children, clients, leans, calls, servers } = endpoints;
   const track = (child: Child) => (children.push(child), child);
+  const toolOf = (name: LatencyName) => name.startsWith("direct") ? "echo" : "everything__echo";
   /** Lists tools until `tool` is there; every client does, so all validate results alike. */
   const serve = async (name: LatencyName, child: Child, connect: () => Promise<Client>) => {
     servers[name] = child;
-    const tool = name === "direct" ? "echo" : "everything__echo";
+    const tool = toolOf(name);
     const client = await explained(`${name}: connecting`, child, connect());
     clients.push(client);
     await explained(`${name}: waiting for ${tool}`, child, waitForTool(client, tool, name, 60_000));
     calls[name] = echoCall(client, tool);
+  };
+  const serveLean = async (name: LatencyName, child: Child, connect: () => Promise<LeanClient>) => {
+    servers[name] = child;
+    const tool = toolOf(name);
+    const client = await explained(`${name}: connecting`, child, connect());
+    leans.push(client);
+    await explained(
+      `${name}: waiting for ${tool}`,
+      child,
+      leanWaitForTool(client, tool, name, 60_000),
+    );
+    calls[name] = leanEchoCall(client, tool);
   };
   const httpGateway = async (name: string, mode: "sse" | "json"): Promise<HttpGateway> => {
     progress(`starting ${name}`);
@@ -221,20 +276,44 @@ async function setUpEndpoints(wanted: Set<LatencyName>, endpoints: Endpoints, fl
     return gateway;
   };
   const tasks: Promise<void>[] = [];
-  tasks.push((async () => {
-    progress(`starting direct upstream: ${directPlan(EVERYTHING).argv.slice(1).join(" ")}`);
-    const child = track(spawnDirect(EVERYTHING));
-    await serve("direct", child, () => connectStdio(child));
-  })());
+  const task = (fn: () => Promise<void>) => tasks.push(fn());
+  if (wanted.has("direct")) {
+    task(async () => {
+      progress(`starting direct upstream: ${directPlan(EVERYTHING).argv.slice(1).join(" ")}`);
+      const child = track(spawnDirect(EVERYTHING));
+      await serve("direct", child, () => connectStdio(child));
+    });
+  }
+  if (wanted.has("direct-lean")) {
+    task(async () => {
+      const child = track(spawnDirect(EVERYTHING));
+      await serveLean("direct-lean", child, () => leanStdio(child));
+    });
+  }
+  if (wanted.has("direct-http")) {
+    task(async () => {
+      progress("starting the upstream in its own Streamable HTTP mode");
+      const upstream = await startEverythingHttp();
+      track(upstream.child);
+      await serve("direct-http", upstream.child, () => connectStreamableHttp(upstream));
+    });
+  }
   if (wanted.has("gw-stdio")) {
-    tasks.push((async () => {
+    task(async () => {
       progress("starting gateway (stdio)");
       const child = track(spawnStdioGateway(fleetPath));
       await serve("gw-stdio", child, () => connectStdio(child));
-    })());
+    });
+  }
+  if (wanted.has("gw-stdio-lean")) {
+    task(async () => {
+      progress("starting gateway (stdio, lean client)");
+      const child = track(spawnStdioGateway(fleetPath));
+      await serveLean("gw-stdio-lean", child, () => leanStdio(child));
+    });
   }
   if (wanted.has("gw-http-sse") || wanted.has("gw-legacy-sse")) {
-    tasks.push((async () => {
+    task(async () => {
       const gateway = await httpGateway("gateway (HTTP, SSE responses)", "sse");
       if (wanted.has("gw-http-sse")) {
         await serve("gw-http-sse", gateway.child, () => connectStreamableHttp(gateway));
@@ -242,13 +321,18 @@ async function setUpEndpoints(wanted: Set<LatencyName>, endpoints: Endpoints, fl
       if (wanted.has("gw-legacy-sse")) {
         await serve("gw-legacy-sse", gateway.child, () => connectLegacySse(gateway));
       }
-    })());
+    });
   }
-  if (wanted.has("gw-http-json")) {
-    tasks.push((async () => {
+  if (wanted.has("gw-http-json") || wanted.has("gw-http-json-lean")) {
+    task(async () => {
       const gateway = await httpGateway("gateway (HTTP, JSON responses)", "json");
-      await serve("gw-http-json", gateway.child, () => connectStreamableHttp(gateway));
-    })());
+      if (wanted.has("gw-http-json")) {
+        await serve("gw-http-json", gateway.child, () => connectStreamableHttp(gateway));
+      }
+      if (wanted.has("gw-http-json-lean")) {
+        await serveLean("gw-http-json-lean", gateway.child, () => leanHttp(`${gateway.url}/mcp`));
+      }
+    });
   }
   // Wait for every start, then report the first failure (the finally stops what did start).
   const settled = await Promise.allSettled(tasks);
@@ -262,19 +346,17 @@ function roundBoundMs(calls: number): number {
 }
 
 async function runLatencyAndThroughput(settings: Settings, results: Results): Promise<void> {
-  // Latency is measured for the requested scenarios plus "direct", the baseline of every ratio.
-  const measured = LATENCY.filter((name) => settings.scenarios.includes(name));
-  if (measured.length && !measured.includes("direct")) measured.unshift("direct");
+  // Latency is measured for the requested scenarios plus their baselines.
+  const requested = LATENCY.filter((name) => settings.scenarios.includes(name));
+  const measured = LATENCY.filter((name) =>
+    requested.includes(name) || requested.some((r) => BASELINE(r) === name)
+  );
   const throughput = settings.scenarios.includes("throughput");
   if (measured.length === 0 && !throughput) return;
-  // The endpoints to start: the measured ones, and direct and JSON-mode HTTP for throughput.
-  const wanted = new Set<LatencyName>([
-    ...measured,
-    ...(throughput ? ["direct", "gw-http-json"] as const : []),
-  ]);
+  const wanted = new Set<LatencyName>([...measured, ...(throughput ? THROUGHPUT : [])]);
 
   const fleet = await writeFleet([EVERYTHING]);
-  const endpoints: Endpoints = { children: [], clients: [], calls: {}, servers: {} };
+  const endpoints: Endpoints = { children: [], clients: [], leans: [], calls: {}, servers: {} };
   try {
     await setUpEndpoints(wanted, endpoints, fleet.path);
     const rounds: Partial<Record<LatencyName, LatencyRound[]>> = {};
@@ -295,52 +377,56 @@ async function runLatencyAndThroughput(settings: Settings, results: Results): Pr
       }
     }
     for (const name of measured) {
-      results.latency[name] = summarizeLatency(LABELS[name], rounds[name]!);
+      results.latency[name] = summarizeLatency(LABELS[name], BASELINE(name), rounds[name]!);
     }
 
     if (throughput) {
-      const tp: Record<"direct" | "gw-http-json", ThroughputRound[]> = {
-        direct: [],
-        "gw-http-json": [],
-      };
+      const tp: Record<string, Record<number, ThroughputRound[]>> = {};
       for (let round = 1; round <= settings.rounds; round++) {
-        for (const name of ["direct", "gw-http-json"] as const) {
-          progress(
-            `throughput round ${round}/${settings.rounds}: ${name}, ${settings.concurrency} in flight`,
-          );
-          tp[name].push(
-            await explained(
-              `${name}: throughput round ${round}`,
-              endpoints.servers[name],
-              bounded(
-                throughputRound(
-                  endpoints.calls[name]!,
-                  settings.concurrency,
-                  settings.throughputCalls,
-                  settings.throughputWarmup,
+        for (const name of THROUGHPUT) {
+          for (const concurrency of CONCURRENCY) {
+            progress(
+              `throughput round ${round}/${settings.rounds}: ${name}, ${concurrency} in flight`,
+            );
+            ((tp[name] ??= {})[concurrency] ??= []).push(
+              await explained(
+                `${name}: throughput round ${round}`,
+                endpoints.servers[name],
+                bounded(
+                  throughputRound(
+                    endpoints.calls[name]!,
+                    concurrency,
+                    settings.throughputCalls,
+                    settings.throughputWarmup,
+                  ),
+                  roundBoundMs(settings.throughputCalls + settings.throughputWarmup),
+                  `throughput round ${round} of ${name}`,
                 ),
-                roundBoundMs(settings.throughputCalls + settings.throughputWarmup),
-                `throughput round ${round} of ${name}`,
               ),
-            ),
-          );
+            );
+          }
         }
       }
       results.throughput = {
-        concurrency: settings.concurrency,
+        concurrency: CONCURRENCY,
         calls: settings.throughputCalls,
-        direct: summarizeThroughput(tp.direct),
-        gateway: summarizeThroughput(tp["gw-http-json"]),
+        rows: Object.fromEntries(THROUGHPUT.map((name) => [name, {
+          label: LABELS[name],
+          baseline: BASELINE(name),
+          byConcurrency: Object.fromEntries(
+            CONCURRENCY.map((c) => [String(c), summarizeThroughput(tp[name]![c]!)]),
+          ),
+        }])),
       };
     }
 
     // Resident memory of each process after the runs (the gateways hold one upstream each).
     const seen = new Set<Child>();
     for (const [name, child] of Object.entries(endpoints.servers)) {
-      if (seen.has(child)) continue; // gw-http-sse and gw-legacy-sse share a gateway
+      if (seen.has(child)) continue; // HTTP gateways serve several scenarios
       seen.add(child);
       const pid = child.process.pid;
-      const upstreams = name === "direct" ? undefined : await descendantsRssKiB(pid);
+      const upstreams = name.startsWith("direct") ? undefined : await descendantsRssKiB(pid);
       results.processRssKiB[name] = {
         self: (await rssKiB(pid)) ?? null,
         ...(upstreams ? { upstreams: upstreams.kib, upstreamProcesses: upstreams.count } : {}),
@@ -348,14 +434,20 @@ async function runLatencyAndThroughput(settings: Settings, results: Results): Pr
     }
   } finally {
     await Promise.all(endpoints.clients.map(closeClient));
+    await Promise.all(endpoints.leans.map((c) => c.close().catch(() => {})));
     await Promise.all(endpoints.children.map((c) => c.stop()));
     await fleet.remove();
   }
 }
 
-function summarizeLatency(label: string, rounds: LatencyRound[]): ScenarioResult {
+function summarizeLatency(
+  label: string,
+  baseline: string,
+  rounds: LatencyRound[],
+): ScenarioResult {
   return {
     label,
+    baseline,
     medianMs: median(rounds.map((r) => r.medianMs)),
     p99Ms: median(rounds.map((r) => r.p99Ms)),
     rounds,
@@ -385,7 +477,7 @@ async function settledRss(pid: number, samples: number): Promise<number> {
 
 async function runMemory(settings: Settings, results: Results): Promise<void> {
   if (!settings.scenarios.includes("memory")) return;
-  const sizes = [1, settings.memoryUpstreams];
+  const sizes = settings.memoryFleets;
   const fleets: NonNullable<Results["memory"]>["fleets"] = [];
   for (const size of sizes) {
     const servers = Array.from(
@@ -420,7 +512,7 @@ async function runMemory(settings: Settings, results: Results): Promise<void> {
       await fleet.remove();
     }
   }
-  const [one, many] = [fleets[0]!, fleets[1]!];
+  const [one, many] = [fleets[0]!, fleets[fleets.length - 1]!];
   results.memory = {
     upstream: directPlan(faultServer("f01")).argv.slice(1).join(" "),
     fleets,

@@ -7,6 +7,8 @@ import type { LatencyRound, ThroughputRound } from "./stats.ts";
 /** One latency scenario: medians over rounds of the per-round median and p99. */
 export interface ScenarioResult {
   label: string;
+  /** The scenario this one is a ratio to (the direct stdio connection with the same client). */
+  baseline: string;
   medianMs: number;
   p99Ms: number;
   rounds: LatencyRound[];
@@ -39,10 +41,12 @@ export interface Results {
   upstream: { package: string; tool: string; arguments: unknown; argv: string[] };
   latency: Record<string, ScenarioResult>;
   throughput?: {
-    concurrency: number;
+    concurrency: number[];
     calls: number;
-    direct: ThroughputResult;
-    gateway: ThroughputResult;
+    rows: Record<
+      string,
+      { label: string; baseline: string; byConcurrency: Record<string, ThroughputResult> }
+    >;
   };
   memory?: {
     upstream: string;
@@ -115,7 +119,6 @@ export function renderTable(results: Results): string {
     }`,
   );
 
-  const direct = results.latency.direct;
   const names = Object.keys(results.latency);
   if (names.length) {
     parts.push("");
@@ -127,12 +130,13 @@ export function renderTable(results: Results): string {
       ["scenario", "median ms", "vs direct", "p99 ms", "vs direct", "round medians ms"],
       names.map((name) => {
         const r = results.latency[name]!;
+        const base = results.latency[r.baseline];
         return [
           r.label,
           ms(r.medianMs),
-          ratio(r.medianMs, direct?.medianMs),
+          ratio(r.medianMs, base?.medianMs),
           ms(r.p99Ms),
-          ratio(r.p99Ms, direct?.p99Ms),
+          ratio(r.p99Ms, base?.p99Ms),
           r.rounds.map((x) => x.medianMs.toFixed(3)).join(" / "),
         ];
       }),
@@ -143,22 +147,28 @@ export function renderTable(results: Results): string {
   if (tp) {
     parts.push("");
     parts.push(
-      `Throughput: ${tp.concurrency} calls in flight, ${tp.calls} calls per round, ${s.rounds} rounds (median)`,
+      `Throughput: calls/s with ${
+        tp.concurrency.join(" and ")
+      } calls in flight, ${tp.calls} calls ` +
+        `per round, ${s.rounds} rounds (median); ratio to the direct connection with the same client`,
     );
-    const row = (label: string, r: ThroughputResult) => [
-      label,
-      r.callsPerSecond.toFixed(0),
-      ratio(r.callsPerSecond, tp.direct.callsPerSecond),
-      ms(r.medianMs),
-      ms(r.p99Ms),
-      r.rounds.map((x) => x.callsPerSecond.toFixed(0)).join(" / "),
-    ];
+    const header = ["scenario"];
+    for (const c of tp.concurrency) header.push(`${c} in flight`, "vs direct", "median ms");
     parts.push(table(
-      ["scenario", "calls/s", "vs direct", "median ms", "p99 ms", "round calls/s"],
-      [
-        row("direct: SDK client → upstream (stdio)", tp.direct),
-        row("gateway Streamable HTTP (JSON) → stdio", tp.gateway),
-      ],
+      header,
+      Object.values(tp.rows).map((row) => {
+        const cells = [row.label];
+        for (const c of tp.concurrency) {
+          const r = row.byConcurrency[String(c)]!;
+          const base = tp.rows[row.baseline]?.byConcurrency[String(c)];
+          cells.push(
+            r.callsPerSecond.toFixed(0),
+            ratio(r.callsPerSecond, base?.callsPerSecond),
+            ms(r.medianMs),
+          );
+        }
+        return cells;
+      }),
     ));
   }
 
@@ -211,7 +221,7 @@ export function renderTable(results: Results): string {
   }
   if (results.governance) {
     const g = results.governance;
-    const direct = results.latency.direct?.medianMs;
+    const direct = results.latency["direct-lean"]?.medianMs ?? results.latency.direct?.medianMs;
     parts.push("");
     parts.push(
       `Governance check (ToolGovernance.check, ${g.policy}): median ${g.medianUs.toFixed(1)} µs, ` +

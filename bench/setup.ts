@@ -152,6 +152,33 @@ export async function startHttpGateway(
   return { child, url: match[1]! };
 }
 
+/**
+ * The upstream itself in its own Streamable HTTP mode on a free port (the "direct over HTTP"
+ * baseline); its URL is the server root, as for a gateway.
+ */
+export async function startEverythingHttp(): Promise<HttpGateway> {
+  const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (probe.addr as Deno.NetAddr).port;
+  probe.close();
+  const child = spawnChild(
+    "upstream (Streamable HTTP)",
+    Deno.execPath(),
+    [
+      "run",
+      "--no-prompt",
+      "--no-config",
+      "--allow-net",
+      "--allow-env",
+      "--allow-read",
+      EVERYTHING_PACKAGE,
+      "streamableHttp",
+    ],
+    { env: cleanEnv({ PORT: String(port) }), stdin: "null", stdout: "null", gracefully: "sigterm" },
+  );
+  await child.waitForStderr(/(listening on|running on) port/i, 60_000);
+  return { child, url: `http://127.0.0.1:${port}` };
+}
+
 /** One upstream in the operator status. */
 interface ServerStatus {
   id: string;
