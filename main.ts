@@ -150,6 +150,8 @@ async function serve(args: string[]): Promise<number> {
     env.AGENT33_DEMO_DIR ??= demo.replace(/\/$/, "");
     Deno.env.set("AGENT33_DEMO_DIR", env.AGENT33_DEMO_DIR);
     if (!env.MCP_AUDIT_LOG) Deno.env.set("MCP_AUDIT_LOG", `${demo}data/audit.jsonl`);
+    // Not beside demo/fleet.yaml: the approvals file is state, and demo/data is kept out of git.
+    if (!env.MCP_APPROVALS_PATH) Deno.env.set("MCP_APPROVALS_PATH", `${demo}data/approvals.json`);
     // The demo engine: example agents, skills, workflows and a small knowledge corpus.
     const root = new URL("./", import.meta.url).pathname;
     for (
@@ -164,29 +166,54 @@ async function serve(args: string[]): Promise<number> {
     }
   }
 
-  let kernel: Kernel;
-  try {
-    const config = await loadConfig(
-      flags,
-      values["env-file"] === undefined ? {} : { envFile: values["env-file"] },
-    );
-    kernel = new Kernel({ config });
-    const info = await kernel.start();
-    if (info.transport === "http") printWhereToConnect(info);
-  } catch (error) {
-    if (error instanceof GatewayError) {
-      say(`Cannot start: ${error.message}`);
-      return 1;
+  // First signal: drain calls in flight (MCP_SHUTDOWN_GRACE_MS). Second: cut them off and close.
+  // Third: exit on the spot, for a stop that is itself stuck. Listening before the start: a signal
+  // landing while the kernel starts would otherwise kill the process and orphan its upstreams.
+  let kernel: Kernel | undefined;
+  let started = false;
+  let received = 0;
+  const onSignal = () => {
+    received++;
+    if (!started) {
+      // Acted on once started; a second signal still ends a start that hangs.
+      if (received >= 2) Deno.exit(130);
+      return;
     }
-    throw error;
-  }
-
-  const stop = () => void kernel.stop();
+    if (received === 1) {
+      void kernel!.stop();
+    } else if (received === 2) {
+      kernel!.logger.warn("second signal: cutting off calls in flight and stopping at once");
+      void kernel!.stop({ immediate: true });
+    } else {
+      kernel!.logger.error("third signal: exiting without cleanup; upstream processes may be left");
+      Deno.exit(130);
+    }
+  };
   const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
-  for (const signal of signals) Deno.addSignalListener(signal, stop);
-  await kernel.done;
-  for (const signal of signals) Deno.removeSignalListener(signal, stop);
-  return 0;
+  for (const signal of signals) Deno.addSignalListener(signal, onSignal);
+  try {
+    try {
+      const config = await loadConfig(
+        flags,
+        values["env-file"] === undefined ? {} : { envFile: values["env-file"] },
+      );
+      kernel = new Kernel({ config });
+      const info = await kernel.start();
+      if (info.transport === "http") printWhereToConnect(info);
+    } catch (error) {
+      if (error instanceof GatewayError) {
+        say(`Cannot start: ${error.message}`);
+        return 1;
+      }
+      throw error;
+    }
+    started = true;
+    if (received > 0) void kernel.stop(received > 1 ? { immediate: true } : {});
+    await kernel.done;
+    return 0;
+  } finally {
+    for (const signal of signals) Deno.removeSignalListener(signal, onSignal);
+  }
 }
 
 function printWhereToConnect(info: StartInfo): void {

@@ -32,6 +32,10 @@ export interface GatewayConfig {
     stdioTenant: string;
     /** MCP_TOOL_DISCOVERY_MODE: list every tool (`legacy`) or search and activate (`search`). */
     toolDiscoveryMode: "legacy" | "search";
+    /** MCP_SHUTDOWN_GRACE_MS: how long a stop waits for tool calls in flight before cutting them off. */
+    shutdownGraceMs: number;
+    /** MCP_HTTP_BODY_TIMEOUT_MS: how long an HTTP request body may take to arrive. */
+    bodyTimeoutMs: number;
   };
   proxy: {
     configPath?: string;
@@ -59,6 +63,12 @@ export interface GatewayConfig {
     auditLog?: string;
     auditMaxBytes: number;
     auditIncludeArguments: boolean;
+    /**
+     * MCP_APPROVALS_PATH: JSON file keeping approvals and used token nonces across restarts;
+     * `<fleet file>.approvals.json` by default, unset (memory only) without a fleet file or when
+     * the variable is `off`.
+     */
+    approvalsPath?: string;
   };
   /** MCP_SCANNER_BLOCK: findings at or above this severity quarantine their tool. */
   scannerBlock: "off" | "info" | "low" | "medium" | "high" | "critical";
@@ -154,6 +164,17 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
     meaning: "`legacy` lists every tool; `search` lists natives plus tool_search/tool_activate",
   },
   {
+    name: "MCP_SHUTDOWN_GRACE_MS",
+    default: "10000",
+    meaning:
+      "On SIGTERM/SIGINT, milliseconds tool calls in flight get to finish before they are cut off (a second signal stops at once)",
+  },
+  {
+    name: "MCP_HTTP_BODY_TIMEOUT_MS",
+    default: "30000",
+    meaning: "Milliseconds an HTTP request body may take to arrive; slower bodies get 408",
+  },
+  {
     name: "MCP_PROXY_CONFIG_PATH",
     default: "(none)",
     meaning: "Fleet YAML of upstream MCP servers",
@@ -209,6 +230,12 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
     name: "MCP_APPROVAL_TTL",
     default: "600",
     meaning: "Seconds an approval request and its token stay valid",
+  },
+  {
+    name: "MCP_APPROVALS_PATH",
+    default: "`<fleet file>.approvals.json` (memory only without a fleet file)",
+    meaning:
+      "JSON file keeping approval requests, decisions, tokens and used nonces across restarts; `off` keeps them in memory",
   },
   {
     name: "MCP_APPROVAL_IN_BAND",
@@ -320,6 +347,8 @@ const ENV_SCHEMA = z.object({
   MCP_HTTP_RESPONSE_MODE: oneOf("MCP_HTTP_RESPONSE_MODE", ["sse", "json"] as const),
   MCP_STDIO_TENANT: text,
   MCP_TOOL_DISCOVERY_MODE: oneOf("MCP_TOOL_DISCOVERY_MODE", ["legacy", "search"] as const),
+  MCP_SHUTDOWN_GRACE_MS: int("MCP_SHUTDOWN_GRACE_MS", 0, 600_000),
+  MCP_HTTP_BODY_TIMEOUT_MS: int("MCP_HTTP_BODY_TIMEOUT_MS", 100, 3_600_000),
   MCP_PROXY_CONFIG_PATH: text,
   MCP_PROXY_HEALTH_CHECK_INTERVAL: int("MCP_PROXY_HEALTH_CHECK_INTERVAL", 1, 86_400),
   MCP_PROXY_TOOL_SEPARATOR: text.refine((v) => v === undefined || /^[A-Za-z0-9_.-]{1,8}$/.test(v), {
@@ -345,6 +374,7 @@ const ENV_SCHEMA = z.object({
   }),
   MCP_APPROVAL_TTL: int("MCP_APPROVAL_TTL", 10, 86_400),
   MCP_APPROVAL_IN_BAND: bool("MCP_APPROVAL_IN_BAND"),
+  MCP_APPROVALS_PATH: text,
   MCP_AUDIT_LOG: text,
   MCP_AUDIT_MAX_BYTES: int("MCP_AUDIT_MAX_BYTES", 1024, 1024 * 1024 * 1024),
   MCP_AUDIT_INCLUDE_ARGUMENTS: bool("MCP_AUDIT_INCLUDE_ARGUMENTS"),
@@ -420,6 +450,8 @@ export function resolveConfig(
       httpResponseMode: e.MCP_HTTP_RESPONSE_MODE ?? "sse",
       stdioTenant: e.MCP_STDIO_TENANT ?? "default",
       toolDiscoveryMode: e.MCP_TOOL_DISCOVERY_MODE ?? "legacy",
+      shutdownGraceMs: e.MCP_SHUTDOWN_GRACE_MS ?? 10_000,
+      bodyTimeoutMs: e.MCP_HTTP_BODY_TIMEOUT_MS ?? 30_000,
     },
     proxy: {
       ...(e.MCP_PROXY_CONFIG_PATH === undefined ? {} : { configPath: e.MCP_PROXY_CONFIG_PATH }),
@@ -444,6 +476,9 @@ export function resolveConfig(
       ...(e.MCP_AUDIT_LOG === undefined ? {} : { auditLog: e.MCP_AUDIT_LOG }),
       auditMaxBytes: e.MCP_AUDIT_MAX_BYTES ?? 10 * 1024 * 1024,
       auditIncludeArguments: e.MCP_AUDIT_INCLUDE_ARGUMENTS ?? false,
+      ...definedOnly({
+        approvalsPath: approvalsPath(e.MCP_APPROVALS_PATH, e.MCP_PROXY_CONFIG_PATH),
+      }),
     },
     ...(e.NATS_URL === undefined ? {} : { natsUrl: e.NATS_URL }),
     scannerBlock: e.MCP_SCANNER_BLOCK ?? "critical",
@@ -461,6 +496,17 @@ export async function loadConfig(
   const env = options.env ?? Deno.env.toObject();
   const fromFile = await readDotenv(options.envFile ?? ".env");
   return resolveConfig({ ...fromFile, ...env }, flags);
+}
+
+/** Where approvals persist: the variable, else beside the fleet file; `off` (or no fleet) = memory. */
+function approvalsPath(
+  value: string | undefined,
+  fleetPath: string | undefined,
+): string | undefined {
+  if (value !== undefined) {
+    return ["off", "none", "false"].includes(value.toLowerCase()) ? undefined : value;
+  }
+  return fleetPath === undefined ? undefined : `${fleetPath}.approvals.json`;
 }
 
 function definedOnly<T extends Record<string, unknown>>(

@@ -34,6 +34,8 @@ Deno.test("resolveConfig resolves an empty environment to the documented default
       httpResponseMode: "sse",
       stdioTenant: "default",
       toolDiscoveryMode: "legacy",
+      shutdownGraceMs: 10_000,
+      bodyTimeoutMs: 30_000,
     },
     proxy: { healthCheckIntervalSeconds: 30, toolSeparator: "__" },
     pluginPaths: [],
@@ -85,6 +87,8 @@ Deno.test("resolveConfig reads each variable from the environment", () => {
     MCP_HTTP_RESPONSE_MODE: "json",
     MCP_STDIO_TENANT: "acme",
     MCP_TOOL_DISCOVERY_MODE: "search",
+    MCP_SHUTDOWN_GRACE_MS: "500",
+    MCP_HTTP_BODY_TIMEOUT_MS: "2000",
     MCP_PROXY_CONFIG_PATH: "fleet.yaml",
     MCP_PROXY_HEALTH_CHECK_INTERVAL: "5",
     MCP_PROXY_TOOL_SEPARATOR: ".",
@@ -114,6 +118,8 @@ Deno.test("resolveConfig reads each variable from the environment", () => {
     httpResponseMode: "json",
     stdioTenant: "acme",
     toolDiscoveryMode: "search",
+    shutdownGraceMs: 500,
+    bodyTimeoutMs: 2000,
   });
   assert.deepEqual(config.proxy, {
     configPath: "fleet.yaml",
@@ -207,6 +213,39 @@ Deno.test("resolveConfig reports every problem together", () => {
     );
     assert.match(error.message, new RegExp(variable));
   }
+});
+
+Deno.test("resolveConfig reads the shutdown grace and the HTTP body deadline, refusing nonsense", () => {
+  const config = resolveConfig({ MCP_SHUTDOWN_GRACE_MS: "2500", MCP_HTTP_BODY_TIMEOUT_MS: "1000" });
+  assert.equal(config.server.shutdownGraceMs, 2500);
+  assert.equal(config.server.bodyTimeoutMs, 1000);
+  assert.equal(resolveConfig({ MCP_SHUTDOWN_GRACE_MS: "0" }).server.shutdownGraceMs, 0);
+  assert.match(
+    configError({ MCP_SHUTDOWN_GRACE_MS: "10s" }).message,
+    /MCP_SHUTDOWN_GRACE_MS must be an integer from 0 to 600000, received "10s"/,
+  );
+  assert.match(
+    configError({ MCP_HTTP_BODY_TIMEOUT_MS: "5" }).message,
+    /MCP_HTTP_BODY_TIMEOUT_MS must be an integer from 100 to 3600000/,
+  );
+});
+
+Deno.test("resolveConfig keeps approvals beside the fleet file unless MCP_APPROVALS_PATH says otherwise", () => {
+  assert.equal(resolveConfig({}).governance.approvalsPath, undefined);
+  assert.equal(
+    resolveConfig({ MCP_PROXY_CONFIG_PATH: "/srv/fleet.yaml" }).governance.approvalsPath,
+    "/srv/fleet.yaml.approvals.json",
+  );
+  assert.equal(
+    resolveConfig({ MCP_PROXY_CONFIG_PATH: "/srv/fleet.yaml", MCP_APPROVALS_PATH: "/var/a.json" })
+      .governance.approvalsPath,
+    "/var/a.json",
+  );
+  assert.equal(
+    resolveConfig({ MCP_PROXY_CONFIG_PATH: "/srv/fleet.yaml", MCP_APPROVALS_PATH: "off" })
+      .governance.approvalsPath,
+    undefined,
+  );
 });
 
 Deno.test("resolveConfig splits MCP_PLUGIN_PATHS on colons, dropping empty entries", {

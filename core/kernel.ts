@@ -25,10 +25,14 @@ import type {
   PluginContext,
   PluginKind,
   PluginManifest,
+  ServedSession,
+  SessionInfo,
   StdioStreams,
   TransportContext,
   UpstreamAdapter,
 } from "./plugin_api.ts";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { ErrorCode, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { FleetConfig, FleetServer } from "./proxy/fleet_config.ts";
 import {
   BUILTIN_PLUGIN_DIR,
@@ -39,6 +43,7 @@ import {
 } from "./plugin_loader.ts";
 import { approvalRoutes } from "./approval_routes.ts";
 import { ApprovalQueue } from "./governance/approval_queue.ts";
+import { ApprovalStore } from "./governance/approval_store.ts";
 import { ApprovalTokens } from "./governance/approval_tokens.ts";
 import { AuditLog } from "./governance/audit_log.ts";
 import { MemoryNonceStore, type NonceStore } from "./governance/nonce_store.ts";
@@ -95,6 +100,26 @@ interface PluginInstance {
   value: unknown;
 }
 
+/** How to stop: `immediate` cuts off tool calls in flight instead of waiting for them. */
+export interface StopOptions {
+  immediate?: boolean;
+}
+
+/**
+ * One served session's requests awaiting their response, seen at its transport: what a stop
+ * waits to see answered, and answers itself when it cuts calls off.
+ */
+interface SessionGate {
+  /** Request id → method. */
+  pending: Map<string | number, string>;
+  send(message: JSONRPCMessage): Promise<void>;
+}
+
+/** How often the drain looks whether a second signal asked to stop at once. */
+const DRAIN_SLICE_MS = 100;
+/** How long answered calls get to reach the wire after the bridge has finished them. */
+const FLUSH_MS = 1_000;
+
 /** The running gateway. */
 export class Kernel {
   readonly config: GatewayConfig;
@@ -129,6 +154,13 @@ export class Kernel {
   #unwatchPolicies: (() => void) | undefined;
   #callObservers = new Set<BridgeObserver>();
   #stopping: Promise<void> | undefined;
+  /** Set as a stop begins: new requests are refused from then on. */
+  #closing = false;
+  /** A second signal: cut the drain short. */
+  #immediate = false;
+  #gates = new Set<SessionGate>();
+  #gatesIdle: (() => void)[] = [];
+  #approvalStore: ApprovalStore | undefined;
   #done = Promise.withResolvers<void>();
   #mcpEnabled: boolean;
   #fleet: readonly FleetServer[] = [];
@@ -165,13 +197,26 @@ export class Kernel {
       clock: this.clock,
       ttlMs: governance.approvalTtlSeconds * 1000,
       // Indirect: NATS may replace the in-memory store at start, so replicas share single use.
-      nonces: { consume: (nonce, expiresAt) => this.#nonces.consume(nonce, expiresAt) },
+      nonces: { consume: (nonce, expiresAt) => this.#consumeNonce(nonce, expiresAt) },
     });
+    if (governance.approvalsPath !== undefined) {
+      this.#approvalStore = new ApprovalStore({
+        path: governance.approvalsPath,
+        clock: this.clock,
+        logger: this.logger.child("approvals"),
+        snapshot: () => ({
+          approvals: this.approvals.records(),
+          // A NATS store keeps its own nonces (JetStream KV); only the in-memory one needs a file.
+          nonces: this.#nonces instanceof MemoryNonceStore ? this.#nonces.entries() : [],
+        }),
+      });
+    }
     this.approvals = new ApprovalQueue({
       clock: this.clock,
       bus: this.bus,
       tokens,
       ttlMs: governance.approvalTtlSeconds * 1000,
+      ...(this.#approvalStore ? { onChange: () => this.#approvalStore!.save() } : {}),
     });
     this.audit = new AuditLog({
       ...(governance.auditLog === undefined ? {} : { path: governance.auditLog }),
@@ -360,6 +405,7 @@ export class Kernel {
     this.#failures.push(...failures);
     for (const failure of failures) this.#reportFailure(failure);
     await this.#selectBus(plugins);
+    await this.#loadApprovals();
     await this.#loadPolicies();
     await this.engine.load();
     for (const plugin of plugins) {
@@ -408,16 +454,25 @@ export class Kernel {
     return info;
   }
 
-  /** Stops in reverse order: transports, sessions, listener, plugins, bus. Safe to call twice. */
-  stop(): Promise<void> {
+  /**
+   * Stops: refuses new requests at once, waits up to MCP_SHUTDOWN_GRACE_MS for tool calls in
+   * flight (cut off with an error after that, or at once with `immediate`), then closes in reverse
+   * order: transports, sessions, listener, upstreams, plugins, bus. Safe to call again; a second
+   * call with `immediate` cuts a drain in progress short.
+   */
+  stop(options: StopOptions = {}): Promise<void> {
+    if (options.immediate) this.#immediate = true;
     this.#stopping ??= this.#stop();
     return this.#stopping;
   }
 
   async #stop(): Promise<void> {
     this.#ready = false;
+    this.#closing = true;
+    this.#listener?.beginStopping();
     this.bus.publish({ type: "gateway.stopping" });
     try {
+      await this.#drain();
       await Promise.allSettled(this.#transports.map((t) => t.close()));
       this.#unwatch?.();
       this.#unwatchPolicies?.();
@@ -444,11 +499,205 @@ export class Kernel {
           }
         }
       }
+      await this.#approvalStore?.flush();
       await this.audit.close();
       await this.bus.close();
     } finally {
       this.#done.resolve();
     }
+  }
+
+  /**
+   * Waits for tool calls in flight, up to the grace (or until a second signal), then answers
+   * those still running with a `shutting_down` error so their clients are not left guessing.
+   */
+  async #drain(): Promise<void> {
+    const graceMs = this.config.server.shutdownGraceMs;
+    const inFlight = this.bridge.inFlightCalls;
+    if (inFlight === 0) {
+      this.logger.info("stopping: no tool calls in flight");
+      return;
+    }
+    this.logger.warn(
+      `stopping: waiting up to ${graceMs} ms for ${inFlight} tool call(s) in flight ` +
+        "(MCP_SHUTDOWN_GRACE_MS); send the signal again to stop at once",
+    );
+    const deadline = performance.now() + graceMs;
+    // In slices, so a second signal takes effect at once and no timer outlives the stop.
+    while (!this.#immediate) {
+      const left = deadline - performance.now();
+      if (left <= 0) break;
+      if ((await this.bridge.drain(Math.min(left, DRAIN_SLICE_MS))).drained) break;
+    }
+    // The bridge counts a call done when its handler returns; its answer is sent just after.
+    if (this.bridge.inFlightCalls === 0) await this.#answersSent(FLUSH_MS);
+    const running = this.bridge.inFlightCalls;
+    const cut = this.#cutOff(graceMs);
+    const how = this.#immediate ? "stopped at once by a second signal" : `grace of ${graceMs} ms`;
+    if (running === 0) {
+      this.logger.info(`stopping: all ${inFlight} tool call(s) in flight finished`);
+    } else {
+      this.logger.warn(
+        `stopping: ${inFlight - running} tool call(s) finished, ${running} cut off (${how}); ` +
+          `${cut} request(s) answered with shutting_down`,
+      );
+    }
+  }
+
+  /** Resolves once every served session has answered its tool calls, or after `timeoutMs`. */
+  async #answersSent(timeoutMs: number): Promise<void> {
+    if (!this.#callsPending()) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      new Promise<void>((resolve) => this.#gatesIdle.push(resolve)),
+      new Promise<void>((resolve) => timer = setTimeout(resolve, timeoutMs)),
+    ]);
+    clearTimeout(timer);
+  }
+
+  #callsPending(): boolean {
+    for (const gate of this.#gates) {
+      for (const method of gate.pending.values()) if (method === "tools/call") return true;
+    }
+    return false;
+  }
+
+  /** Answers every request still waiting with a `shutting_down` error; returns how many. */
+  #cutOff(graceMs: number): number {
+    let cut = 0;
+    for (const gate of this.#gates) {
+      for (const [id, method] of gate.pending) {
+        cut++;
+        void gate.send({
+          jsonrpc: "2.0",
+          id,
+          error: {
+            code: ErrorCode.ConnectionClosed,
+            message: `The gateway shut down before this ${method} finished` +
+              (this.#immediate
+                ? " (stopped at once by a second signal)"
+                : ` (still running after the ${graceMs} ms grace, MCP_SHUTDOWN_GRACE_MS)`) +
+              "; it may or may not have taken effect upstream: check before retrying",
+            data: { code: "shutting_down", graceMs },
+          },
+        }).catch(() => {});
+      }
+    }
+    return cut;
+  }
+
+  /**
+   * Serves a session through the bridge, watching its requests at the transport: while the
+   * gateway stops, new requests are refused with `shutting_down` (stdio has no listener to refuse
+   * them at), and requests still unanswered can be answered when a drain gives up on them.
+   */
+  async #serveGated(transport: Transport, info: SessionInfo): Promise<ServedSession> {
+    const served = await this.bridge.serve(transport, info);
+    const pending = new Map<string | number, string>();
+    const send = transport.send.bind(transport);
+    const gate: SessionGate = { pending, send: (message) => transport.send(message) };
+    const deliver = transport.onmessage;
+    transport.onmessage = (message, extra) => {
+      const m = message as { id?: unknown; method?: unknown; params?: { requestId?: unknown } };
+      if (typeof m.method === "string" && (typeof m.id === "string" || typeof m.id === "number")) {
+        if (this.#closing) {
+          void send({
+            jsonrpc: "2.0",
+            id: m.id,
+            error: {
+              code: ErrorCode.ConnectionClosed,
+              message:
+                "The gateway is shutting down and takes no new requests; retry once it is back",
+              data: { code: "shutting_down" },
+            },
+          }).catch(() => {});
+          return;
+        }
+        pending.set(m.id, m.method);
+      } else if (m.method === "notifications/cancelled") {
+        // A cancelled request gets no answer: it must not hold a drain.
+        const id = m.params?.requestId;
+        if (typeof id === "string" || typeof id === "number") this.#answered(pending, id);
+      }
+      deliver?.(message, extra);
+    };
+    transport.send = async (message, options) => {
+      const m = message as { id?: unknown; method?: unknown };
+      try {
+        return await send(message, options);
+      } finally {
+        // Only once the transport has taken the answer: closing it sooner can lose it.
+        if (m.method === undefined && (typeof m.id === "string" || typeof m.id === "number")) {
+          this.#answered(pending, m.id);
+        }
+      }
+    };
+    const closed = transport.onclose;
+    transport.onclose = () => {
+      this.#gates.delete(gate);
+      pending.clear();
+      this.#wakeIfAnswered();
+      closed?.();
+    };
+    this.#gates.add(gate);
+    return served;
+  }
+
+  #answered(pending: Map<string | number, string>, id: string | number): void {
+    if (pending.delete(id) && this.#gatesIdle.length > 0) this.#wakeIfAnswered();
+  }
+
+  #wakeIfAnswered(): void {
+    if (this.#callsPending()) return;
+    for (const wake of this.#gatesIdle.splice(0)) wake();
+  }
+
+  /** Redeems a token's nonce; with an approvals file, the use is on disk before the call runs. */
+  async #consumeNonce(nonce: string, expiresAt: number): Promise<boolean> {
+    const first = await this.#nonces.consume(nonce, expiresAt);
+    // Fails closed: a use that cannot be recorded could be replayed after a restart.
+    if (first && this.#approvalStore && this.#nonces instanceof MemoryNonceStore) {
+      await this.#approvalStore.save();
+    }
+    return first;
+  }
+
+  /** Restores the approvals and used nonces the last run kept; a corrupt file is set aside. */
+  async #loadApprovals(): Promise<void> {
+    const store = this.#approvalStore;
+    if (!store) {
+      this.logger.info(
+        "approvals are kept in memory only: a restart forgets pending requests and used tokens " +
+          "(set MCP_APPROVALS_PATH, or configure a fleet file, to keep them)",
+      );
+      return;
+    }
+    const loaded = await store.load();
+    let approvals = loaded.approvals;
+    if (this.config.governance.approvalSecret === undefined) {
+      // The tokens were signed with the last process's random key: none of them can verify now.
+      const before = approvals.length;
+      approvals = approvals.filter((r) => r.status !== "approved");
+      if (approvals.length < before) {
+        this.logger.warn(
+          `${
+            before - approvals.length
+          } approved request(s) from before the restart were dropped: ` +
+            "MCP_APPROVAL_SECRET is not set, so their tokens were signed with a key that died with " +
+            "the last process; callers must request approval again (set MCP_APPROVAL_SECRET to keep " +
+            "tokens valid across restarts)",
+        );
+      }
+    }
+    const restored = this.approvals.restore(approvals);
+    if (this.#nonces instanceof MemoryNonceStore) {
+      this.#nonces = new MemoryNonceStore({ clock: this.clock, initial: loaded.nonces });
+    }
+    const pending = this.approvals.list({ status: "pending" }).length;
+    this.logger.info(
+      `approvals from ${store.path}: ${restored} request(s) (${pending} pending), ` +
+        `${loaded.nonces.length} redeemed token(s) remembered, ${loaded.dropped} expired dropped`,
+    );
   }
 
   /** Loads the policy files; a bad file stops start-up with every problem and its line. */
@@ -621,7 +870,7 @@ export class Kernel {
               httpResponseMode: this.config.server.httpResponseMode,
               stdioTenant: this.config.server.stdioTenant,
             },
-            serve: (transport, session) => this.bridge.serve(transport, session),
+            serve: (transport, session) => this.#serveGated(transport, session),
             stdio: this.#options.stdio ??
               { stdin: Deno.stdin.readable, stdout: Deno.stdout.writable },
           };
@@ -708,12 +957,14 @@ export class Kernel {
         }),
       logger: this.logger.child("http"),
       maxBodyBytes: server.maxMessageBytes,
+      bodyTimeoutMs: server.bodyTimeoutMs,
       readiness: () => ({
         ready: this.#ready && this.#fleetReady,
         detail: {
           plugins: [...this.#instances.values()].flat().length,
           pluginFailures: this.#failures.length,
           sessions: this.bridge.sessionCount,
+          toolCallsInFlight: this.bridge.inFlightCalls,
           upstreams: this.proxy.handles().map((h) => ({ id: h.id, state: h.state })),
         },
       }),

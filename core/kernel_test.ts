@@ -464,6 +464,7 @@ Deno.test("Kernel answers /readyz with 200 and status ready after start", async 
           plugins,
           pluginFailures: k.pluginFailures.length,
           sessions: 0,
+          toolCallsInFlight: 0,
           upstreams: [],
         });
       });

@@ -67,12 +67,21 @@ export interface ApprovalQueueOptions {
   ttlMs?: number;
   /** Most pending requests at once; default {@link DEFAULT_MAX_PENDING_APPROVALS}. */
   maxPending?: number;
+  /**
+   * Called after every change worth keeping across a restart (a request filed, approved or
+   * denied). An approval waits for the returned promise, so an answered approve is on disk;
+   * a rejection is the callee's to report, never the approver's.
+   */
+  onChange?: () => void | Promise<void>;
 }
 
-/** The internal record: the snapshot fields plus the token, which only the requester sees. */
-interface Entry extends ApprovalRequest {
+/** A request as persisted: the snapshot fields plus the token, which only the requester sees. */
+export interface ApprovalRecord extends ApprovalRequest {
   token?: string;
 }
+
+/** The internal record. */
+type Entry = ApprovalRecord;
 
 /** Pending requests at most this often trigger a full prune scan (clock ms). */
 const PRUNE_INTERVAL_MS = 1000;
@@ -85,6 +94,7 @@ export class ApprovalQueue {
   readonly #tokens: ApprovalTokens;
   readonly #ttlMs: number;
   readonly #maxPending: number;
+  readonly #onChange: (() => void | Promise<void>) | undefined;
   /** Insertion order is creation order, which pruning and eviction rely on. */
   readonly #entries = new Map<string, Entry>();
   /** Pending request id by tenant, subject, tool and hash: identical requests share one. */
@@ -107,6 +117,34 @@ export class ApprovalQueue {
     this.#tokens = options.tokens;
     this.#ttlMs = ttlMs;
     this.#maxPending = maxPending;
+    this.#onChange = options.onChange;
+  }
+
+  /** Every request still held, with its raw status and token, oldest first (for persistence). */
+  records(): ApprovalRecord[] {
+    const now = this.#clock.now();
+    return [...this.#entries.values()].filter((e) => this.#held(e, now)).map((e) => ({ ...e }));
+  }
+
+  /**
+   * Takes back requests an earlier process kept (see approval_store.ts), oldest first; skips ids
+   * already held and records nobody could learn anything from any more. Announces nothing: these
+   * requests were announced when they were made. Returns how many were taken.
+   */
+  restore(records: readonly ApprovalRecord[]): number {
+    const now = this.#clock.now();
+    let taken = 0;
+    for (const record of records) {
+      if (this.#entries.has(record.id)) continue;
+      const entry: Entry = { ...record };
+      if (!this.#held(entry, now)) continue;
+      this.#entries.set(entry.id, entry);
+      if (this.#statusOf(entry, now) === "pending") {
+        this.#pendingByCall.set(callKeyOf(entry), entry.id);
+      }
+      taken++;
+    }
+    return taken;
   }
 
   /**
@@ -156,6 +194,7 @@ export class ApprovalQueue {
     this.#pendingByCall.set(callKey, entry.id);
     this.#evictSettled();
     this.#publish("approval.requested", entry, entry.expiresAt);
+    void this.#changed();
     return snapshot(entry, now);
   }
 
@@ -207,6 +246,7 @@ export class ApprovalQueue {
     entry.token = issued.token;
     entry.tokenExpiresAt = issued.expiresAt;
     this.#publish("approval.approved", entry, issued.expiresAt, { by });
+    await this.#changed();
     return issued;
   }
 
@@ -225,6 +265,7 @@ export class ApprovalQueue {
       by,
       ...(entry.reason === undefined ? {} : { reason: entry.reason }),
     });
+    void this.#changed();
     return snapshot(entry, now);
   }
 
@@ -275,6 +316,15 @@ export class ApprovalQueue {
       );
     }
     return { token: entry.token, expiresAt: entry.tokenExpiresAt };
+  }
+
+  /** Tells the persistence hook; it reports its own failures, so they are swallowed here. */
+  async #changed(): Promise<void> {
+    try {
+      await this.#onChange?.();
+    } catch {
+      // Reported by the hook (see onChange).
+    }
   }
 
   /** The entry if it can be decided now, else the error saying why not. */

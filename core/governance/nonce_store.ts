@@ -19,6 +19,8 @@ export interface NonceStore {
 /** Options for {@link MemoryNonceStore}. */
 export interface MemoryNonceStoreOptions {
   clock: Clock;
+  /** Nonces an earlier process consumed, with their expiry (see approval_store.ts). */
+  initial?: Iterable<{ nonce: string; expiresAt: number }>;
 }
 
 /** Below this many entries the store never sweeps: a sweep would cost more than it frees. */
@@ -32,11 +34,26 @@ export class MemoryNonceStore implements NonceStore {
 
   constructor(options: MemoryNonceStoreOptions) {
     this.#clock = options.clock;
+    const now = this.#clock.now();
+    for (const { nonce, expiresAt } of options.initial ?? []) {
+      if (expiresAt > now) this.#expiry.set(nonce, expiresAt);
+    }
+    this.#sweepAt = Math.max(MIN_SWEEP_SIZE, this.#expiry.size * 2);
   }
 
   /** How many nonces are remembered (for tests and stats). */
   get size(): number {
     return this.#expiry.size;
+  }
+
+  /** The consumed nonces that still matter (their token has not expired), for persistence. */
+  entries(): { nonce: string; expiresAt: number }[] {
+    const now = this.#clock.now();
+    const out: { nonce: string; expiresAt: number }[] = [];
+    for (const [nonce, expiresAt] of this.#expiry) {
+      if (expiresAt > now) out.push({ nonce, expiresAt });
+    }
+    return out;
   }
 
   consume(nonce: string, expiresAt: number): Promise<boolean> {

@@ -43,3 +43,16 @@ Deno.test("expired nonces are pruned so memory stays bounded by the live ones", 
   // 10 000 nonces consumed; only a bounded number of expired ones may linger.
   assert.ok(store.size <= 2 * 1024 + 500, `size ${store.size}`);
 });
+
+Deno.test("nonces handed over from an earlier process stay consumed; expired ones are forgotten", async () => {
+  const clock = new ManualClock(5_000);
+  const store = new MemoryNonceStore({
+    clock,
+    initial: [{ nonce: "used", expiresAt: 60_000 }, { nonce: "old", expiresAt: 4_000 }],
+  });
+  assert.deepEqual(store.entries(), [{ nonce: "used", expiresAt: 60_000 }]);
+  assert.equal(await store.consume("used", 60_000), false, "a replay after restart is refused");
+  assert.equal(await store.consume("fresh", 60_000), true);
+  clock.advance(60_000);
+  assert.deepEqual(store.entries(), [], "nothing outlives its token");
+});
