@@ -16,6 +16,8 @@ import { jsonError } from "./http_listener.ts";
 import type { HttpRoute } from "./plugin_api.ts";
 
 const STATUSES: readonly ApprovalStatus[] = ["pending", "approved", "denied", "expired"];
+/** Longest denial reason accepted. */
+const MAX_REASON = 2000;
 
 /** The approvals routes over a queue. */
 export function approvalRoutes(queue: ApprovalQueue): HttpRoute {
@@ -84,13 +86,17 @@ export function approvalRoutes(queue: ApprovalQueue): HttpRoute {
           });
         }
         if (action === "deny") {
-          const body = await request.json().catch(() => ({})) as { reason?: unknown };
-          const denied = queue.deny(
-            id,
-            auth.subject,
-            typeof body.reason === "string" ? body.reason : undefined,
-          );
-          return Response.json(denied);
+          const body = await request.json().catch(() => ({})) as { reason?: unknown } | null;
+          const reason = body?.reason;
+          // The reason is kept with the request (and on disk) and told to the caller: bounded.
+          if (reason !== undefined && (typeof reason !== "string" || reason.length > MAX_REASON)) {
+            return jsonError(
+              400,
+              "invalid_request",
+              `reason must be a string of at most ${MAX_REASON} characters, e.g. {"reason": "not during the freeze"}`,
+            );
+          }
+          return Response.json(queue.deny(id, auth.subject, reason));
         }
         return jsonError(404, "not_found", `Unknown action "${action}"; use /approve or /deny`);
       } catch (error) {

@@ -10,7 +10,7 @@ import type { Kernel } from "../kernel.ts";
 import type { HttpRoute } from "../plugin_api.ts";
 import type { BreakerState } from "../proxy/circuit_breaker.ts";
 import type { LifecycleState } from "../proxy/child_server_handle.ts";
-import { refuseScope } from "./admin_scope.ts";
+import { pathParams, refuseScope } from "./admin_scope.ts";
 
 /** Where the connector routes are mounted. */
 export const CONNECTORS_PATH = "/v1/connectors";
@@ -95,8 +95,9 @@ export function connectorRoutes(kernel: Kernel): HttpRoute {
       const url = new URL(request.url);
       const refused = refuseScope(auth, "read", `GET ${url.pathname}`);
       if (refused) return Promise.resolve(refused);
-      const [server, ...rest] = url.pathname.slice(CONNECTORS_PATH.length).split("/")
-        .filter(Boolean).map(decodeURIComponent);
+      const params = pathParams(url.pathname, CONNECTORS_PATH);
+      if (params instanceof Response) return Promise.resolve(params);
+      const [server, ...rest] = params;
       if (server === undefined) return Promise.resolve(Response.json({ connectors: views() }));
       const found = rest.length === 0 ? views().find((v) => v.server === server) : undefined;
       if (found) return Promise.resolve(Response.json(found));

@@ -4,7 +4,7 @@
  * @module
  */
 import { hasScope, type TokenPayload } from "../auth/token_payload.ts";
-import { jsonError } from "../http_listener.ts";
+import { decodeSegment, invalidPath, jsonError } from "../http_listener.ts";
 
 /** What a request does: `read` and `operate` (restart, approve) are for operators, `admin` changes. */
 export type AdminAccess = "read" | "operate" | "admin";
@@ -46,4 +46,18 @@ export function methodNotAllowed(method: string, path: string, allowed: string[]
     `${method} is not supported on ${path}; use ${allowed.join(", ")}`,
     { Allow: allowed.join(", ") },
   );
+}
+
+/**
+ * The decoded segments of `pathname` below `base`, or a 400 `invalid_path` when one does not
+ * decode or decodes to something no id contains (see {@link decodeSegment}).
+ */
+export function pathParams(pathname: string, base: string): string[] | Response {
+  const params: string[] = [];
+  for (const raw of pathname.slice(base.length).split("/").filter(Boolean)) {
+    const decoded = decodeSegment(raw);
+    if (!decoded.ok) return invalidPath(pathname, decoded.why);
+    params.push(decoded.segment);
+  }
+  return params;
 }

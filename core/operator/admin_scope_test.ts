@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { methodNotAllowed, refuseScope } from "./admin_scope.ts";
+import { methodNotAllowed, pathParams, refuseScope } from "./admin_scope.ts";
 
 const caller = (...scopes: string[]) => ({ tenant: "t", subject: "sam", scopes });
 
@@ -27,4 +27,26 @@ Deno.test("A 405 lists the methods served", async () => {
   assert.equal(response.status, 405);
   assert.equal(response.headers.get("allow"), "GET, POST");
   assert.match((await response.json()).error.message, /PUT is not supported on \/v1\/x/);
+});
+
+Deno.test("Path params decode once; traversal, encoded slashes, control characters and bad encodings are a 400", async () => {
+  assert.deepEqual(pathParams("/v1/x/one/enable", "/v1/x"), ["one", "enable"]);
+  assert.deepEqual(pathParams("/v1/x/caf%C3%A9", "/v1/x"), ["café"]);
+  for (
+    const path of [
+      "/v1/x/..",
+      "/v1/x/%2e%2E",
+      "/v1/x/a%2Fb",
+      "/v1/x/a%5Cb",
+      "/v1/x/a%00",
+      "/v1/x/%0d%0a",
+      "/v1/x/%E0%A4%A",
+      "/v1/x/%",
+    ]
+  ) {
+    const refused = pathParams(path, "/v1/x");
+    assert.ok(refused instanceof Response, path);
+    assert.equal(refused.status, 400);
+    assert.equal((await refused.json()).error.code, "invalid_path");
+  }
 });

@@ -10,7 +10,7 @@
  * applied at once without restarting the gateway.
  * @module
  */
-import { jsonError } from "../http_listener.ts";
+import { hasControlCharacter, jsonError } from "../http_listener.ts";
 import type { Kernel } from "../kernel.ts";
 import type { HttpRoute } from "../plugin_api.ts";
 import type { HandleSnapshot } from "../proxy/child_server_handle.ts";
@@ -23,7 +23,7 @@ import {
   removeServer,
   setServerEnabled,
 } from "../proxy/fleet_writer.ts";
-import { type AdminAccess, methodNotAllowed, refuseScope } from "./admin_scope.ts";
+import { type AdminAccess, methodNotAllowed, pathParams, refuseScope } from "./admin_scope.ts";
 
 /** Where the fleet routes are mounted. */
 export const SERVERS_PATH = "/v1/mcp/proxy/servers";
@@ -62,8 +62,9 @@ export function serverRoutes(kernel: Kernel): HttpRoute {
     methods: ["GET", "POST", "DELETE"],
     async handle(request, auth) {
       const url = new URL(request.url);
-      const [id, action, ...rest] = url.pathname.slice(SERVERS_PATH.length).split("/")
-        .filter(Boolean).map(decodeURIComponent);
+      const params = pathParams(url.pathname, SERVERS_PATH);
+      if (params instanceof Response) return params;
+      const [id, action, ...rest] = params;
       const { method } = request;
       const what = `${method} ${url.pathname}`;
       const guard = (access: AdminAccess) => refuseScope(auth, access, what);
@@ -79,6 +80,8 @@ export function serverRoutes(kernel: Kernel): HttpRoute {
         if (method === "POST") return guard("admin") ?? await add(kernel, request);
         return methodNotAllowed(method, url.pathname, ["GET", "POST"]);
       }
+      // Before any service: an id no fleet entry can have never reaches the fleet file.
+      if (!SERVER_ID.test(id)) return guard("read") ?? invalidId(id);
       if (action === undefined) {
         if (method === "GET") return guard("read") ?? one(kernel, id);
         if (method === "DELETE") {
@@ -99,6 +102,50 @@ export function serverRoutes(kernel: Kernel): HttpRoute {
 }
 
 const ACTIONS = new Set(["enable", "disable", "restart"]);
+/** The fleet file's id rule (core/proxy/fleet_config.ts). */
+const SERVER_ID = /^[a-z0-9][a-z0-9_-]*$/;
+/** Fleet entries are a few levels deep; anything deeper is not one (and would cost a deep walk). */
+const MAX_ENTRY_DEPTH = 8;
+
+function invalidId(id: string): Response {
+  return jsonError(
+    400,
+    "invalid_id",
+    `${JSON.stringify(id.slice(0, 100))} is not a server id: ids are lowercase letters, digits, ` +
+      `_ and -, starting with a letter or digit; list them with GET ${SERVERS_PATH}`,
+  );
+}
+
+/**
+ * Where a posted entry holds a key or string with a control character, or nests too deeply, or
+ * undefined. Line breaks in an id, a command or a header are how one would smuggle keys into the
+ * YAML file or headers into an upstream request: the writer quotes them, but no fleet value
+ * needs one, so they are refused before the file is touched.
+ */
+function unsafeField(entry: Record<string, unknown>): string | undefined {
+  const stack: [unknown, string, number][] = [[entry, "", 0]];
+  while (stack.length > 0) {
+    const [value, where, depth] = stack.pop()!;
+    if (typeof value === "string") {
+      if (hasControlCharacter(value)) return `${where} holds a control character (a line break?)`;
+      continue;
+    }
+    if (typeof value !== "object" || value === null) continue;
+    if (depth >= MAX_ENTRY_DEPTH) return `${where} is nested more than ${MAX_ENTRY_DEPTH} levels`;
+    if (Array.isArray(value)) {
+      value.forEach((item, i) => stack.push([item, `${where}[${i}]`, depth + 1]));
+      continue;
+    }
+    for (const [key, item] of Object.entries(value)) {
+      const path = where === "" ? key : `${where}.${key}`;
+      if (hasControlCharacter(key)) {
+        return `the key ${JSON.stringify(path)} holds a control character`;
+      }
+      stack.push([item, path, depth + 1]);
+    }
+  }
+  return undefined;
+}
 
 function list(kernel: Kernel): Response {
   const ids = new Set([
@@ -159,6 +206,15 @@ async function add(kernel: Kernel, request: Request): Promise<Response> {
       400,
       "invalid_request",
       'The body must be one fleet entry as a JSON object with at least an id, e.g. {"id": "web", "url": "https://mcp.example.com/mcp"}',
+    );
+  }
+  const unsafe = unsafeField(entry as Record<string, unknown>);
+  if (unsafe !== undefined) {
+    return jsonError(
+      400,
+      "invalid_fleet",
+      `The entry was refused and the fleet file left unchanged: ${unsafe}. Fleet values are ` +
+        "single-line; pass multi-line values through the environment with ${VAR}",
     );
   }
   const id = (entry as { id?: unknown }).id;

@@ -16,11 +16,16 @@ const TOKEN = "shutdown-test-token";
 const APPROVAL_SECRET = "an-approval-secret-for-the-restart-test-0123456789";
 const META = "agent33/approval_token";
 
-/** The fault fixture with no fault (its `slow` tool sleeps `ms`), as a fleet entry. */
-function slowServer(id: string): string {
+/**
+ * The fault fixture with no fault (its `slow` tool sleeps `ms`), as a fleet entry; `marker`, an
+ * argument it ignores, makes its processes findable in /proc after the gateway has gone.
+ */
+function slowServer(id: string, marker = "agent33-shutdown-test"): string {
   return `
   - id: ${id}
-    command: ["deno", "run", "--config", "${DENO_JSON}", "${fixture("upstreams/fault_server.ts")}"]
+    command: ["deno", "run", "--config", "${DENO_JSON}", "${
+    fixture("upstreams/fault_server.ts")
+  }", "${marker}"]
     sandbox: deno
     env:
       FAULT: none
@@ -42,7 +47,11 @@ interface HttpChild {
   close(): Promise<Deno.CommandStatus>;
 }
 
-async function spawnHttpGateway(env: Record<string, string>): Promise<HttpChild> {
+/** Spawns the gateway; resolves once it is ready, or once stderr matches `until` when given. */
+async function spawnHttpGateway(
+  env: Record<string, string>,
+  until?: RegExp,
+): Promise<HttpChild> {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", `${ROOT}main.ts`, "serve", "--transport", "http", "--port", "0"],
     cwd: ROOT,
@@ -61,8 +70,8 @@ async function spawnHttpGateway(env: Record<string, string>): Promise<HttpChild>
   const pump = (async () => {
     for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
       text += chunk;
-      const match = /listening on (http:\/\/\S+)/.exec(text);
-      if (match) listening.resolve(match[1]!);
+      const match = until ? until.exec(text) : /listening on (http:\/\/\S+)/.exec(text);
+      if (match) listening.resolve(match[1] ?? "");
     }
   })();
   const status = child.status;
@@ -86,6 +95,7 @@ async function spawnHttpGateway(env: Record<string, string>): Promise<HttpChild>
   };
   try {
     handle.url = await listening.promise;
+    if (until) return handle;
     await eventually(
       async () => (await readyz(handle.url)).status === 200,
       "the gateway to be ready",
@@ -191,6 +201,21 @@ function descendants(root: number): number[] {
     for (const child of children.get(queue.shift()!) ?? []) {
       found.push(child);
       queue.push(child);
+    }
+  }
+  return found;
+}
+
+/** Live processes whose command line holds `marker`. */
+function processesWith(marker: string): number[] {
+  const found: number[] = [];
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const cmdline = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`);
+      if (cmdline.includes(marker) && alive(Number(entry.name))) found.push(Number(entry.name));
+    } catch {
+      // Gone while we looked.
     }
   }
   return found;
@@ -377,6 +402,27 @@ Deno.test("stdio: SIGTERM answers the call in flight, refuses a new request with
       writer.releaseLock();
       const status = await gateway.close();
       assert.equal(status.code, 0, await gateway.stderr);
+    } finally {
+      await gateway.close();
+    }
+  });
+});
+
+Deno.test("A SIGTERM that lands while the gateway is still starting stops it cleanly once started (exit 0, not killed)", async () => {
+  const marker = `agent33-start-${crypto.randomUUID()}`;
+  await withFleet(`proxy_servers:${slowServer("slow", marker)}`, async (fleet) => {
+    // The approvals line is logged early in start(), before plugins, the fleet and the listener.
+    const gateway = await spawnHttpGateway({ MCP_PROXY_CONFIG_PATH: fleet.path }, /approvals from/);
+    try {
+      gateway.signal("SIGTERM");
+      const status = await gateway.status;
+      assert.equal(
+        status.code,
+        0,
+        `exit ${status.code} (signal ${status.signal}):\n${gateway.log()}`,
+      );
+      assert.match(gateway.log(), /stopping/);
+      await eventually(() => processesWith(marker).length === 0, "no upstream left", 5_000);
     } finally {
       await gateway.close();
     }
