@@ -515,7 +515,12 @@ export class Kernel {
     const graceMs = this.config.server.shutdownGraceMs;
     const inFlight = this.bridge.inFlightCalls;
     if (inFlight === 0) {
-      this.logger.info("stopping: no tool calls in flight");
+      // Other requests (a prompt or resource read forwarded upstream) are not waited for.
+      const cut = await this.#cutOff(graceMs);
+      this.logger.info(
+        "stopping: no tool calls in flight" +
+          (cut > 0 ? `; ${cut} other request(s) answered with shutting_down` : ""),
+      );
       return;
     }
     this.logger.warn(
@@ -532,7 +537,7 @@ export class Kernel {
     // The bridge counts a call done when its handler returns; its answer is sent just after.
     if (this.bridge.inFlightCalls === 0) await this.#answersSent(FLUSH_MS);
     const running = this.bridge.inFlightCalls;
-    const cut = this.#cutOff(graceMs);
+    const cut = await this.#cutOff(graceMs);
     const how = this.#immediate ? "stopped at once by a second signal" : `grace of ${graceMs} ms`;
     if (running === 0) {
       this.logger.info(`stopping: all ${inFlight} tool call(s) in flight finished`);
@@ -563,27 +568,36 @@ export class Kernel {
   }
 
   /** Answers every request still waiting with a `shutting_down` error; returns how many. */
-  #cutOff(graceMs: number): number {
-    let cut = 0;
+  async #cutOff(graceMs: number): Promise<number> {
+    const sends: Promise<void>[] = [];
     for (const gate of this.#gates) {
       for (const [id, method] of gate.pending) {
-        cut++;
-        void gate.send({
-          jsonrpc: "2.0",
-          id,
-          error: {
-            code: ErrorCode.ConnectionClosed,
-            message: `The gateway shut down before this ${method} finished` +
-              (this.#immediate
-                ? " (stopped at once by a second signal)"
-                : ` (still running after the ${graceMs} ms grace, MCP_SHUTDOWN_GRACE_MS)`) +
-              "; it may or may not have taken effect upstream: check before retrying",
-            data: { code: "shutting_down", graceMs },
-          },
-        }).catch(() => {});
+        sends.push(
+          gate.send({
+            jsonrpc: "2.0",
+            id,
+            error: {
+              code: ErrorCode.ConnectionClosed,
+              message: `The gateway shut down before this ${method} finished` +
+                (this.#immediate
+                  ? " (stopped at once by a second signal)"
+                  : ` (still running after the ${graceMs} ms grace, MCP_SHUTDOWN_GRACE_MS)`) +
+                "; it may or may not have taken effect upstream: check before retrying",
+              data: { code: "shutting_down", graceMs },
+            },
+          }).catch(() => {}),
+        );
       }
     }
-    return cut;
+    // Written before the transports close; bounded, since a client that stopped reading
+    // (a full stdout pipe) must not hold the stop.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      Promise.all(sends),
+      new Promise((resolve) => timer = setTimeout(resolve, FLUSH_MS)),
+    ]);
+    clearTimeout(timer);
+    return sends.length;
   }
 
   /**
