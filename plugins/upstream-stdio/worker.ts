@@ -83,7 +83,7 @@ function start(spec: WorkerStartSpec): void {
     new LineFramer(spec.maxMessageBytes, {
       line: frame,
       oversized: (preview, total) =>
-        post({
+        malformed({
           type: "malformed",
           reason: `frame of ${total} bytes exceeds the limit of ${spec.maxMessageBytes} bytes`,
           preview: lenient.decode(preview).slice(0, PREVIEW_CHARS),
@@ -127,7 +127,7 @@ function frame(bytes: Uint8Array): void {
   try {
     text = strict.decode(bytes).trim();
   } catch {
-    post({ type: "malformed", reason: "frame is not valid UTF-8", preview: preview(bytes) });
+    malformed({ type: "malformed", reason: "frame is not valid UTF-8", preview: preview(bytes) });
     return;
   }
   // Sent as text: the kernel parses it (and reports what is not JSON); a string crosses
@@ -137,6 +137,12 @@ function frame(bytes: Uint8Array): void {
 
 /** Frames of the chunk being framed; posted together, one thread hop for all of them. */
 let outbox: string[] = [];
+
+/** Reports a bad stdout frame in its place among the good ones (they may be batched). */
+function malformed(report: Extract<WorkerToKernel, { type: "malformed" }>): void {
+  flushOutbox();
+  post(report);
+}
 
 function flushOutbox(): void {
   if (outbox.length === 0) return;
