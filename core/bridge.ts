@@ -246,7 +246,11 @@ export class MCPServiceBridge {
   async drain(timeoutMs: number): Promise<{ drained: boolean; pending: number }> {
     if (this.#inFlight === 0) return { drained: true, pending: 0 };
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const idle = new Promise<boolean>((resolve) => this.#idleWaiters.push(() => resolve(true)));
+    let wake: (() => void) | undefined;
+    const idle = new Promise<boolean>((resolve) => {
+      wake = () => resolve(true);
+      this.#idleWaiters.push(wake);
+    });
     const late = new Promise<boolean>((resolve) => {
       timer = setTimeout(() => resolve(false), timeoutMs);
     });
@@ -255,6 +259,8 @@ export class MCPServiceBridge {
       return { drained, pending: this.#inFlight };
     } finally {
       clearTimeout(timer);
+      // A drain that timed out must not stay registered (shutdown polls it repeatedly).
+      this.#idleWaiters = this.#idleWaiters.filter((w) => w !== wake);
     }
   }
 

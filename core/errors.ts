@@ -37,6 +37,7 @@ export type GatewayErrorCode =
   | "circuit_open"
   | "upstream_error"
   | "timeout"
+  | "shutting_down"
   | "internal";
 
 /** JSON-RPC error code for each gateway code (server-side failures are -32603, never -32700/-32602). */
@@ -69,6 +70,7 @@ const RPC_CODE: Record<GatewayErrorCode, number> = {
   circuit_open: ErrorCode.InternalError,
   upstream_error: ErrorCode.InternalError,
   timeout: ErrorCode.RequestTimeout,
+  shutting_down: -32000,
   internal: ErrorCode.InternalError,
 };
 
