@@ -75,7 +75,9 @@ export async function runSoak(options: {
     await gateway.kernel.fleetStarted;
     const headers = await openSession(gateway);
 
-    const answers = new Map<number, number>();
+    // Answers per id, allocated before the baseline: the driver's own bookkeeping does not grow.
+    const answers = new Uint16Array(options.calls);
+    let stray = 0;
     let ok = 0;
     let errors = 0;
     let kills = 0;
@@ -98,19 +100,12 @@ export async function runSoak(options: {
         const id = next++;
         if (id === Math.floor(options.calls / 4)) rssWarm = settledRss();
         const server = ids[id % ids.length]!;
-        const response = await fetch(`${gateway.url}/mcp`, {
-          method: "POST",
-          headers,
-          body: JSON.stringify({
-            jsonrpc: "2.0",
-            id,
-            method: "tools/call",
-            params: { name: `${server}__ok`, arguments: {} },
-          }),
-          signal: AbortSignal.timeout(60_000),
-        });
-        const body = await response.json() as { id?: number; result?: unknown; error?: unknown };
-        answers.set(body.id ?? -1, (answers.get(body.id ?? -1) ?? 0) + 1);
+        const body = await postToolCall(gateway.url, headers, id, `${server}__ok`);
+        if (Number.isInteger(body.id) && body.id! >= 0 && body.id! < options.calls) {
+          answers[body.id!]!++;
+        } else {
+          stray++;
+        }
         if (body.result) ok++;
         else errors++;
       }
@@ -139,13 +134,13 @@ export async function runSoak(options: {
     let duplicates = 0;
     let missing = 0;
     for (let id = 0; id < options.calls; id++) {
-      const count = answers.get(id) ?? 0;
+      const count = answers[id]!;
       if (count === 0) missing++;
       if (count > 1) duplicates += count - 1;
     }
     return {
       calls: options.calls,
-      answered: [...answers.values()].reduce((a, b) => a + b, 0),
+      answered: answers.reduce((a, b) => a + b, stray),
       duplicates,
       missing,
       ok,
@@ -162,6 +157,50 @@ export async function runSoak(options: {
   } finally {
     await gateway.stop();
     await fleet.remove();
+  }
+}
+
+/** A JSON-RPC reply as the soak reads it. */
+export interface CallReply {
+  id?: number;
+  result?: unknown;
+  error?: unknown;
+}
+
+/**
+ * One `tools/call` POST on a JSON-response-mode session (`headers` from `openSession`), given up
+ * after `timeoutMs`. The deadline is cleared as soon as the reply is read: an
+ * `AbortSignal.timeout()` per call keeps its signal, timer and dependent-signal set (~470 bytes)
+ * alive until it fires, a minute later, and the soak's heap samples counted that as the
+ * gateway's growth (~400 bytes per call).
+ */
+export async function postToolCall(
+  url: string,
+  headers: Record<string, string>,
+  id: number,
+  name: string,
+  timeoutMs = 60_000,
+): Promise<CallReply> {
+  const deadline = new AbortController();
+  const timer = setTimeout(
+    () => deadline.abort(new DOMException(`no reply within ${timeoutMs} ms`, "TimeoutError")),
+    timeoutMs,
+  );
+  try {
+    const response = await fetch(`${url}/mcp`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id,
+        method: "tools/call",
+        params: { name, arguments: {} },
+      }),
+      signal: deadline.signal,
+    });
+    return await response.json() as CallReply;
+  } finally {
+    clearTimeout(timer);
   }
 }
 
