@@ -1,12 +1,21 @@
 /**
  * The JSON-RPC 2.0 message shapes MCP allows, checked structurally: a request (string `method`,
  * string or integer `id`), a notification (`method`, no `id`), a result (`id` and an object
- * `result`) or an error (`id` and `{ code: integer, message: string }`); `params` is an object
- * when present. It accepts what the SDK's `JSONRPCMessageSchema` accepts, without building a zod
- * parse per frame on the hot path.
+ * `result`) or an error (`{ code: integer, message: string }`, with or without an `id`); `params`
+ * is an object when present, a `_meta` in it (or in a result) is an object with a well-formed
+ * progress token and related task, and no other top-level members are allowed. It accepts what the
+ * SDK's `JSONRPCMessageSchema` accepts, without building a zod parse per frame on the hot path. A
+ * frame let through here that the schema refuses would reach the SDK's `Protocol`, which drops it
+ * without an answer (a stdio client would wait for one until it timed out).
  * @module
  */
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+
+const REQUEST = new Set(["jsonrpc", "id", "method", "params"]);
+const NOTIFICATION = new Set(["jsonrpc", "method", "params"]);
+const RESULT = new Set(["jsonrpc", "id", "result"]);
+const ERROR = new Set(["jsonrpc", "id", "error"]);
+const RELATED_TASK = "io.modelcontextprotocol/related-task";
 
 /** Whether `value` is a JSON-RPC 2.0 message in one of MCP's shapes. */
 export function isJsonRpcMessage(value: unknown): value is JSONRPCMessage {
@@ -14,17 +23,38 @@ export function isJsonRpcMessage(value: unknown): value is JSONRPCMessage {
   const { id, method } = value;
   if (method !== undefined) {
     if (typeof method !== "string") return false;
-    if (value.params !== undefined && !isObject(value.params)) return false;
-    return id === undefined || isId(id);
+    const params = value.params;
+    if (params !== undefined && !(isObject(params) && isMeta(params._meta))) return false;
+    if (id === undefined) return hasOnly(value, NOTIFICATION);
+    return isId(id) && hasOnly(value, REQUEST);
   }
-  if (!isId(id)) return false;
-  if ("result" in value) return isObject(value.result);
+  if ("result" in value) {
+    return isId(id) && isObject(value.result) && isMeta(value.result._meta) &&
+      hasOnly(value, RESULT);
+  }
+  if (id !== undefined && !isId(id)) return false; // an error may lack an id, as in the SDK
   const error = value.error;
-  return isObject(error) && Number.isInteger(error.code) && typeof error.message === "string";
+  return isObject(error) && Number.isSafeInteger(error.code) &&
+    typeof error.message === "string" && hasOnly(value, ERROR);
 }
 
+/** A string or an integer (the SDK's ids and progress tokens). */
 function isId(id: unknown): boolean {
-  return typeof id === "string" || Number.isInteger(id);
+  return typeof id === "string" || Number.isSafeInteger(id);
+}
+
+/** `_meta` as the SDK's schema takes it: absent, or an object with a valid token and task. */
+function isMeta(meta: unknown): boolean {
+  if (meta === undefined) return true;
+  if (!isObject(meta)) return false;
+  if (meta.progressToken !== undefined && !isId(meta.progressToken)) return false;
+  const task = meta[RELATED_TASK];
+  return task === undefined || (isObject(task) && typeof task.taskId === "string");
+}
+
+function hasOnly(value: Record<string, unknown>, members: Set<string>): boolean {
+  for (const key in value) if (!members.has(key)) return false;
+  return true;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
