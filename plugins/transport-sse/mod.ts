@@ -36,7 +36,13 @@ export default definePlugin({
         sessionId: transport.sessionId,
       });
       sessions.set(transport.sessionId, { transport, owner: auth, served });
-      transport.onclose = () => void sessions.delete(transport.sessionId);
+      // Chained, not replaced: the SDK Server installed its own onclose in connect(), and the
+      // bridge's session (its calls, subscriptions, session.closed event) ends through it.
+      const closed = transport.onclose;
+      transport.onclose = () => {
+        sessions.delete(transport.sessionId);
+        closed?.();
+      };
       return new Response(transport.stream, {
         headers: {
           "content-type": "text/event-stream",
