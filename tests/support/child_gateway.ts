@@ -12,6 +12,8 @@ export interface ChildGateway {
   stdout: ReadableStream<Uint8Array>;
   /** Everything the child wrote to stderr, once it has exited. */
   stderr: Promise<string>;
+  /** What the child has written to stderr so far (its log, while it runs). */
+  stderrSoFar(): string;
   /** Closes stdin and waits for exit. */
   close(): Promise<Deno.CommandStatus>;
 }
@@ -26,12 +28,17 @@ export function spawnStdioGateway(env: Record<string, string> = {}): ChildGatewa
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-  const stderr = new Response(child.stderr).text();
+  let seen = "";
+  const stderr = (async () => {
+    for await (const text of child.stderr.pipeThrough(new TextDecoderStream())) seen += text;
+    return seen;
+  })();
   return {
     process: child,
     stdin: child.stdin,
     stdout: child.stdout,
     stderr,
+    stderrSoFar: () => seen,
     async close() {
       try {
         await child.stdin.close();

@@ -1,0 +1,103 @@
+/**
+ * Defects the fault matrix found whose fixes belong to files being rewritten elsewhere: each test
+ * shows one with real processes and stays ignored until its fix lands.
+ * @module
+ */
+import assert from "node:assert/strict";
+import { eventually, fixture, writeFleet } from "../support/fleet.ts";
+import { connectHttp, connectSse, startGateway } from "../support/gateway.ts";
+import { call } from "./rig.ts";
+
+const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
+
+Deno.test({
+  name:
+    "the first call after a breaker's OPEN window lapses is let through as the HALF_OPEN probe, not answered unknown_tool",
+  // DEFECT: ProxyManager.aggregated.resolveTool (core/proxy/proxy_manager.ts) looks the name up
+  // in the aggregate cached while the breaker was OPEN (the server's tools hidden), then
+  // #resolveHidden reads handle.serving, whose look at the breaker moves it OPEN → HALF_OPEN;
+  // the server now counts as serving, #resolveHidden skips it, and the call is answered
+  // -32602 unknown_tool "call tools/list for the names" instead of becoming the probe.
+  ignore: true,
+  async fn() {
+    // No health checks (interval 1 h): nothing but the call looks at the breaker after it opens.
+    const fleet = await writeFleet(`proxy_servers:
+  - id: b
+    command: ["deno", "run", "--config", "${DENO_JSON}", "${fixture("upstreams/fault_server.ts")}"]
+    sandbox: deno
+    env: { FAULT: none }
+    permissions: { env: [FAULT], read: true }
+    timeouts: { connect: 20, call: 0.3 }
+    health: { interval: 3600 }
+    breaker: { threshold: 2, base: 1, max: 1 }
+`);
+    const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
+    try {
+      await gateway.kernel.fleetStarted;
+      const client = await connectHttp(gateway);
+      try {
+        const hangs = await Promise.all([call(client, "b__hang"), call(client, "b__hang")]);
+        assert.ok(hangs.every((h) => (h.error?.data as { code?: string })?.code === "timeout"));
+        assert.equal(gateway.kernel.proxy.get("b")!.breaker.state, "OPEN");
+        await new Promise((resolve) => setTimeout(resolve, 1_300));
+        const probe = await call(client, "b__ok");
+        assert.equal(probe.error?.message, undefined, "the probe is forwarded");
+        assert.equal(probe.text, "ok");
+        assert.equal(gateway.kernel.proxy.get("b")!.breaker.state, "CLOSED");
+      } finally {
+        await client.close();
+      }
+    } finally {
+      await gateway.stop();
+      await fleet.remove();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "sse inbound: a client that disconnects ends its gateway session at once, cancelling its calls upstream",
+  // DEFECT: plugins/transport-sse/mod.ts sets `transport.onclose` after `ctx.serve(transport)`,
+  // replacing the handler the SDK Server installed in connect(); when the GET /sse stream goes
+  // away the plugin forgets the session, but the bridge's Server never closes: the session stays
+  // in bridge.sessionCount forever (no session.closed event), its in-flight calls keep running
+  // upstream until their timeout, and its resource subscriptions are never dropped. Fix: chain
+  // the previous handler (or assign onclose before serve, which the SDK chains).
+  ignore: true,
+  async fn() {
+    const fleet = await writeFleet(`proxy_servers:
+  - id: b
+    command: ["deno", "run", "--config", "${DENO_JSON}", "${fixture("upstreams/fault_server.ts")}"]
+    sandbox: deno
+    env: { FAULT: none }
+    permissions: { env: [FAULT], read: true }
+    timeouts: { connect: 20, call: 30 }
+`);
+    const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
+    try {
+      await gateway.kernel.fleetStarted;
+      const observer = await connectHttp(gateway);
+      const leaving = await connectSse(gateway);
+      try {
+        const running = async () => Number((await call(observer, "b__inflight")).text);
+        const hang = call(leaving, "b__hang");
+        await eventually(async () => (await running()) === 1, "the call to reach the upstream");
+        const sessions = gateway.kernel.bridge.sessionCount;
+        await leaving.close();
+        assert.ok((await hang).error, "the leaving client's own call ends");
+        await eventually(
+          () => gateway.kernel.bridge.sessionCount === sessions - 1,
+          "the gateway to close the SSE session",
+          3_000,
+        );
+        await eventually(async () => (await running()) === 0, "the call cancelled upstream", 3_000);
+      } finally {
+        await observer.close();
+        await leaving.close();
+      }
+    } finally {
+      await gateway.stop();
+      await fleet.remove();
+    }
+  },
+});

@@ -1,0 +1,7 @@
+/**
+ * The fault matrix behind http inbound; see matrix.ts for the faults and their rules.
+ * @module
+ */
+import { defineFaultMatrix } from "./matrix.ts";
+
+defineFaultMatrix("http");
