@@ -367,7 +367,13 @@ export class ProxyManager {
       if (original === undefined || !allows(original) || this.#options.isNativeTool(name)) continue;
       // A serving server's listed tools are routed already; here only its quarantined ones, so
       // their callers learn why.
-      if (handle.serving && !this.#quarantine(handle.id, original)) continue;
+      if (handle.serving && !this.#quarantine(handle.id, original)) {
+        // Reading `serving` may just have moved a lapsed OPEN breaker to HALF_OPEN, which rebuilt
+        // the aggregate with this server's tools: the call is then the probe, not unknown.
+        const route = this.#build().toolRoutes.get(name);
+        if (route) return route;
+        continue;
+      }
       // A prefix claims the name; an unprefixed server claims only the names it advertised.
       if (prefix !== "" || handle.catalog.tools.some((t) => t.name === original)) {
         return { handle, original };

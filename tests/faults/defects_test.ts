@@ -1,6 +1,7 @@
 /**
- * Defects the fault matrix found whose fixes belong to files being rewritten elsewhere: each test
- * shows one with real processes and stays ignored until its fix lands.
+ * Defects the fault matrix found, each shown with real processes: an open one stays ignored until
+ * its fix lands (its fix belongs to files being rewritten elsewhere); a fixed one runs as its
+ * regression test.
  * @module
  */
 import assert from "node:assert/strict";
@@ -13,12 +14,10 @@ const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
 Deno.test({
   name:
     "the first call after a breaker's OPEN window lapses is let through as the HALF_OPEN probe, not answered unknown_tool",
-  // DEFECT: ProxyManager.aggregated.resolveTool (core/proxy/proxy_manager.ts) looks the name up
-  // in the aggregate cached while the breaker was OPEN (the server's tools hidden), then
-  // #resolveHidden reads handle.serving, whose look at the breaker moves it OPEN → HALF_OPEN;
-  // the server now counts as serving, #resolveHidden skips it, and the call is answered
-  // -32602 unknown_tool "call tools/list for the names" instead of becoming the probe.
-  ignore: true,
+  // Regression (fixed in core/proxy/proxy_manager.ts): resolveTool looked the name up in the
+  // aggregate cached while the breaker was OPEN (the server's tools hidden); #resolveHidden then
+  // read handle.serving, which moved the breaker OPEN → HALF_OPEN, skipped the now-serving server,
+  // and the call was answered -32602 unknown_tool instead of becoming the probe.
   async fn() {
     // No health checks (interval 1 h): nothing but the call looks at the breaker after it opens.
     const fleet = await writeFleet(`proxy_servers:
@@ -57,13 +56,10 @@ Deno.test({
 Deno.test({
   name:
     "sse inbound: a client that disconnects ends its gateway session at once, cancelling its calls upstream",
-  // DEFECT: plugins/transport-sse/mod.ts sets `transport.onclose` after `ctx.serve(transport)`,
-  // replacing the handler the SDK Server installed in connect(); when the GET /sse stream goes
-  // away the plugin forgets the session, but the bridge's Server never closes: the session stays
-  // in bridge.sessionCount forever (no session.closed event), its in-flight calls keep running
-  // upstream until their timeout, and its resource subscriptions are never dropped. Fix: chain
-  // the previous handler (or assign onclose before serve, which the SDK chains).
-  ignore: true,
+  // Regression (fixed in plugins/transport-sse/mod.ts): the plugin set `transport.onclose` after
+  // `ctx.serve(transport)`, replacing the handler the SDK Server installed in connect(); a client
+  // that left was forgotten by the plugin but its bridge session stayed open forever (no
+  // session.closed), its calls ran on upstream until their timeout, its subscriptions stayed.
   async fn() {
     const fleet = await writeFleet(`proxy_servers:
   - id: b
