@@ -34,6 +34,9 @@ export interface ToolsListResult {
   coldMs: number;
   cachedMedianMs: number;
   cachedP99Ms: number;
+  /** The gateway's own part: a raw request in, the response serialized (no SDK client parse). */
+  leanCachedMedianMs: number;
+  leanCachedP99Ms: number;
 }
 
 /** Measures tools/list over `upstreams` × `toolsPerUpstream` tools, `calls` cached lists. */
@@ -121,6 +124,7 @@ export async function benchToolsList(
       samples.push(performance.now() - t);
     }
     samples.sort((a, b) => a - b);
+    const lean = await leanLists(bridge, expected, calls);
     return {
       upstreams,
       toolsPerUpstream,
@@ -128,11 +132,48 @@ export async function benchToolsList(
       coldMs,
       cachedMedianMs: median(samples),
       cachedP99Ms: quantile(samples, 0.99),
+      leanCachedMedianMs: median(lean),
+      leanCachedP99Ms: quantile(lean, 0.99),
     };
   } finally {
     await client.close();
     await bridge.close();
     await proxy.stop();
     await audit.close();
+  }
+}
+
+/**
+ * Times `calls` cached tools/list on a second session with no SDK client: a raw request in, and
+ * the response serialized to JSON text as a wire transport would (the lean client's view).
+ */
+async function leanLists(bridge: MCPServiceBridge, expected: number, calls: number) {
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  const served = await bridge.serve(serverSide, {
+    transport: "bench",
+    auth: { tenant: "default", scopes: [], subject: "bench-lean" },
+  });
+  let answer: ((text: string) => void) | undefined;
+  clientSide.onmessage = (message) => answer?.(JSON.stringify(message));
+  await clientSide.start();
+  const list = async (id: number) => {
+    const text = new Promise<string>((resolve) => answer = resolve);
+    await clientSide.send({ jsonrpc: "2.0", id, method: "tools/list", params: {} });
+    return await text;
+  };
+  try {
+    const first = JSON.parse(await list(0)) as { result?: { tools?: unknown[] } };
+    if (first.result?.tools?.length !== expected) {
+      throw new Error(`lean tools/list returned ${first.result?.tools?.length} tools`);
+    }
+    const samples: number[] = [];
+    for (let i = 1; i <= calls; i++) {
+      const t = performance.now();
+      await list(i);
+      samples.push(performance.now() - t);
+    }
+    return samples.sort((a, b) => a - b);
+  } finally {
+    await served.close();
   }
 }
