@@ -1,7 +1,6 @@
 /**
- * Defects the fault matrix found, each shown with real processes: an open one stays ignored until
- * its fix lands (its fix belongs to files being rewritten elsewhere); a fixed one runs as its
- * regression test.
+ * Defects the fault matrix found, each shown with real processes and kept as its regression test
+ * (an open one stays `ignore: true` with a `// DEFECT:` comment until its fix lands).
  * @module
  */
 import assert from "node:assert/strict";

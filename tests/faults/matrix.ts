@@ -231,9 +231,8 @@ export const FAULTS: readonly Fault[] = [
             withinMs: CALL_MS + SLACK_MS,
           }, "a call to the frozen server");
         }
-        // The OPEN window is short (1 s): if a stall lets it lapse, the probe that follows times
-        // out and opens it again for longer, so a few rounds always catch it OPEN. (A call that is
-        // the first look after a lapse answers unknown_tool: see the DEFECT in defects_test.ts.)
+        // The OPEN window is short (1 s): if a stall lets it lapse, the call is the HALF_OPEN probe,
+        // times out and opens the breaker again for longer, so a few rounds always catch it OPEN.
         let refused = false;
         for (let round = 0; round < 3 && !refused; round++) {
           await statusBecomes(
@@ -244,6 +243,11 @@ export const FAULTS: readonly Fault[] = [
           );
           const outcome = await call(rig.client, `${id}__ok`);
           if ((outcome.error?.data as { code?: string } | undefined)?.code !== "circuit_open") {
+            assertError(outcome, {
+              server: id,
+              code: "timeout",
+              withinMs: CALL_MS + SLACK_MS,
+            }, "the probe let through once the window lapsed");
             continue;
           }
           assertError(outcome, {
@@ -254,6 +258,8 @@ export const FAULTS: readonly Fault[] = [
           }, "a call while the breaker is OPEN");
           const data = outcome.error!.data as { retryAfterMs?: number };
           assert.ok(typeof data.retryAfterMs === "number", "circuit_open carries retryAfterMs");
+          const names = (await rig.client.listTools()).tools.map((t) => t.name);
+          assert.ok(!names.includes(`${id}__ok`), "an OPEN server's tools are hidden");
           refused = true;
         }
         assert.ok(refused, "a call was refused with circuit_open while the breaker was OPEN");
@@ -376,7 +382,10 @@ export const FAULTS: readonly Fault[] = [
       const mark = rig.events.length;
       const before = await pidOf(rig, upstream);
       if (upstream === "http") await rig.httpUpstream.restart();
-      else Deno.kill(before, "SIGTERM");
+      else {
+        Deno.kill(before, "SIGTERM");
+        await eventually(() => !alive(before), "the upstream process to exit");
+      }
       const after = Number(await answersAgain(rig, `${id}__pid`, id));
       assert.notEqual(after, before, "the new process answers");
       await eventually(
@@ -482,8 +491,18 @@ export const FAULTS: readonly Fault[] = [
       "a client that disconnects mid-call leaves the gateway up, the other sessions served and no call running upstream",
     inbounds: ["http", "sse"],
     async run(rig, upstream) {
+      const sessions = rig.gateway!.kernel.bridge.sessionCount;
       await abortMidCall(rig, `${SERVER[upstream]}__hang`, () => inflight(rig.client, upstream));
       await noCallLeftUpstream(rig, upstream, CALL_MS + SLACK_MS);
+      if (rig.inbound === "sse") {
+        // A legacy SSE session lives as long as its GET stream: cut, the gateway ends it. (A
+        // Streamable HTTP session outlives a dropped request; the raw one is DELETEd, but the
+        // SDK client that checked the others closes without DELETE, so its session stays.)
+        await eventually(
+          () => rig.gateway!.kernel.bridge.sessionCount === sessions,
+          "the cut SSE session (and the checking client's) to end",
+        );
+      }
       await eventually(() => rig.gateway!.kernel.bridge.inFlightCalls === 0, "no call in flight");
       await healthy(rig, upstream);
       await othersServe(rig, upstream);
