@@ -251,7 +251,12 @@ Deno.test("Line breaks in JSON fields and query values are refused before the YA
   });
 });
 
-Deno.test("Oversized admin bodies get 413 without the gateway reading them, declared or chunked", async () => {
+Deno.test({
+  name: "Oversized admin bodies get 413 without the gateway reading them, declared or chunked",
+  // The gateway deliberately leaves the refused body unread (cancelling it would make Deno hold
+  // the connection); the in-process server's request-body resource is what this test proves.
+  sanitizeResources: false,
+}, async () => {
   const limit = 64 * 1024;
   await withGateway({ MCP_MAX_MESSAGE_BYTES: String(limit) }, async (setup) => {
     // Declared: answered from the headers alone, while the client has sent nothing of the body.

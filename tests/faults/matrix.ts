@@ -524,6 +524,13 @@ export const FAULTS: readonly Fault[] = [
   },
 ];
 
+/**
+ * One gateway, its upstreams and NATS serve every case of an inbound (starting them per case would
+ * take minutes); they outlive each case by design, so the per-test leak sanitizers cannot apply to
+ * these cases. The stop cases check instead that nothing is left behind.
+ */
+const SHARED_RIG = { sanitizeOps: false, sanitizeResources: false } as const;
+
 /** Registers every case of the matrix for one inbound transport, sharing one rig. */
 export function defineFaultMatrix(inbound: Inbound): void {
   let started: Promise<Rig> | undefined;
@@ -531,7 +538,10 @@ export function defineFaultMatrix(inbound: Inbound): void {
   for (const fault of FAULTS) {
     if (fault.inbounds && !fault.inbounds.includes(inbound)) continue;
     for (const upstream of UPSTREAMS) {
-      Deno.test(`${inbound} inbound × ${upstream} upstream: ${fault.rule}`, async () => {
+      Deno.test({
+        name: `${inbound} inbound × ${upstream} upstream: ${fault.rule}`,
+        ...SHARED_RIG,
+      }, async () => {
         await within(CASE_MS, fault.run(await rig(), upstream));
       });
     }
@@ -539,6 +549,7 @@ export function defineFaultMatrix(inbound: Inbound): void {
   if (inbound === "stdio") {
     Deno.test(
       "stdio inbound × stdio and http upstreams: closing stdin mid-call ends the gateway cleanly, leaving no upstream process or call behind",
+      SHARED_RIG,
       async () => {
         const r = await rig();
         const pid = await pidOf(r, "stdio");
@@ -562,6 +573,7 @@ export function defineFaultMatrix(inbound: Inbound): void {
   } else {
     Deno.test(
       `${inbound} inbound: stopping the gateway leaves no upstream process or call behind`,
+      SHARED_RIG,
       async () => {
         const r = await rig();
         const pid = await pidOf(r, "stdio");
