@@ -34,6 +34,8 @@ export interface GatewayConfig {
     toolDiscoveryMode: "legacy" | "search";
     /** MCP_SHUTDOWN_GRACE_MS: how long a stop waits for tool calls in flight before cutting them off. */
     shutdownGraceMs: number;
+    /** MCP_HTTP_SESSION_IDLE_SECONDS, in ms: idle Streamable HTTP sessions are closed after it. */
+    httpSessionIdleMs: number;
     /** MCP_HTTP_BODY_TIMEOUT_MS: how long an HTTP request body may take to arrive. */
     bodyTimeoutMs: number;
   };
@@ -168,6 +170,12 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
     default: "10000",
     meaning:
       "On SIGTERM/SIGINT, milliseconds tool calls in flight get to finish before they are cut off (a second signal stops at once)",
+  },
+  {
+    name: "MCP_HTTP_SESSION_IDLE_SECONDS",
+    default: "1800",
+    meaning:
+      "Streamable HTTP sessions with no request and no open stream for this long are closed (clients that leave without DELETE); 0 keeps them",
   },
   {
     name: "MCP_HTTP_BODY_TIMEOUT_MS",
@@ -349,6 +357,7 @@ const ENV_SCHEMA = z.object({
   MCP_TOOL_DISCOVERY_MODE: oneOf("MCP_TOOL_DISCOVERY_MODE", ["legacy", "search"] as const),
   MCP_SHUTDOWN_GRACE_MS: int("MCP_SHUTDOWN_GRACE_MS", 0, 600_000),
   MCP_HTTP_BODY_TIMEOUT_MS: int("MCP_HTTP_BODY_TIMEOUT_MS", 100, 3_600_000),
+  MCP_HTTP_SESSION_IDLE_SECONDS: int("MCP_HTTP_SESSION_IDLE_SECONDS", 0, 7 * 86_400),
   MCP_PROXY_CONFIG_PATH: text,
   MCP_PROXY_HEALTH_CHECK_INTERVAL: int("MCP_PROXY_HEALTH_CHECK_INTERVAL", 1, 86_400),
   MCP_PROXY_TOOL_SEPARATOR: text.refine((v) => v === undefined || /^[A-Za-z0-9_.-]{1,8}$/.test(v), {
@@ -452,6 +461,7 @@ export function resolveConfig(
       toolDiscoveryMode: e.MCP_TOOL_DISCOVERY_MODE ?? "legacy",
       shutdownGraceMs: e.MCP_SHUTDOWN_GRACE_MS ?? 10_000,
       bodyTimeoutMs: e.MCP_HTTP_BODY_TIMEOUT_MS ?? 30_000,
+      httpSessionIdleMs: (e.MCP_HTTP_SESSION_IDLE_SECONDS ?? 1800) * 1000,
     },
     proxy: {
       ...(e.MCP_PROXY_CONFIG_PATH === undefined ? {} : { configPath: e.MCP_PROXY_CONFIG_PATH }),

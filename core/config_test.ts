@@ -36,6 +36,7 @@ Deno.test("resolveConfig resolves an empty environment to the documented default
       toolDiscoveryMode: "legacy",
       shutdownGraceMs: 10_000,
       bodyTimeoutMs: 30_000,
+      httpSessionIdleMs: 1_800_000,
     },
     proxy: { healthCheckIntervalSeconds: 30, toolSeparator: "__" },
     pluginPaths: [],
@@ -120,6 +121,7 @@ Deno.test("resolveConfig reads each variable from the environment", () => {
     toolDiscoveryMode: "search",
     shutdownGraceMs: 500,
     bodyTimeoutMs: 2000,
+    httpSessionIdleMs: 1_800_000,
   });
   assert.deepEqual(config.proxy, {
     configPath: "fleet.yaml",

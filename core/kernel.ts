@@ -883,6 +883,7 @@ export class Kernel {
               maxMessageBytes: this.config.server.maxMessageBytes,
               httpResponseMode: this.config.server.httpResponseMode,
               stdioTenant: this.config.server.stdioTenant,
+              httpSessionIdleMs: this.config.server.httpSessionIdleMs,
             },
             serve: (transport, session) => this.#serveGated(transport, session),
             stdio: this.#options.stdio ??

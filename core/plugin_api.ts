@@ -17,7 +17,7 @@ import type { WorkerStartSpec } from "./proxy/worker_protocol.ts";
 
 export type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 export type { TokenPayload } from "./auth/token_payload.ts";
-export type { Clock } from "./clock.ts";
+export type { Clock, TimerHandle } from "./clock.ts";
 export type { EventBus } from "./event_bus.ts";
 export type { GatewayEvent } from "./events.ts";
 export type { Logger } from "./logger.ts";
@@ -98,6 +98,8 @@ export interface TransportSettings {
   httpResponseMode: "json" | "sse";
   /** Tenant of the trusted stdio parent. */
   stdioTenant: string;
+  /** Streamable HTTP sessions idle this long (no request, no open stream) are closed; 0 = never. */
+  httpSessionIdleMs: number;
 }
 
 /** Describes one inbound MCP session to the bridge. */

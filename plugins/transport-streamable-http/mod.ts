@@ -8,7 +8,12 @@
  */
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
-import { definePlugin, type ServedSession, type TokenPayload } from "../../core/plugin_api.ts";
+import {
+  definePlugin,
+  type ServedSession,
+  type TimerHandle,
+  type TokenPayload,
+} from "../../core/plugin_api.ts";
 import { releaseJsonStreams } from "./json_stream_release.ts";
 
 interface Session {
@@ -19,6 +24,10 @@ interface Session {
   /** Ids of this session's requests awaiting their response. */
   inFlight: Set<string | number>;
   served?: ServedSession;
+  /** When the session last received a request (clock ms). */
+  lastSeen: number;
+  /** Open GET streams: a client listening is not idle. */
+  streams: number;
 }
 
 /** `/mcp` → undefined; `/mcp/<server_id>` → the id; anything else → null. */
@@ -79,7 +88,69 @@ export default definePlugin({
   permissions: { net: true },
   create(ctx) {
     const sessions = new Map<string, Session>();
-    const { maxMessageBytes, httpResponseMode } = ctx.settings;
+    const { maxMessageBytes, httpResponseMode, httpSessionIdleMs } = ctx.settings;
+
+    // A client may leave without DELETE (the SDK client's close() sends none): its session would
+    // hold its SDK Server and maps forever. Idle ones — no request, nothing in flight, no open
+    // stream for httpSessionIdleMs — are closed; the client gets 404 and initializes again.
+    const sweepEveryMs = Math.max(1000, Math.min(60_000, Math.floor(httpSessionIdleMs / 4)));
+    let sweep: TimerHandle | undefined;
+    let closed = false;
+    const scheduleSweep = () => {
+      if (closed || httpSessionIdleMs <= 0) return;
+      sweep = ctx.clock.setTimeout(() => void closeIdle().finally(scheduleSweep), sweepEveryMs);
+    };
+    scheduleSweep();
+    async function closeIdle(): Promise<void> {
+      const now = ctx.clock.now();
+      for (const [id, session] of sessions) {
+        const idle = session.inFlight.size === 0 && session.streams === 0 &&
+          now - session.lastSeen >= httpSessionIdleMs;
+        if (!idle) continue;
+        sessions.delete(id);
+        ctx.logger.info("closed an idle Streamable HTTP session", {
+          session: id,
+          idleSeconds: Math.round((now - session.lastSeen) / 1000),
+        });
+        await session.served?.close().catch(() => {});
+        await session.transport.close().catch(() => {});
+      }
+    }
+
+    /** Counts a GET stream as open until its body ends or the client goes. */
+    function tracked(session: Session, response: Response): Response {
+      if (!response.body || !response.headers.get("content-type")?.includes("text/event-stream")) {
+        return response;
+      }
+      session.streams++;
+      let open = true;
+      const done = () => {
+        if (open) session.streams--;
+        open = false;
+        session.lastSeen = ctx.clock.now();
+      };
+      const body = response.body.pipeThrough(
+        new TransformStream<Uint8Array, Uint8Array>({ flush: done }),
+      );
+      // A client that disconnects cancels the stream rather than letting it flush.
+      const reader = body.getReader();
+      const relayed = new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          const { value, done: ended } = await reader.read();
+          if (ended) controller.close();
+          else controller.enqueue(value);
+        },
+        async cancel(reason) {
+          done();
+          await reader.cancel(reason);
+        },
+      });
+      return new Response(relayed, {
+        status: response.status,
+        statusText: response.statusText,
+        headers: response.headers,
+      });
+    }
 
     async function open(
       request: Request,
@@ -105,6 +176,8 @@ export default definePlugin({
       const session: Partial<Session> & { owner: TokenPayload } = {
         owner: auth,
         inFlight: new Set(),
+        lastSeen: ctx.clock.now(),
+        streams: 0,
         ...(upstream === undefined ? {} : { upstream }),
       };
       const transport = new WebStandardStreamableHTTPServerTransport({
@@ -220,11 +293,17 @@ export default definePlugin({
               "Forbidden: this session belongs to another caller; open your own with initialize",
             ));
           }
+          session.lastSeen = ctx.clock.now();
+          if (request.method === "GET") {
+            return session.transport.handleRequest(request).then((r) => tracked(session, r));
+          }
           if (request.method !== "POST") return session.transport.handleRequest(request);
           return post(request, session);
         },
       }],
       async close() {
+        closed = true;
+        sweep?.cancel();
         const open = [...sessions.values()];
         sessions.clear();
         await Promise.allSettled(open.map(async (s) => {

@@ -15,6 +15,7 @@ import {
   startGateway,
   type TestGateway,
 } from "../support/gateway.ts";
+import { eventually } from "../support/fleet.ts";
 
 async function withGateway(
   env: Record<string, string>,
@@ -371,4 +372,38 @@ Deno.test("Streamable HTTP refuses a request id already in flight on the session
     assert.equal(again.status, 200, "the id is free again once answered");
     await again.body?.cancel();
   });
+});
+
+Deno.test("An idle Streamable HTTP session is closed after MCP_HTTP_SESSION_IDLE_SECONDS; one with an open stream is kept", async () => {
+  const gateway = await startGateway({ MCP_HTTP_SESSION_IDLE_SECONDS: "1" });
+  const ping = (headers: Record<string, string>) =>
+    fetch(`${gateway.url}/mcp`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "ping" }),
+    });
+  try {
+    const left = await openSession(gateway);
+    const listening = await openSession(gateway);
+    // The listening client holds its GET stream open; the other just went away without DELETE.
+    const stream = await fetch(`${gateway.url}/mcp`, {
+      headers: { ...listening, Accept: "text/event-stream" },
+    });
+    assert.equal(stream.status, 200);
+    const sessions = gateway.kernel.bridge.sessionCount;
+    await eventually(
+      () => gateway.kernel.bridge.sessionCount === sessions - 1,
+      "the idle session to be closed",
+      10_000,
+    );
+    const gone = await ping(left);
+    assert.equal(gone.status, 404);
+    assert.match(await gone.text(), /Session not found: it expired or was closed/);
+    const kept = await ping(listening);
+    assert.equal(kept.status, 200);
+    await kept.body?.cancel();
+    await stream.body?.cancel();
+  } finally {
+    await gateway.stop();
+  }
 });
