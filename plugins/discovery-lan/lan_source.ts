@@ -5,7 +5,6 @@
  * @module
  */
 // Pinned inline until deno.json's import map gains "multicast-dns" (that file is not this plugin's).
-import multicastDns from "multicast-dns";
 import type { DiscoveryCandidate, DiscoverySource } from "../../core/plugin_api.ts";
 
 /** The DNS-SD service type MCP servers announce. */
@@ -47,7 +46,9 @@ export class LanSource implements DiscoverySource {
   }
 
   /** Asks once and returns every server that answered within `listenMs`. */
-  list(): Promise<DiscoveryCandidate[]> {
+  async list(): Promise<DiscoveryCandidate[]> {
+    // Loaded on first use: a gateway that never discovers does not carry the mDNS stack.
+    const { default: multicastDns } = await import("multicast-dns");
     const mdns = (multicastDns as unknown as (o?: Record<string, unknown>) => Mdns)(
       this.#options.mdns,
     );
