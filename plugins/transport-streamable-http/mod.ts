@@ -96,11 +96,16 @@ export default definePlugin({
     const sweepEveryMs = Math.max(1000, Math.min(60_000, Math.floor(httpSessionIdleMs / 4)));
     let sweep: TimerHandle | undefined;
     let closed = false;
+    // The sweep runs only while sessions exist: no timer outlives the last one (or a failed start).
     const scheduleSweep = () => {
-      if (closed || httpSessionIdleMs <= 0) return;
-      sweep = ctx.clock.setTimeout(() => void closeIdle().finally(scheduleSweep), sweepEveryMs);
+      if (closed || httpSessionIdleMs <= 0 || sweep || sessions.size === 0) return;
+      sweep = ctx.clock.setTimeout(() => {
+        void closeIdle().finally(() => {
+          sweep = undefined;
+          scheduleSweep();
+        });
+      }, sweepEveryMs);
     };
-    scheduleSweep();
     async function closeIdle(): Promise<void> {
       const now = ctx.clock.now();
       for (const [id, session] of sessions) {
@@ -184,7 +189,10 @@ export default definePlugin({
         sessionIdGenerator: () => crypto.randomUUID(),
         enableJsonResponse: httpResponseMode === "json",
         maxRequestBodySize: maxMessageBytes,
-        onsessioninitialized: (id) => void sessions.set(id, session as Session),
+        onsessioninitialized: (id) => {
+          sessions.set(id, session as Session);
+          scheduleSweep();
+        },
         onsessionclosed: (id) => void sessions.delete(id),
       });
       session.transport = transport;
