@@ -37,6 +37,10 @@ function op(
     ...(extra.parameters ? { parameters: extra.parameters } : {}),
     ...(extra.requestBody ? { requestBody: extra.requestBody } : {}),
     responses: {
+      // What the listener answers before any route (an operation's own meaning of 400 wins).
+      "400": ref("InvalidPath"),
+      "503": ref("ShuttingDown"),
+      ...(extra.requestBody ? { "408": ref("BodyTimeout"), "413": ref("PayloadTooLarge") } : {}),
       ...(extra.responses ?? { "200": json("OK") }),
       ...(scope === "public" ? {} : { "401": ref("Unauthorized") }),
       ...(guarded ? { "403": ref("Forbidden") } : {}),
@@ -336,6 +340,22 @@ export function openApiDocument(): Json {
           ["NotFound", "Nothing by that id; the message names it"],
           ["McpDisabled", "An operator turned the MCP interface off"],
           ["NotImplemented", "Reserved for a later issue"],
+          [
+            "InvalidPath",
+            "invalid_path / invalid_id: dot segments, encoded slashes, control characters or malformed percent-encoding in the path",
+          ],
+          [
+            "ShuttingDown",
+            "shutting_down: the gateway is stopping (Connection: close, Retry-After)",
+          ],
+          [
+            "BodyTimeout",
+            "request_timeout: the body did not arrive within MCP_HTTP_BODY_TIMEOUT_MS",
+          ],
+          [
+            "PayloadTooLarge",
+            "payload_too_large: the body exceeds MCP_MAX_MESSAGE_BYTES (declared or read)",
+          ],
         ].map(([name, description]) => [
           name,
           json(description!, { $ref: "#/components/schemas/Error" }),

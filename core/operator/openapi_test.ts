@@ -110,3 +110,18 @@ Deno.test("Every documented path and method is served, and every mounted route i
     await fleet.remove();
   }
 });
+
+Deno.test("Every operation documents the listener's own answers: 400 invalid path, 503 shutting down, and 408/413 where it takes a body", () => {
+  for (const [path, methods] of Object.entries(paths())) {
+    for (const [method, operation] of Object.entries(methods)) {
+      const o = operation as { requestBody?: unknown; responses: Record<string, unknown> };
+      if (!("x-required-scopes" in (operation as object)) && !o.responses["401"]) continue;
+      assert.ok(o.responses["400"], `${method} ${path} documents 400`);
+      assert.ok(o.responses["503"], `${method} ${path} documents 503`);
+      if (o.requestBody) {
+        assert.ok(o.responses["408"], `${method} ${path} documents 408`);
+        assert.ok(o.responses["413"], `${method} ${path} documents 413`);
+      }
+    }
+  }
+});
