@@ -397,6 +397,18 @@ export class Kernel {
 
   /** Loads plugins, then starts the selected transport. */
   async start(): Promise<StartInfo> {
+    try {
+      return await this.#start();
+    } catch (error) {
+      // What did start (the bus connection, plugins, watchers) must not outlive a failed start.
+      await this.stop().catch((stopError) =>
+        this.logger.warn("cleanup after a failed start failed", { error: String(stopError) })
+      );
+      throw error;
+    }
+  }
+
+  async #start(): Promise<StartInfo> {
     const { server } = this.config;
     const auth = server.transport === "http" ? await this.#prepareAuth() : undefined;
 
