@@ -102,6 +102,10 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const SECONDS_KEYS = new Set(["connect", "call", "interval", "base", "max"]);
 
 const nonEmpty = z.string().min(1);
+/** A string with no control character but tab: argv, URLs and header values are single lines. */
+const line = z.string().refine((v) => !/[\u0000-\u0008\u000a-\u001f\u007f]/.test(v), {
+  error: "holds a control character (a line break?); write it on one line",
+});
 const seconds = z.number().positive();
 const count = z.number().int().min(1);
 const grant = z.union([z.boolean(), z.array(nonEmpty)], {
@@ -116,13 +120,13 @@ const FIELDS = {
         describe(iss.input)
       }`,
   }),
-  command: z.array(z.string()).min(1),
+  command: z.array(line).min(1),
   transport: z.enum(TRANSPORTS),
-  url: nonEmpty,
-  headers: z.record(z.string(), z.string()),
+  url: line.pipe(nonEmpty),
+  headers: z.record(z.string(), line),
   env: z.record(z.string(), z.string()),
   enabled: z.boolean(),
-  cwd: nonEmpty,
+  cwd: line.pipe(nonEmpty),
   timeouts: z.strictObject({ connect: seconds.optional(), call: seconds.optional() }),
   health: z.strictObject({
     interval: seconds.optional(),

@@ -475,3 +475,19 @@ Deno.test("parseFleetConfig rejects header names that are not HTTP tokens", () =
     ],
   );
 });
+
+Deno.test("A control character in a command, url, cwd or header value is refused with its line", () => {
+  const cases = [
+    `  - id: a\n    command: ["node", "x\\ny"]\n`,
+    `  - id: a\n    url: "http://h/\\r\\nX-Evil: 1"\n    transport: http\n`,
+    `  - id: a\n    command: ["node"]\n    cwd: "/tmp\\u0000x"\n`,
+    `  - id: a\n    url: http://h/mcp\n    transport: http\n    headers: { X-A: "v\\r\\nX-Evil: 1" }\n`,
+  ];
+  for (const yaml of cases) {
+    assert.throws(
+      () => parse(`proxy_servers:\n${yaml}`),
+      (e: Error) => /fleet\.yaml:\d+/.test(e.message) && /control character/.test(e.message),
+      yaml,
+    );
+  }
+});
