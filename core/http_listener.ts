@@ -14,6 +14,7 @@
  * one socket until the client or the gateway goes away, but blocks nobody.
  * @module
  */
+import { hasControlCharacter } from "./control_characters.ts";
 import type { Authenticator } from "./auth/authenticator.ts";
 import { unauthorizedResponse } from "./auth/authenticator.ts";
 import type { HostVerdict } from "./auth/host_guard.ts";
@@ -91,15 +92,6 @@ export function decodeSegment(raw: string): { ok: true; segment: string } | {
     return { ok: false, why: "a segment holds a slash, a backslash or a control character" };
   }
   return { ok: true, segment };
-}
-
-/** Whether `text` holds a C0 control character or DEL (line breaks, NUL, escape, tab, …). */
-export function hasControlCharacter(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 0x20 || code === 0x7f) return true;
-  }
-  return false;
 }
 
 /** A 400 `invalid_path` for a path no route could mean. */

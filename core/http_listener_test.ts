@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { createLogger } from "./logger.ts";
-import { decodeSegment, hasControlCharacter, HttpListener, readBody } from "./http_listener.ts";
+import { hasControlCharacter } from "./control_characters.ts";
+import { decodeSegment, HttpListener, readBody } from "./http_listener.ts";
 
 function listener(maxBodyBytes = 1024) {
   const seen: string[] = [];

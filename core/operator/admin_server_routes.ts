@@ -10,7 +10,8 @@
  * applied at once without restarting the gateway.
  * @module
  */
-import { hasControlCharacter, jsonError } from "../http_listener.ts";
+import { hasControlCharacter } from "../control_characters.ts";
+import { jsonError } from "../http_listener.ts";
 import type { Kernel } from "../kernel.ts";
 import type { HttpRoute } from "../plugin_api.ts";
 import type { HandleSnapshot } from "../proxy/child_server_handle.ts";

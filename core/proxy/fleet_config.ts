@@ -20,6 +20,7 @@
  * parsing so that line numbers still point into the file as written.
  * @module
  */
+import { hasControlCharacter } from "../control_characters.ts";
 import { z } from "zod";
 import { GatewayError } from "../errors.ts";
 import {
@@ -102,16 +103,8 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const SECONDS_KEYS = new Set(["connect", "call", "interval", "base", "max"]);
 
 const nonEmpty = z.string().min(1);
-function hasControlCharacter(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if ((code < 0x20 && code !== 0x09) || code === 0x7f) return true;
-  }
-  return false;
-}
-
 /** A string with no control character but tab: argv, URLs and header values are single lines. */
-const line = z.string().refine((v) => !hasControlCharacter(v), {
+const line = z.string().refine((v) => !hasControlCharacter(v, true), {
   error: "holds a control character (a line break?); write it on one line",
 });
 const seconds = z.number().positive();
