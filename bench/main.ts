@@ -72,6 +72,7 @@ const LATENCY = [
   "gw-legacy-sse",
   "direct-lean",
   "gw-stdio-lean",
+  "gw-stdio-inline-lean",
   "gw-http-json-lean",
 ] as const;
 type LatencyName = (typeof LATENCY)[number];
@@ -87,6 +88,7 @@ const LABELS: Record<LatencyName, string> = {
   "gw-legacy-sse": "gateway legacy SSE → stdio",
   "direct-lean": "direct: lean client → upstream (stdio)",
   "gw-stdio-lean": "lean client → gateway stdio → stdio",
+  "gw-stdio-inline-lean": "lean client → gateway stdio → stdio, isolation: inline",
   "gw-http-json-lean": "lean client → gateway HTTP (JSON) → stdio",
 };
 
@@ -101,6 +103,7 @@ const THROUGHPUT: LatencyName[] = [
   "gw-http-json",
   "direct-lean",
   "gw-stdio-lean",
+  "gw-stdio-inline-lean",
   "gw-http-json-lean",
 ];
 /** Calls in flight for throughput. */
@@ -243,7 +246,12 @@ interface Endpoints {
   servers: Partial<Record<LatencyName, Child>>;
 }
 
-async function setUpEndpoints(wanted: Set<LatencyName>, endpoints: Endpoints, fleetPath: string) {
+async function setUpEndpoints(
+  wanted: Set<LatencyName>,
+  endpoints: Endpoints,
+  fleetPath: string,
+  inlineFleetPath: string,
+) {
   const { children, clients, leans, calls, servers } = endpoints;
   const track = (child: Child) => (children.push(child), child);
   const toolOf = (name: LatencyName) => name.startsWith("direct") ? "echo" : "everything__echo";
@@ -312,6 +320,13 @@ async function setUpEndpoints(wanted: Set<LatencyName>, endpoints: Endpoints, fl
       await serveLean("gw-stdio-lean", child, () => leanStdio(child));
     });
   }
+  if (wanted.has("gw-stdio-inline-lean")) {
+    task(async () => {
+      progress("starting gateway (stdio, lean client, isolation: inline)");
+      const child = track(spawnStdioGateway(inlineFleetPath));
+      await serveLean("gw-stdio-inline-lean", child, () => leanStdio(child));
+    });
+  }
   if (wanted.has("gw-http-sse") || wanted.has("gw-legacy-sse")) {
     task(async () => {
       const gateway = await httpGateway("gateway (HTTP, SSE responses)", "sse");
@@ -356,9 +371,10 @@ async function runLatencyAndThroughput(settings: Settings, results: Results): Pr
   const wanted = new Set<LatencyName>([...measured, ...(throughput ? THROUGHPUT : [])]);
 
   const fleet = await writeFleet([EVERYTHING]);
+  const inlineFleet = await writeFleet([EVERYTHING], { isolation: "inline" });
   const endpoints: Endpoints = { children: [], clients: [], leans: [], calls: {}, servers: {} };
   try {
-    await setUpEndpoints(wanted, endpoints, fleet.path);
+    await setUpEndpoints(wanted, endpoints, fleet.path, inlineFleet.path);
     const rounds: Partial<Record<LatencyName, LatencyRound[]>> = {};
     for (let round = 1; round <= settings.rounds; round++) {
       // Scenarios take turns within each round, so drift over the run hits all of them alike.
@@ -437,6 +453,7 @@ async function runLatencyAndThroughput(settings: Settings, results: Results): Pr
     await Promise.all(endpoints.leans.map((c) => c.close().catch(() => {})));
     await Promise.all(endpoints.children.map((c) => c.stop()));
     await fleet.remove();
+    await inlineFleet.remove();
   }
 }
 

@@ -76,9 +76,10 @@ export function directPlan(
   return { argv: plan.start.command!, env: plan.start.env ?? {} };
 }
 
-/** A temp fleet file (JSON is YAML) listing `servers`; remove the dir when done. */
+/** A temp fleet file (JSON is YAML) listing `servers` (each with `extra` fields); remove the dir when done. */
 export async function writeFleet(
   servers: UpstreamServerSpec[],
+  extra: Record<string, unknown> = {},
 ): Promise<{ path: string; remove(): Promise<void> }> {
   const dir = await Deno.makeTempDir({ prefix: "agent33-bench-" });
   const path = `${dir}/fleet.yaml`;
@@ -89,6 +90,7 @@ export async function writeFleet(
     ...(Object.keys(s.env).length ? { env: s.env } : {}),
     sandbox: s.sandbox,
     permissions: s.permissions,
+    ...extra,
   }));
   await Deno.writeTextFile(path, JSON.stringify({ proxy_servers: entries }, null, 2) + "\n");
   return { path, remove: () => Deno.remove(dir, { recursive: true }).catch(() => {}) };

@@ -13,7 +13,7 @@ import type { TokenPayload } from "./auth/token_payload.ts";
 import type { Clock } from "./clock.ts";
 import type { EventBus } from "./event_bus.ts";
 import type { Logger } from "./logger.ts";
-import type { WorkerStartSpec } from "./proxy/worker_protocol.ts";
+import type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "./proxy/worker_protocol.ts";
 
 export type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 export type { TokenPayload } from "./auth/token_payload.ts";
@@ -211,12 +211,22 @@ export interface UpstreamPlan {
   start: WorkerStartSpec;
 }
 
+/**
+ * A relay run in the kernel's thread (`isolation: inline`): given where to post its reports, it
+ * returns the handler of the kernel's messages — the worker protocol without the worker.
+ */
+export type InlineRelay = (
+  post: (message: WorkerToKernel) => void,
+) => (message: KernelToWorker | null) => void;
+
 /** Reaches upstream servers of one fleet transport through a worker relay. */
 export interface UpstreamAdapter {
   /** The fleet `transport` value it serves. */
   transport: "stdio" | "http" | "sse";
   /** Module URL of the worker script that relays JSON-RPC frames. */
   workerUrl: string;
+  /** The same relay for the kernel's own thread, when the adapter offers `isolation: inline`. */
+  inlineRelay?: InlineRelay;
   /** Computes the worker's permissions and start message for one server. */
   plan(
     server: UpstreamServerSpec,

@@ -72,6 +72,11 @@ export interface FleetServer {
   permissions: FleetPermissions;
   /** `deno`: the stdio child runs under `deno run` with {@link FleetServer.permissions} as flags. */
   sandbox: "none" | "deno";
+  /**
+   * `worker` (default): the relay runs in a permission-confined worker; `inline` (stdio only): in
+   * the kernel's thread, two thread hops fewer per call, without the worker's confinement.
+   */
+  isolation: "worker" | "inline";
   /** Namespace of the server's tools (`<prefix><separator><tool>`); `""` means unprefixed. */
   prefix: string;
   /** Tool-name globs: an empty `allow` allows all; `deny` wins over `allow`. */
@@ -148,6 +153,7 @@ const FIELDS = {
     sys: grant.optional(),
   }),
   sandbox: z.enum(["none", "deno"]),
+  isolation: z.enum(["worker", "inline"]),
   prefix: z.string().regex(PREFIX_PATTERN, {
     error: (iss) =>
       `must be empty or letters, digits, _ . and -, starting with a letter or digit, received ${
@@ -356,6 +362,9 @@ export function parseFleetConfig(
       if (fields.sandbox === "deno") {
         fieldProblem([...at, "sandbox"], "deno only applies to stdio servers; remove it");
       }
+      if (fields.isolation === "inline") {
+        fieldProblem([...at, "isolation"], "inline only applies to stdio servers; remove it");
+      }
     }
     const sandboxValid = !has("sandbox") || fields.sandbox !== undefined;
     if (has("permissions") && sandboxValid && fields.sandbox !== "deno") {
@@ -511,6 +520,7 @@ export function parseFleetConfig(
       },
       permissions: { ...fields.permissions },
       sandbox: fields.sandbox ?? "none",
+      isolation: fields.isolation ?? "worker",
       prefix: prefix ?? id,
       tools: { allow: tools.allow ?? [], deny: tools.deny ?? [] },
       line,

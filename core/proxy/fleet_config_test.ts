@@ -44,6 +44,7 @@ function defaultsFor(id: string, line: number): Omit<FleetServer, "transport"> {
     breaker: { threshold: 5, baseMs: 30_000, maxMs: 600_000 },
     permissions: {},
     sandbox: "none",
+    isolation: "worker",
     prefix: id,
     tools: { allow: [], deny: [] },
     line,
@@ -490,4 +491,22 @@ Deno.test("A control character in a command, url, cwd or header value is refused
       yaml,
     );
   }
+});
+
+Deno.test("isolation: inline is accepted for a stdio server and refused for a remote one", () => {
+  const { servers: [inline] } = parse(
+    `proxy_servers:\n  - id: a\n    command: ["node", "s.js"]\n    isolation: inline\n`,
+  );
+  assert.equal(inline!.isolation, "inline");
+  const { servers: [byDefault] } = parse(
+    `proxy_servers:\n  - id: a\n    command: ["node", "s.js"]\n`,
+  );
+  assert.equal(byDefault!.isolation, "worker");
+  const problems = problemsOf(
+    `proxy_servers:\n  - id: r\n    url: http://h/mcp\n    transport: http\n    isolation: inline\n`,
+  );
+  assert.ok(
+    problems.some((p) => /isolation/.test(p) && /only applies to stdio/.test(p)),
+    problems.join("\n"),
+  );
 });

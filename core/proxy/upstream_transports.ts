@@ -82,12 +82,23 @@ export class UpstreamTransports {
   /** A new worker-backed transport to the server. */
   create(server: FleetServer): Transport {
     const { adapter, plan } = this.plan(server);
+    if (server.isolation === "inline" && !adapter.inlineRelay) {
+      throw new GatewayError(
+        "config_invalid",
+        `Upstream "${server.id}" asks for isolation: inline, but the ${server.transport} adapter ` +
+          "only relays through a worker; remove isolation",
+        { server: server.id },
+      );
+    }
     return new WorkerTransport({
       workerUrl: adapter.workerUrl,
       plan,
       serverId: server.id,
       logger: this.#options.logger,
       startTimeoutMs: server.timeouts.connectMs,
+      ...(server.isolation === "inline" && adapter.inlineRelay
+        ? { inlineRelay: adapter.inlineRelay }
+        : {}),
     });
   }
 }

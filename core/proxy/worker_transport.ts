@@ -17,7 +17,8 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError } from "../errors.ts";
 import { isJsonRpcMessage } from "../jsonrpc_shape.ts";
 import type { Logger } from "../logger.ts";
-import type { PluginPermissions, UpstreamPlan } from "../plugin_api.ts";
+import type { InlineRelay, PluginPermissions, UpstreamPlan } from "../plugin_api.ts";
+import { InlineRelayPort, type RelayPort } from "./inline_relay_port.ts";
 import { type KernelToWorker, parseWorkerMessage, type WorkerToKernel } from "./worker_protocol.ts";
 
 /** Options for {@link WorkerTransport}. */
@@ -33,6 +34,8 @@ export interface WorkerTransportOptions {
   startTimeoutMs: number;
   /** How long the worker may take to stop its upstream before it is terminated; default 3000. */
   stopGraceMs?: number;
+  /** Run this relay in the kernel's thread instead of a worker (`isolation: inline`). */
+  inlineRelay?: InlineRelay;
 }
 
 /** Why and how the upstream connection ended. */
@@ -88,7 +91,7 @@ export class WorkerTransport implements Transport {
   readonly #options: WorkerTransportOptions;
   readonly #stopGraceMs: number;
   #state: State = "new";
-  #worker: Worker | undefined;
+  #worker: RelayPort | undefined;
   #pid: number | undefined;
   #closeInfo: WorkerCloseInfo | undefined;
   #starting: { resolve(): void; reject(error: Error): void } | undefined;
@@ -140,13 +143,30 @@ export class WorkerTransport implements Transport {
       return Promise.reject(new Error(`WorkerTransport for "${this.#id}" already started`));
     }
     this.#state = "starting";
-    const { workerUrl, plan, startTimeoutMs } = this.#options;
+    const { workerUrl, plan, startTimeoutMs, inlineRelay } = this.#options;
     try {
-      this.#worker = new Worker(workerUrl, {
-        type: "module",
-        name: `upstream:${this.#id}`,
-        deno: { permissions: workerPermissions(plan.permissions) },
-      });
+      if (inlineRelay) {
+        this.#worker = new InlineRelayPort(
+          inlineRelay,
+          (message) => this.#receive(message),
+          (detail) => this.#crashed(detail),
+        );
+      } else {
+        const worker = new Worker(workerUrl, {
+          type: "module",
+          name: `upstream:${this.#id}`,
+          deno: { permissions: workerPermissions(plan.permissions) },
+        });
+        worker.onmessage = (event) => this.#receive(event.data);
+        worker.onmessageerror = () =>
+          this.#report(this.#error("sent a message that could not be read"));
+        worker.onerror = (event) => {
+          // Without preventDefault an uncaught error in the worker is rethrown in the gateway.
+          event.preventDefault();
+          this.#crashed(event.message);
+        };
+        this.#worker = worker;
+      }
     } catch (error) {
       // E.g. a grant beyond the gateway's own permissions.
       const failure = this.#error(
@@ -156,15 +176,6 @@ export class WorkerTransport implements Transport {
       this.#workerGone.resolve();
       return this.#teardown(false).then(() => Promise.reject(failure));
     }
-    const worker = this.#worker;
-    worker.onmessage = (event) => this.#receive(event.data);
-    worker.onmessageerror = () =>
-      this.#report(this.#error("sent a message that could not be read"));
-    worker.onerror = (event) => {
-      // Without preventDefault an uncaught error in the worker is rethrown in the gateway.
-      event.preventDefault();
-      this.#crashed(event.message);
-    };
     const { promise, resolve, reject } = Promise.withResolvers<void>();
     this.#starting = { resolve, reject };
     const timer = setTimeout(() => {

@@ -8,6 +8,7 @@
  */
 import { definePlugin } from "../../core/plugin_api.ts";
 import { planStdio } from "./command_plan.ts";
+import { createStdioRelay } from "./relay.ts";
 
 export default definePlugin({
   name: "upstream-stdio",
@@ -21,6 +22,7 @@ export default definePlugin({
     return {
       transport: "stdio",
       workerUrl: new URL("./worker.ts", import.meta.url).href,
+      inlineRelay: createStdioRelay,
       plan(server, options) {
         const grants = Object.values(server.permissions).some((g) =>
           g === true || (Array.isArray(g) && g.length > 0)

@@ -409,3 +409,40 @@ Deno.test("With NATS_URL set, upstream lifecycle events are published on agent33
     await nats.stop();
   }
 });
+
+Deno.test("isolation: inline relays a stdio upstream in the kernel's thread: calls, progress and a clean stop", async () => {
+  const fleet = DEMO_FLEET.split("  - id: memory")[0]!.replace(
+    "    sandbox: deno\n",
+    "    sandbox: deno\n    isolation: inline\n",
+  );
+  assert.match(fleet, /isolation: inline/);
+  let pid: number | undefined;
+  await withFleet(fleet, {}, async (gateway) => {
+    assert.equal(gateway.kernel.proxy.get("everything")?.state, "READY");
+    const client = await connectHttp(gateway);
+    try {
+      const echo = await client.callTool({
+        name: "everything__echo",
+        arguments: { message: "inline" },
+      });
+      assert.deepEqual(echo.content, [{ type: "text", text: "Echo: inline" }]);
+      const seen: number[] = [];
+      await client.callTool(
+        {
+          name: "everything__trigger-long-running-operation",
+          arguments: { duration: 0.3, steps: 3 },
+        },
+        undefined,
+        { onprogress: (p) => seen.push(p.progress) },
+      );
+      assert.deepEqual(seen, [1, 2, 3]);
+      const line = gateway.logs.find((l) => /upstream started server=everything pid=\d+/.test(l));
+      pid = Number(/pid=(\d+)/.exec(line ?? "")?.[1]);
+      assert.ok(pid > 0, "the child's pid is logged");
+    } finally {
+      await client.close();
+    }
+  });
+  // The gateway stopped: the inline relay's child is gone like a worker's.
+  assert.ok(!(await Deno.stat(`/proc/${pid}`).then(() => true, () => false)), "no orphan");
+});

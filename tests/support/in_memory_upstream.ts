@@ -24,6 +24,7 @@ export function fleetServer(id: string, overrides: Partial<FleetServer> = {}): F
     breaker: { threshold: 5, baseMs: 30_000, maxMs: 600_000 },
     permissions: {},
     sandbox: "none",
+    isolation: "worker",
     prefix: id,
     tools: { allow: [], deny: [] },
     line: 1,

@@ -1,0 +1,239 @@
+/**
+ * The stdio relay: spawns one upstream's child process and relays newline-delimited JSON-RPC
+ * between a message port and the child's stdin/stdout. It runs in the relay worker (the default,
+ * confined to `run` of its one command) or, with `isolation: inline`, in the kernel's own thread.
+ *
+ * Deliberately lean (no SDK import, ~8 MB instead of ~30 MB per worker): it only frames lines and
+ * checks they are UTF-8; the kernel parses JSON and validates JSON-RPC.
+ * @module
+ */
+import type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../../core/plugin_api.ts";
+import { LineWriter } from "../../core/line_writer.ts";
+import { LineFramer } from "./line_framer.ts";
+
+/** Longest stderr line forwarded, in characters. */
+const STDERR_LINE_CHARS = 2000;
+/** Longest preview of a malformed frame, in characters. */
+const PREVIEW_CHARS = 200;
+/** How long to wait for output still in the pipe once the child has exited. */
+const DRAIN_AFTER_EXIT_MS = 500;
+
+const strict = new TextDecoder("utf-8", { fatal: true });
+const lenient = new TextDecoder();
+
+/** Creates one relay; `post` carries its reports to the kernel, the result takes the kernel's messages. */
+export function createStdioRelay(
+  post: (message: WorkerToKernel) => void,
+): (message: KernelToWorker | null) => void {
+  let child: Deno.ChildProcess | undefined;
+  let stdin: WritableStreamDefaultWriter<Uint8Array> | undefined;
+  let lines: LineWriter | undefined;
+  let stopping = false;
+  let exited: Promise<Deno.CommandStatus> | undefined;
+
+  function start(spec: WorkerStartSpec): void {
+    if (child) return;
+    const [program, ...args] = spec.command ?? [];
+    if (!program) {
+      post({ type: "closed", reason: `upstream "${spec.serverId}" has no command to spawn` });
+      return;
+    }
+    try {
+      child = new Deno.Command(program, {
+        args,
+        env: spec.env ?? {},
+        clearEnv: true,
+        ...(spec.cwd !== undefined ? { cwd: spec.cwd } : {}),
+        stdin: "piped",
+        stdout: "piped",
+        stderr: "piped",
+        // Its own process group, so the kernel can end grandchildren (npx → node → server) too.
+        detached: true,
+      }).spawn();
+    } catch (error) {
+      post({ type: "closed", reason: spawnFailure(program, error) });
+      return;
+    }
+    stdin = child.stdin.getWriter();
+    lines = new LineWriter(stdin);
+    post({ type: "started", pid: child.pid });
+    const stdout = pump(
+      child.stdout,
+      new LineFramer(spec.maxMessageBytes, {
+        line: frame,
+        oversized: (preview, total) =>
+          malformed({
+            type: "malformed",
+            reason: `frame of ${total} bytes exceeds the limit of ${spec.maxMessageBytes} bytes`,
+            preview: lenient.decode(preview).slice(0, PREVIEW_CHARS),
+          }),
+      }, PREVIEW_CHARS),
+    );
+    const stderr = pump(
+      child.stderr,
+      new LineFramer(STDERR_LINE_CHARS, {
+        line: (bytes) =>
+          post({ type: "stderr", line: lenient.decode(bytes).slice(0, STDERR_LINE_CHARS) }),
+        oversized: (preview, total) =>
+          post({
+            type: "stderr",
+            line: `${
+              lenient.decode(preview).slice(0, STDERR_LINE_CHARS - 40)
+            } … (${total} bytes, truncated)`,
+          }),
+      }, STDERR_LINE_CHARS - 40),
+    );
+    exited = child.status;
+    void exited.then(async (status) => {
+      // Output written just before exit must reach the kernel before `closed`.
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const drained = Promise.all([stdout.done, stderr.done]);
+      await Promise.race([drained, new Promise((r) => timer = setTimeout(r, DRAIN_AFTER_EXIT_MS))]);
+      clearTimeout(timer);
+      // A grandchild may still hold the pipes open; stop reading so the worker can end.
+      await Promise.all([stdout.cancel(), stderr.cancel()]);
+      post({
+        type: "closed",
+        reason: stopping ? "stopped" : `process exited with ${describe(status)}`,
+        code: status.code,
+        signal: status.signal,
+      });
+    });
+  }
+
+  function frame(bytes: Uint8Array): void {
+    let text: string;
+    try {
+      text = strict.decode(bytes).trim();
+    } catch {
+      malformed({ type: "malformed", reason: "frame is not valid UTF-8", preview: preview(bytes) });
+      return;
+    }
+    // Sent as text: the kernel parses it (and reports what is not JSON); a string crosses
+    // threads several times cheaper than a structured clone of the parsed object.
+    if (text !== "") outbox.push(text);
+  }
+
+  /** Frames of the chunk being framed; posted together, one thread hop for all of them. */
+  let outbox: string[] = [];
+
+  /** Reports a bad stdout frame in its place among the good ones (they may be batched). */
+  function malformed(report: Extract<WorkerToKernel, { type: "malformed" }>): void {
+    flushOutbox();
+    post(report);
+  }
+
+  function flushOutbox(): void {
+    if (outbox.length === 0) return;
+    // Lines never contain a newline (stdio framing), so the kernel splits the batch on it.
+    post(outbox.length === 1 ? outbox[0]! : outbox.join("\n"));
+    outbox = [];
+  }
+
+  /** Relays one serialized JSON-RPC message from the kernel to the child's stdin. */
+  function send(line: string): void {
+    if (!lines || stopping) return;
+    lines.write(line).catch((error) => {
+      // The child closing its stdin ends the session; `closed` follows from its exit.
+      if (!stopping) {
+        post({
+          type: "error",
+          error: { code: "upstream_error", message: `write to stdin failed: ${String(error)}` },
+        });
+      }
+    });
+  }
+
+  async function stop(graceMs: number): Promise<void> {
+    if (stopping) return;
+    stopping = true;
+    if (!child || !exited) {
+      post({ type: "closed", reason: "stopped before the process started" });
+      return;
+    }
+    // EOF on stdin is how MCP asks a stdio server to exit; then SIGTERM, then SIGKILL.
+    stdin?.close().catch(() => {});
+    const gentle = Math.max(1, Math.floor(graceMs * 2 / 3));
+    if (await exitsWithin(exited, gentle)) return;
+    kill("SIGTERM");
+    if (await exitsWithin(exited, Math.max(1, graceMs - gentle))) return;
+    kill("SIGKILL");
+  }
+
+  function kill(signal: Deno.Signal): void {
+    try {
+      child?.kill(signal);
+    } catch { /* already exited */ }
+  }
+
+  /** Reads a byte stream into a framer until it ends or is cancelled. */
+  function pump(
+    stream: ReadableStream<Uint8Array>,
+    framer: LineFramer,
+  ): { done: Promise<void>; cancel(): Promise<void> } {
+    const reader = stream.getReader();
+    const done = (async () => {
+      try {
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          framer.push(value);
+          flushOutbox();
+        }
+        framer.end();
+        flushOutbox();
+      } catch { /* cancelled, or the pipe broke with the child */ }
+    })();
+    return {
+      done,
+      cancel: async () => {
+        await reader.cancel().catch(() => {});
+        await done;
+      },
+    };
+  }
+
+  return (message: KernelToWorker | null): void => {
+    if (typeof message === "string") return send(message);
+    switch (message?.type) {
+      case "start":
+        start(message.spec);
+        break;
+      case "stop":
+        void stop(message.graceMs);
+        break;
+      case "setProtocolVersion":
+        // stdio carries no protocol-version header.
+        break;
+    }
+  };
+}
+
+async function exitsWithin(status: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<boolean>((resolve) => timer = setTimeout(() => resolve(false), ms));
+  const result = await Promise.race([status.then(() => true), timeout]);
+  clearTimeout(timer);
+  return result;
+}
+
+function spawnFailure(program: string, error: unknown): string {
+  const name = error instanceof Error ? error.name : "Error";
+  const message = error instanceof Error ? error.message : String(error);
+  if (name === "NotFound") {
+    return `cannot spawn "${program}": command not found (check the server's command and PATH)`;
+  }
+  if (name === "NotCapable" || name === "PermissionDenied") {
+    return `cannot spawn "${program}": the relay worker may only run its configured command ` +
+      `(${name}: ${message})`;
+  }
+  return `cannot spawn "${program}": ${name}: ${message}`;
+}
+
+function describe(status: Deno.CommandStatus): string {
+  return status.signal ? `signal ${status.signal}` : `code ${status.code}`;
+}
+
+function preview(bytes: Uint8Array): string {
+  return lenient.decode(bytes.subarray(0, PREVIEW_CHARS * 4)).slice(0, PREVIEW_CHARS);
+}
