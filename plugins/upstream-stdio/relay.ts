@@ -92,6 +92,8 @@ export function createStdioRelay(
       clearTimeout(timer);
       // A grandchild may still hold the pipes open; stop reading so the worker can end.
       await Promise.all([stdout.cancel(), stderr.cancel()]);
+      // The stdin pipe too: a worker's end frees it, a relay in the kernel's thread must.
+      await stdin?.abort().catch(() => {});
       post({
         type: "closed",
         reason: stopping ? "stopped" : `process exited with ${describe(status)}`,

@@ -220,3 +220,26 @@ function alive(pid: number): boolean {
     return false;
   }
 }
+
+Deno.test("isolation: inline meets the same faults like a worker: crash mid-call, hang, garbage, and a restart", async () => {
+  const inline = "    isolation: inline\n    timeouts: { connect: 30, call: 0.5 }\n" +
+    "    breaker: { threshold: 5, base: 0.2, max: 1 }\n";
+  await withFaults(faultServer("near", "none", inline), async (gateway, client, events) => {
+    const garbage = await client.callTool({ name: "near__garbage", arguments: {} });
+    assert.deepEqual(garbage.content, [{ type: "text", text: "after garbage" }]);
+    await assert.rejects(
+      client.callTool({ name: "near__hang", arguments: {} }),
+      rejectsNaming("near", /did not answer tools\/call "hang" within 500 ms/),
+    );
+    await assert.rejects(
+      client.callTool({ name: "near__crash", arguments: {} }),
+      rejectsNaming("near", /closed the connection/),
+    );
+    assert.ok(
+      events.some((e) => e.type === "proxy.state" && e.server === "near" && e.to === "FAILED"),
+    );
+    await eventually(() => gateway.kernel.proxy.get("near")!.state === "READY", "the restart");
+    const ok = await client.callTool({ name: "near__ok", arguments: {} });
+    assert.deepEqual(ok.content, [{ type: "text", text: "ok" }]);
+  });
+});
