@@ -101,6 +101,8 @@ const THROUGHPUT: LatencyName[] = [
   "direct",
   "gw-stdio",
   "gw-http-json",
+  "gw-http-sse",
+  "gw-legacy-sse",
   "direct-lean",
   "gw-stdio-lean",
   "gw-stdio-inline-lean",
