@@ -128,6 +128,11 @@ export class WorkerTransport implements Transport {
     const info = this.#closeInfo;
     if (info?.code !== undefined && info.code !== null) parts.push(`exit code ${info.code}`);
     if (info?.signal) parts.push(`signal ${info.signal}`);
+    // A relay without a process (http/sse) says why in its reason, e.g. "request to … failed".
+    const exitKnown = parts.length > 0;
+    if (!exitKnown && info?.reason && info.reason !== "closed" && info.reason !== "stopped") {
+      parts.push(info.reason);
+    }
     if (this.#stderrTail.length > 0) parts.push(`stderr: ${this.#stderrTail.join(" | ")}`);
     return parts.length > 0 ? parts.join("; ") : undefined;
   }

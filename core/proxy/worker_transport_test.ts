@@ -246,3 +246,14 @@ Deno.test({
     await waitFor(() => !processAlive(pid), `pid ${pid} to be gone`, 2000);
   },
 });
+
+Deno.test("WorkerTransport diagnostics name why a relay without a process closed", async () => {
+  const reason = "request to http://127.0.0.1:9/mcp failed: TypeError: connection refused";
+  const { t } = transport(fixture("scripted_worker.ts"), script({ type: "closed", reason }));
+  const closed = Promise.withResolvers<void>();
+  t.onclose = () => closed.resolve();
+  await t.start();
+  await closed.promise;
+  assert.equal(t.diagnostics(), reason);
+  await t.close();
+});
