@@ -44,7 +44,8 @@ export type WorkerToKernel =
   | { type: "started"; pid?: number }
   | { type: "message"; message: unknown }
   | { type: "stderr"; line: string }
-  | { type: "malformed"; reason: string; preview: string }
+  /** `id`: the request a dropped (oversized) response answered, when the worker could tell. */
+  | { type: "malformed"; reason: string; preview: string; id?: string | number }
   | { type: "closed"; reason: string; code?: number | null; signal?: string | null }
   | { type: "error"; error: SerializedError };
 

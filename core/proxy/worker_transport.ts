@@ -249,6 +249,7 @@ export class WorkerTransport implements Transport {
         break;
       case "malformed":
         this.#malformed(message.reason, message.preview);
+        if (message.id !== undefined) this.#answerDropped(message.id, message.reason);
         break;
       case "closed":
         this.#closed(message);
@@ -299,6 +300,21 @@ export class WorkerTransport implements Transport {
           JSON.stringify(String(preview).slice(0, 200)),
       ),
     );
+  }
+
+  /**
+   * The response to `id` was dropped (too large): its caller gets an error now rather than waiting
+   * out its timeout for an answer that will never come.
+   */
+  #answerDropped(id: string | number, reason: string): void {
+    const error = new GatewayError(
+      "upstream_error",
+      `Upstream "${this.#id}" answered with a message it could not relay (${reason}); ` +
+        "ask for less (e.g. a smaller page) or raise MCP_MAX_MESSAGE_BYTES",
+      { server: this.#id },
+    );
+    const { code, data } = error.toMcpError();
+    this.#deliver({ jsonrpc: "2.0", id, error: { code, message: error.message, data } });
   }
 
   #deliver(payload: unknown): void {

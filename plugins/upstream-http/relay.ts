@@ -53,6 +53,7 @@ export function runHttpRelay(options: HttpRelayOptions): void {
           reason:
             `message of ${size} bytes exceeds the limit of ${startSpec.maxMessageBytes} bytes`,
           preview: JSON.stringify(message).slice(0, 200),
+          ...(isResponse(message) ? { id: (message as { id: string | number }).id } : {}),
         });
         return;
       }
@@ -123,4 +124,10 @@ export function runHttpRelay(options: HttpRelayOptions): void {
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** A response (never a request from the upstream) whose id can be answered. */
+function isResponse(message: JSONRPCMessage): message is JSONRPCMessage & { id: string | number } {
+  const m = message as { id?: unknown; method?: unknown };
+  return m.method === undefined && (typeof m.id === "string" || Number.isSafeInteger(m.id));
 }

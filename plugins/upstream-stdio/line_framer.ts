@@ -14,8 +14,11 @@ const NEWLINE = 0x0a;
 export interface LineSink {
   /** A complete line without its newline (a view that is valid only during the call). */
   line(bytes: Uint8Array): void;
-  /** A line over the bound: its first bytes and its total length (counted up to the newline). */
-  oversized(preview: Uint8Array, totalBytes: number): void;
+  /**
+   * A line over the bound: its first bytes, its total length (counted up to the newline) and its
+   * last bytes (where a serialized JSON-RPC response usually carries its id).
+   */
+  oversized(preview: Uint8Array, totalBytes: number, tail: Uint8Array): void;
 }
 
 /** Splits chunks into lines of at most `maxBytes` bytes (newline excluded). */
@@ -26,7 +29,7 @@ export class LineFramer {
   #chunks: Uint8Array[] = [];
   #size = 0;
   /** Set while skipping the rest of an oversized line. */
-  #skipping: { preview: Uint8Array; total: number } | undefined;
+  #skipping: { preview: Uint8Array; total: number; tail: Uint8Array } | undefined;
 
   constructor(maxBytes: number, sink: LineSink, previewBytes = 200) {
     if (!Number.isInteger(maxBytes) || maxBytes < 1) {
@@ -44,16 +47,21 @@ export class LineFramer {
       const piece = chunk.subarray(start, i);
       start = i + 1;
       if (this.#skipping) {
-        const { preview, total } = this.#skipping;
+        const { preview, total, tail } = this.#skipping;
         this.#skipping = undefined;
-        this.#sink.oversized(preview, total + piece.length);
+        this.#sink.oversized(
+          preview,
+          total + piece.length,
+          lastBytes(tail, piece, this.#previewBytes),
+        );
         continue;
       }
       if (this.#size + piece.length > this.#maxBytes) {
         const total = this.#size + piece.length;
         const preview = this.#preview(piece);
+        const tail = lastBytes(this.#join(new Uint8Array(0)), piece, this.#previewBytes);
         this.#reset();
-        this.#sink.oversized(preview, total);
+        this.#sink.oversized(preview, total, tail);
         continue;
       }
       const line = this.#chunks.length === 0 ? piece : this.#join(piece);
@@ -64,10 +72,15 @@ export class LineFramer {
     if (rest.length === 0) return;
     if (this.#skipping) {
       this.#skipping.total += rest.length;
+      this.#skipping.tail = lastBytes(this.#skipping.tail, rest, this.#previewBytes);
       return;
     }
     if (this.#size + rest.length > this.#maxBytes) {
-      this.#skipping = { preview: this.#preview(rest), total: this.#size + rest.length };
+      this.#skipping = {
+        preview: this.#preview(rest),
+        total: this.#size + rest.length,
+        tail: lastBytes(new Uint8Array(0), rest, this.#previewBytes),
+      };
       this.#reset();
       return;
     }
@@ -79,9 +92,9 @@ export class LineFramer {
   /** Ends the stream: an unterminated last line is delivered (or reported oversized). */
   end(): void {
     if (this.#skipping) {
-      const { preview, total } = this.#skipping;
+      const { preview, total, tail } = this.#skipping;
       this.#skipping = undefined;
-      this.#sink.oversized(preview, total);
+      this.#sink.oversized(preview, total, tail);
       return;
     }
     if (this.#size === 0) return;
@@ -117,4 +130,14 @@ export class LineFramer {
     }
     return out;
   }
+}
+
+/** The last `n` bytes of `a` followed by `b` (a copy: callers may reuse their buffers). */
+function lastBytes(a: Uint8Array, b: Uint8Array, n: number): Uint8Array {
+  if (b.length >= n) return b.slice(b.length - n);
+  const keep = Math.min(a.length, n - b.length);
+  const out = new Uint8Array(keep + b.length);
+  out.set(a.subarray(a.length - keep), 0);
+  out.set(b, keep);
+  return out;
 }

@@ -49,3 +49,22 @@ Deno.test("LineFramer reports an oversized unterminated last line at end()", () 
 Deno.test("LineFramer refuses a bound that is not a positive integer", () => {
   assert.throws(() => new LineFramer(0, { line() {}, oversized() {} }), RangeError);
 });
+
+Deno.test("LineFramer reports the last bytes of an oversized line, however it was chunked", () => {
+  for (
+    const chunks of [["0123456789ABCDEF\n"], ["0123", "4567", "89AB", "CDEF\n"], [
+      "0123456789AB",
+      "CD",
+      "EF",
+      "\n",
+    ]]
+  ) {
+    const tails: string[] = [];
+    const f = new LineFramer(8, {
+      line: () => {},
+      oversized: (_preview, _total, tail) => tails.push(decoder.decode(tail)),
+    }, 4);
+    for (const chunk of chunks) f.push(encoder.encode(chunk));
+    assert.deepEqual(tails, ["CDEF"], chunks.join("|"));
+  }
+});

@@ -61,12 +61,15 @@ export function createStdioRelay(
       child.stdout,
       new LineFramer(spec.maxMessageBytes, {
         line: frame,
-        oversized: (preview, total) =>
+        oversized: (preview, total, tail) => {
+          const id = responseId(lenient.decode(preview), lenient.decode(tail));
           malformed({
             type: "malformed",
             reason: `frame of ${total} bytes exceeds the limit of ${spec.maxMessageBytes} bytes`,
             preview: lenient.decode(preview).slice(0, PREVIEW_CHARS),
-          }),
+            ...(id === undefined ? {} : { id }),
+          });
+        },
       }, PREVIEW_CHARS),
     );
     const stderr = pump(
@@ -238,4 +241,30 @@ function describe(status: Deno.CommandStatus): string {
 
 function preview(bytes: Uint8Array): string {
   return lenient.decode(bytes.subarray(0, PREVIEW_CHARS * 4)).slice(0, PREVIEW_CHARS);
+}
+
+/** A top-level `"id"` member: preceded by `{` or `,`, never inside an escaped JSON string. */
+const ID_MEMBER = /[{,]\s*"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)\s*[,}]/g;
+
+/**
+ * The id of the response an oversized frame carried, so its caller can be answered at once:
+ * serializers put it last (the SDK) or first, so the last match in the tail, else a leading one.
+ */
+export function responseId(preview: string, tail: string): string | number | undefined {
+  // A request or notification from the upstream (its "method" comes before any result) is no
+  // answer to one of ours.
+  const method = preview.search(/"method"\s*:/);
+  const answer = preview.search(/"(?:result|error)"\s*:/);
+  if (method !== -1 && (answer === -1 || method < answer)) return undefined;
+  const last = [...tail.matchAll(ID_MEMBER)].at(-1)?.[1];
+  const first = /^\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)/
+    .exec(preview)?.[1];
+  const raw = last ?? first;
+  if (raw === undefined) return undefined;
+  try {
+    const id = JSON.parse(raw) as unknown;
+    return typeof id === "string" || Number.isSafeInteger(id) ? id as string | number : undefined;
+  } catch {
+    return undefined;
+  }
 }
