@@ -41,10 +41,13 @@ export async function runSoak(options: {
 }): Promise<SoakResult> {
   const ids = Array.from({ length: options.upstreams }, (_, i) => `u${i}`);
   const fleet = await writeFleet(
-    "proxy_servers:" + ids.map((id) => `
+    // The last upstream's relay runs inline (isolation: inline), the others in workers: both
+    // relays go through the same kills.
+    "proxy_servers:" + ids.map((id, i) => `
   - id: ${id}
     command: ["deno", "run", "--config", "${DENO_JSON}", "${fixture("upstreams/fault_server.ts")}"]
     sandbox: deno
+    isolation: ${i === ids.length - 1 && ids.length > 1 ? "inline" : "worker"}
     env: { FAULT: none }
     permissions: { env: [FAULT], read: true }
     breaker: { threshold: 1000, base: 0.2, max: 1 }
