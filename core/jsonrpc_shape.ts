@@ -26,28 +26,28 @@ export function isJsonRpcMessage(value: unknown): value is JSONRPCMessage {
     const params = value.params;
     if (params !== undefined && !(isObject(params) && isMeta(params._meta))) return false;
     if (id === undefined) return hasOnly(value, NOTIFICATION);
-    return isId(id) && hasOnly(value, REQUEST);
+    return isRequestId(id) && hasOnly(value, REQUEST);
   }
   if ("result" in value) {
-    return isId(id) && isObject(value.result) && isMeta(value.result._meta) &&
+    return isRequestId(id) && isObject(value.result) && isMeta(value.result._meta) &&
       hasOnly(value, RESULT);
   }
-  if (id !== undefined && !isId(id)) return false; // an error may lack an id, as in the SDK
+  if (id !== undefined && !isRequestId(id)) return false; // an error may lack an id, as in the SDK
   const error = value.error;
   return isObject(error) && Number.isSafeInteger(error.code) &&
     typeof error.message === "string" && hasOnly(value, ERROR);
 }
 
 /** A string or an integer (the SDK's ids and progress tokens). */
-function isId(id: unknown): boolean {
+export function isRequestId(id: unknown): id is string | number {
   return typeof id === "string" || Number.isSafeInteger(id);
 }
 
 /** `_meta` as the SDK's schema takes it: absent, or an object with a valid token and task. */
-function isMeta(meta: unknown): boolean {
+export function isMeta(meta: unknown): boolean {
   if (meta === undefined) return true;
   if (!isObject(meta)) return false;
-  if (meta.progressToken !== undefined && !isId(meta.progressToken)) return false;
+  if (meta.progressToken !== undefined && !isRequestId(meta.progressToken)) return false;
   const task = meta[RELATED_TASK];
   return task === undefined || (isObject(task) && typeof task.taskId === "string");
 }
@@ -57,6 +57,7 @@ function hasOnly(value: Record<string, unknown>, members: Set<string>): boolean 
   return true;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
+/** A JSON object: not null, not an array. */
+export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -23,6 +23,7 @@ import {
   type ServerNotification,
   type ServerRequest,
 } from "@modelcontextprotocol/sdk/types.js";
+import { isMeta, isObject, isRequestId } from "./jsonrpc_shape.ts";
 
 /** The context a request handler receives (the SDK's type). */
 export type HandlerExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
@@ -143,26 +144,10 @@ function wire(error: unknown): { code: number; message: string; data?: unknown }
   };
 }
 
-function isRequestId(value: unknown): value is RequestId {
-  return typeof value === "string" || (typeof value === "number" && Number.isInteger(value));
-}
-
 /** What the SDK's CallToolRequestSchema would accept, checked without building a parse tree. */
 function isCallParams(params: unknown): params is ToolCallRequest["params"] {
-  if (!isPlainObject(params)) return false;
-  const p = params as Record<string, unknown>;
-  if (typeof p.name !== "string") return false;
-  if (p.arguments !== undefined && !isPlainObject(p.arguments)) return false;
-  // Task-augmented calls and unusual progress tokens keep the SDK's full handling.
-  if (p.task !== undefined) return false;
-  if (p._meta !== undefined) {
-    if (!isPlainObject(p._meta)) return false;
-    const token = (p._meta as { progressToken?: unknown }).progressToken;
-    if (token !== undefined && typeof token !== "string" && !Number.isInteger(token)) return false;
-  }
-  return true;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
+  if (!isObject(params) || typeof params.name !== "string") return false;
+  if (params.arguments !== undefined && !isObject(params.arguments)) return false;
+  // Task-augmented calls and unusual _meta keep the SDK's full handling.
+  return params.task === undefined && isMeta(params._meta);
 }

@@ -17,6 +17,7 @@ import {
   McpError,
   type Progress,
 } from "@modelcontextprotocol/sdk/types.js";
+import { isObject } from "../jsonrpc_shape.ts";
 
 /** How one raw request is bounded and observed. */
 export interface RawRequestOptions {
@@ -164,8 +165,4 @@ export class RawRequests {
 
 function closedError(): McpError {
   return new McpError(ErrorCode.ConnectionClosed, "Connection closed");
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
