@@ -52,14 +52,14 @@ export class LineFramer {
         this.#sink.oversized(
           preview,
           total + piece.length,
-          lastBytes(tail, piece, this.#previewBytes),
+          lastBytes([tail, piece], this.#previewBytes),
         );
         continue;
       }
       if (this.#size + piece.length > this.#maxBytes) {
         const total = this.#size + piece.length;
         const preview = this.#preview(piece);
-        const tail = lastBytes(this.#join(new Uint8Array(0)), piece, this.#previewBytes);
+        const tail = lastBytes([...this.#chunks, piece], this.#previewBytes);
         this.#reset();
         this.#sink.oversized(preview, total, tail);
         continue;
@@ -72,14 +72,14 @@ export class LineFramer {
     if (rest.length === 0) return;
     if (this.#skipping) {
       this.#skipping.total += rest.length;
-      this.#skipping.tail = lastBytes(this.#skipping.tail, rest, this.#previewBytes);
+      this.#skipping.tail = lastBytes([this.#skipping.tail, rest], this.#previewBytes);
       return;
     }
     if (this.#size + rest.length > this.#maxBytes) {
       this.#skipping = {
         preview: this.#preview(rest),
         total: this.#size + rest.length,
-        tail: lastBytes(new Uint8Array(0), rest, this.#previewBytes),
+        tail: lastBytes([rest], this.#previewBytes),
       };
       this.#reset();
       return;
@@ -132,12 +132,16 @@ export class LineFramer {
   }
 }
 
-/** The last `n` bytes of `a` followed by `b` (a copy: callers may reuse their buffers). */
-function lastBytes(a: Uint8Array, b: Uint8Array, n: number): Uint8Array {
-  if (b.length >= n) return b.slice(b.length - n);
-  const keep = Math.min(a.length, n - b.length);
-  const out = new Uint8Array(keep + b.length);
-  out.set(a.subarray(a.length - keep), 0);
-  out.set(b, keep);
+/** The last `n` bytes of `parts` laid end to end, copied without joining the whole. */
+function lastBytes(parts: Uint8Array[], n: number): Uint8Array {
+  const size = parts.reduce((sum, part) => sum + part.length, 0);
+  const out = new Uint8Array(Math.min(n, size));
+  let end = out.length;
+  for (let i = parts.length - 1; i >= 0 && end > 0; i--) {
+    const part = parts[i]!;
+    const take = part.subarray(Math.max(0, part.length - end));
+    end -= take.length;
+    out.set(take, end);
+  }
   return out;
 }

@@ -62,11 +62,12 @@ export function createStdioRelay(
       new LineFramer(spec.maxMessageBytes, {
         line: frame,
         oversized: (preview, total, tail) => {
-          const id = responseId(lenient.decode(preview), lenient.decode(tail));
+          const head = lenient.decode(preview);
+          const id = responseId(head, lenient.decode(tail));
           malformed({
             type: "malformed",
             reason: `frame of ${total} bytes exceeds the limit of ${spec.maxMessageBytes} bytes`,
-            preview: lenient.decode(preview).slice(0, PREVIEW_CHARS),
+            preview: head.slice(0, PREVIEW_CHARS),
             ...(id === undefined ? {} : { id }),
           });
         },
