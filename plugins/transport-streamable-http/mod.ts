@@ -134,16 +134,15 @@ export default definePlugin({
         open = false;
         session.lastSeen = ctx.clock.now();
       };
-      const body = response.body.pipeThrough(
-        new TransformStream<Uint8Array, Uint8Array>({ flush: done }),
-      );
-      // A client that disconnects cancels the stream rather than letting it flush.
-      const reader = body.getReader();
+      // The stream ends either way: the server closes it, or the client goes and cancels it.
+      const reader = response.body.getReader();
       const relayed = new ReadableStream<Uint8Array>({
         async pull(controller) {
           const { value, done: ended } = await reader.read();
-          if (ended) controller.close();
-          else controller.enqueue(value);
+          if (ended) {
+            done();
+            controller.close();
+          } else controller.enqueue(value);
         },
         async cancel(reason) {
           done();
