@@ -12,6 +12,11 @@ import type { UpstreamServerSpec } from "../core/plugin_api.ts";
 import { baseEnv } from "../core/proxy/upstream_transports.ts";
 import { StreamTransport } from "../core/stream_transport.ts";
 import { planStdio } from "../plugins/upstream-stdio/command_plan.ts";
+import {
+  EVERYTHING_LISTENING,
+  everythingArgs,
+  SERVER_EVERYTHING,
+} from "../tests/fixtures/upstreams/reference_server.ts";
 import { bounded, type Child, cleanEnv, ROOT, spawnChild } from "./processes.ts";
 
 /** The checkout whose `main.ts` (and fixture upstream) is benchmarked: this one unless changed. */
@@ -28,7 +33,7 @@ export function getGatewayRoot(): string {
 }
 
 /** The pinned reference server every latency scenario calls. */
-export const EVERYTHING_PACKAGE = "npm:@modelcontextprotocol/server-everything@2026.8.31";
+export const EVERYTHING_PACKAGE = `npm:${SERVER_EVERYTHING}`;
 
 /** Frame limit for the bench's own stdio clients (the gateway default). */
 const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
@@ -165,19 +170,10 @@ export async function startEverythingHttp(): Promise<HttpGateway> {
   const child = spawnChild(
     "upstream (Streamable HTTP)",
     Deno.execPath(),
-    [
-      "run",
-      "--no-prompt",
-      "--no-config",
-      "--allow-net",
-      "--allow-env",
-      "--allow-read",
-      EVERYTHING_PACKAGE,
-      "streamableHttp",
-    ],
+    everythingArgs("streamableHttp"),
     { env: cleanEnv({ PORT: String(port) }), stdin: "null", stdout: "null", gracefully: "sigterm" },
   );
-  await child.waitForStderr(/(listening on|running on) port/i, 60_000);
+  await child.waitForStderr(EVERYTHING_LISTENING, 60_000);
   return { child, url: `http://127.0.0.1:${port}` };
 }
 
