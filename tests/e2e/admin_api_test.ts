@@ -4,25 +4,11 @@
  */
 import assert from "node:assert/strict";
 import { SignJWT } from "jose";
-import { eventually, fixture, writeFleet } from "../support/fleet.ts";
+import { eventually, faultServer, fixture, writeFleet } from "../support/fleet.ts";
 import { connectHttp, startGateway, type TestGateway } from "../support/gateway.ts";
 
 const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
 const SECRET = "a-jwt-secret-of-at-least-thirty-two-bytes";
-
-/** A light upstream: the fault fixture with no fault, as a fleet entry in YAML. */
-function faultYaml(id: string): string {
-  return `
-  - id: ${id}
-    command: ["deno", "run", "--config", "${DENO_JSON}", "${fixture("upstreams/fault_server.ts")}"]
-    sandbox: deno
-    env:
-      FAULT: none
-    permissions:
-      env: [FAULT]
-      read: true
-`;
-}
 
 /** The same entry as the JSON body of POST /v1/mcp/proxy/servers. */
 function faultJson(id: string): Record<string, unknown> {
@@ -156,7 +142,7 @@ Deno.test("Without a fleet file, fleet changes answer 409 saying to set MCP_PROX
 
 Deno.test("A server added through the API keeps the file's comments, starts, and survives a gateway restart", async () => {
   const original = `# Upstreams of the test gateway: this comment must survive.
-proxy_servers:${faultYaml("one")}`;
+proxy_servers:${faultServer("one")}`;
   const fleet = await writeFleet(original);
   try {
     let gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
@@ -241,7 +227,7 @@ Deno.test("Two concurrent adds both land in the file and both start", async () =
 });
 
 Deno.test("Disable, enable, restart and delete apply at once; an unknown id is a 404 naming it", async () => {
-  await withGateway(`proxy_servers:${faultYaml("one")}`, async (gateway, path) => {
+  await withGateway(`proxy_servers:${faultServer("one")}`, async (gateway, path) => {
     const operator = await jwt("operator");
     const off = await api(gateway, "POST", "/v1/mcp/proxy/servers/one/disable");
     assert.equal(off.status, 200, off.text);
@@ -284,7 +270,7 @@ Deno.test("Disable, enable, restart and delete apply at once; an unknown id is a
 });
 
 Deno.test("A reload with a broken fleet file says why with file:line and the running fleet stays", async () => {
-  await withGateway(`proxy_servers:${faultYaml("one")}`, async (gateway, path) => {
+  await withGateway(`proxy_servers:${faultServer("one")}`, async (gateway, path) => {
     const good = await Deno.readTextFile(path!);
     await Deno.writeTextFile(
       path!,

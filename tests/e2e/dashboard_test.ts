@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import type { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { APPROVAL_TOKEN_META_KEY } from "../../core/governance/tool_governance.ts";
-import { fixture, writeFleet } from "../support/fleet.ts";
+import { faultServer, writeFleet } from "../support/fleet.ts";
 import { connectHttp, startGateway, type TestGateway } from "../support/gateway.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -23,23 +23,12 @@ const CHROMIUM_ARGS = [
   "--disable-component-update",
   "--disable-sync",
 ];
-const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
 const OPERATOR_TOKEN = "dashboard-operator-token";
 const AGENT_TOKEN = "dashboard-agent-token";
 
-/** A fleet entry for the fault fixture (healthy), with extra YAML lines. */
-function faultServer(id: string, extra = ""): string {
-  return `
-  - id: ${id}
-    command: ["deno", "run", "--config", "${DENO_JSON}", "${fixture("upstreams/fault_server.ts")}"]
-    sandbox: deno
-    env:
-      FAULT: none
-    permissions:
-      env: [FAULT]
-      read: true
-    health: { interval: 2 }
-${extra}`;
+/** A fleet entry for the fault fixture (healthy, checked every 2 s), with extra YAML lines. */
+function checkedServer(id: string, extra = ""): string {
+  return faultServer(id, { extra: `    health: { interval: 2 }\n${extra}` });
 }
 
 /** b__ok needs approval; an operator (no MCP use) and an agent (no operator scope) token. */
@@ -59,8 +48,8 @@ async function sha256(text: string): Promise<string> {
 async function withDashboardGateway(fn: (gateway: TestGateway) => Promise<void>): Promise<void> {
   // `a` trips its breaker on the first failure and waits a minute to restart: it stays down.
   const fleet = await writeFleet(
-    `proxy_servers:${faultServer("a", "    breaker: { threshold: 1, base: 60, max: 120 }\n")}${
-      faultServer("b")
+    `proxy_servers:${checkedServer("a", "    breaker: { threshold: 1, base: 60, max: 120 }\n")}${
+      checkedServer("b")
     }`,
   );
   await Deno.writeTextFile(`${fleet.dir}/policy.yaml`, POLICY);

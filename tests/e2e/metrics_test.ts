@@ -4,22 +4,12 @@
  */
 import assert from "node:assert/strict";
 import { SignJWT } from "jose";
-import { fixture, writeFleet } from "../support/fleet.ts";
+import { faultServer, writeFleet } from "../support/fleet.ts";
 import { connectHttp, startGateway, type TestGateway } from "../support/gateway.ts";
 
-const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
 const SECRET = "a-jwt-secret-of-at-least-thirty-two-bytes";
 
-const FLEET = `proxy_servers:
-  - id: faults
-    command: ["deno", "run", "--config", "${DENO_JSON}", "${fixture("upstreams/fault_server.ts")}"]
-    sandbox: deno
-    env:
-      FAULT: none
-    permissions:
-      env: [FAULT]
-      read: true
-`;
+const FLEET = `proxy_servers:${faultServer("faults")}`;
 
 const POLICY = `
 tenants:

@@ -6,24 +6,8 @@ import assert from "node:assert/strict";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { GatewayEvent } from "../../core/events.ts";
-import { eventually, fixture, writeFleet } from "../support/fleet.ts";
+import { eventually, faultServer, writeFleet } from "../support/fleet.ts";
 import { connectHttp, startGateway, type TestGateway } from "../support/gateway.ts";
-
-const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
-
-/** A fleet entry running the fault fixture with FAULT=<fault>. */
-function faultServer(id: string, fault: string, extra = ""): string {
-  return `
-  - id: ${id}
-    command: ["deno", "run", "--config", "${DENO_JSON}", "${fixture("upstreams/fault_server.ts")}"]
-    sandbox: deno
-    env:
-      FAULT: ${fault}
-    permissions:
-      env: [FAULT]
-      read: true
-${extra}`;
-}
 
 async function withFaults(
   servers: string,
@@ -52,7 +36,7 @@ const rejectsNaming = (server: string, pattern: RegExp) => (e: McpError) =>
 
 Deno.test("An upstream that exits at start is FAILED with its reason; the others serve", async () => {
   await withFaults(
-    faultServer("dead", "exit-at-start") + faultServer("good", "none"),
+    faultServer("dead", { fault: "exit-at-start" }) + faultServer("good"),
     async (gateway, client) => {
       const dead = gateway.kernel.proxy.get("dead")!.snapshot();
       assert.equal(dead.state, "FAILED");
@@ -72,23 +56,26 @@ Deno.test("An upstream that exits at start is FAILED with its reason; the others
 
 Deno.test("An upstream that exits mid-call fails that call with an error naming it, then restarts", async () => {
   const restartFast = "    breaker: { threshold: 5, base: 0.2, max: 1 }\n";
-  await withFaults(faultServer("flaky", "none", restartFast), async (gateway, client, events) => {
-    await assert.rejects(
-      client.callTool({ name: "flaky__crash", arguments: {} }),
-      rejectsNaming("flaky", /closed the connection/),
-    );
-    assert.ok(
-      events.some((e) => e.type === "proxy.state" && e.server === "flaky" && e.to === "FAILED"),
-    );
-    await eventually(() => gateway.kernel.proxy.get("flaky")!.state === "READY", "the restart");
-    const ok = await client.callTool({ name: "flaky__ok", arguments: {} });
-    assert.deepEqual(ok.content, [{ type: "text", text: "ok" }]);
-  });
+  await withFaults(
+    faultServer("flaky", { extra: restartFast }),
+    async (gateway, client, events) => {
+      await assert.rejects(
+        client.callTool({ name: "flaky__crash", arguments: {} }),
+        rejectsNaming("flaky", /closed the connection/),
+      );
+      assert.ok(
+        events.some((e) => e.type === "proxy.state" && e.server === "flaky" && e.to === "FAILED"),
+      );
+      await eventually(() => gateway.kernel.proxy.get("flaky")!.state === "READY", "the restart");
+      const ok = await client.callTool({ name: "flaky__ok", arguments: {} });
+      assert.deepEqual(ok.content, [{ type: "text", text: "ok" }]);
+    },
+  );
 });
 
 Deno.test("A call to an upstream that hangs times out with an error naming the server", async () => {
   const shortCall = "    timeouts: { connect: 30, call: 0.5 }\n";
-  await withFaults(faultServer("stuck", "none", shortCall), async (_gateway, client) => {
+  await withFaults(faultServer("stuck", { extra: shortCall }), async (_gateway, client) => {
     await assert.rejects(
       client.callTool({ name: "stuck__hang", arguments: {} }),
       rejectsNaming("stuck", /did not answer tools\/call "hang" within 500 ms/),
@@ -99,14 +86,14 @@ Deno.test("A call to an upstream that hangs times out with an error naming the s
 });
 
 Deno.test("A slow upstream answers within its call timeout", async () => {
-  await withFaults(faultServer("slow", "none"), async (_gateway, client) => {
+  await withFaults(faultServer("slow"), async (_gateway, client) => {
     const result = await client.callTool({ name: "slow__slow", arguments: { ms: 300 } });
     assert.deepEqual(result.content, [{ type: "text", text: "slept 300" }]);
   });
 });
 
 Deno.test("Garbage on an upstream's stdout is dropped and the call still answers", async () => {
-  await withFaults(faultServer("noisy", "none"), async (gateway, client) => {
+  await withFaults(faultServer("noisy"), async (gateway, client) => {
     const result = await client.callTool({ name: "noisy__garbage", arguments: {} });
     assert.deepEqual(result.content, [{ type: "text", text: "after garbage" }]);
     assert.equal(gateway.kernel.proxy.get("noisy")!.state, "READY");
@@ -115,7 +102,7 @@ Deno.test("Garbage on an upstream's stdout is dropped and the call still answers
 
 Deno.test("An oversized upstream answer is refused and its call answered at once with an error naming the server", async () => {
   const shortCall = "    timeouts: { connect: 30, call: 30 }\n";
-  const fleet = faultServer("big", "none", shortCall);
+  const fleet = faultServer("big", { extra: shortCall });
   const file = await writeFleet(`proxy_servers:${fleet}`);
   const gateway = await startGateway({
     MCP_PROXY_CONFIG_PATH: file.path,
@@ -142,7 +129,7 @@ Deno.test("An oversized upstream answer is refused and its call answered at once
 });
 
 Deno.test("Tools with an invalid name or schema are dropped with an event; the server's valid tools stay", async () => {
-  await withFaults(faultServer("odd", "bad-tools"), async (gateway, client) => {
+  await withFaults(faultServer("odd", { fault: "bad-tools" }), async (gateway, client) => {
     const names = (await client.listTools()).tools.map((t) => t.name);
     assert.deepEqual(names.filter((n) => n.startsWith("odd__")), ["odd__ok"]);
     const logs = gateway.logs.join("\n");
@@ -153,7 +140,7 @@ Deno.test("Tools with an invalid name or schema are dropped with an event; the s
 
 Deno.test("Two servers with the same id stop the gateway from starting, naming both lines", async () => {
   const fleet = await writeFleet(
-    `proxy_servers:${faultServer("twin", "none")}${faultServer("twin", "none")}`,
+    `proxy_servers:${faultServer("twin")}${faultServer("twin")}`,
   );
   try {
     await assert.rejects(
@@ -167,7 +154,7 @@ Deno.test("Two servers with the same id stop the gateway from starting, naming b
 });
 
 Deno.test("A fleet file edited into invalid YAML keeps the running fleet and reports why; a valid edit applies", async () => {
-  const fleet = await writeFleet(`proxy_servers:${faultServer("one", "none")}`);
+  const fleet = await writeFleet(`proxy_servers:${faultServer("one")}`);
   const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
   const events: GatewayEvent[] = [];
   gateway.kernel.bus.subscribe((e) => events.push(e));
@@ -184,7 +171,7 @@ Deno.test("A fleet file edited into invalid YAML keeps the running fleet and rep
 
     await Deno.writeTextFile(
       fleet.path,
-      `proxy_servers:${faultServer("one", "none")}${faultServer("two", "none")}`,
+      `proxy_servers:${faultServer("one")}${faultServer("two")}`,
     );
     await eventually(() => events.some((e) => e.type === "fleet.reloaded"), "the reload");
     await eventually(() => gateway.kernel.proxy.get("two")?.state === "READY", "the new server");
@@ -196,7 +183,7 @@ Deno.test("A fleet file edited into invalid YAML keeps the running fleet and rep
 });
 
 Deno.test("Stopping the gateway leaves no upstream child process behind", async () => {
-  const fleet = await writeFleet(`proxy_servers:${faultServer("p", "none")}`);
+  const fleet = await writeFleet(`proxy_servers:${faultServer("p")}`);
   const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
   try {
     await gateway.kernel.fleetStarted;
@@ -225,7 +212,7 @@ function alive(pid: number): boolean {
 Deno.test("isolation: inline meets the same faults like a worker: crash mid-call, hang, garbage, and a restart", async () => {
   const inline = "    isolation: inline\n    timeouts: { connect: 30, call: 0.5 }\n" +
     "    breaker: { threshold: 5, base: 0.2, max: 1 }\n";
-  await withFaults(faultServer("near", "none", inline), async (gateway, client, events) => {
+  await withFaults(faultServer("near", { extra: inline }), async (gateway, client, events) => {
     const garbage = await client.callTool({ name: "near__garbage", arguments: {} });
     assert.deepEqual(garbage.content, [{ type: "text", text: "after garbage" }]);
     await assert.rejects(

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { FrameReader, spawnStdioGateway } from "../support/child_gateway.ts";
-import { eventually, fixture, writeFleet } from "../support/fleet.ts";
+import { eventually, faultServer, fixture, writeFleet } from "../support/fleet.ts";
 import { initializeRequest } from "../support/gateway.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -21,18 +21,7 @@ const META = "agent33/approval_token";
  * argument it ignores, makes its processes findable in /proc after the gateway has gone.
  */
 function slowServer(id: string, marker = "agent33-shutdown-test"): string {
-  return `
-  - id: ${id}
-    command: ["deno", "run", "--config", "${DENO_JSON}", "${
-    fixture("upstreams/fault_server.ts")
-  }", "${marker}"]
-    sandbox: deno
-    env:
-      FAULT: none
-    permissions:
-      env: [FAULT]
-      read: true
-`;
+  return faultServer(id, { args: [marker] });
 }
 
 /** A gateway child process serving HTTP on a free port. */

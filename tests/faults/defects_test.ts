@@ -4,11 +4,9 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { eventually, fixture, writeFleet } from "../support/fleet.ts";
+import { eventually, faultServer, writeFleet } from "../support/fleet.ts";
 import { connectHttp, connectSse, startGateway } from "../support/gateway.ts";
 import { call } from "./rig.ts";
-
-const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
 
 Deno.test({
   name:
@@ -19,16 +17,12 @@ Deno.test({
   // and the call was answered -32602 unknown_tool instead of becoming the probe.
   async fn() {
     // No health checks (interval 1 h): nothing but the call looks at the breaker after it opens.
-    const fleet = await writeFleet(`proxy_servers:
-  - id: b
-    command: ["deno", "run", "--config", "${DENO_JSON}", "${fixture("upstreams/fault_server.ts")}"]
-    sandbox: deno
-    env: { FAULT: none }
-    permissions: { env: [FAULT], read: true }
-    timeouts: { connect: 20, call: 0.3 }
-    health: { interval: 3600 }
-    breaker: { threshold: 2, base: 1, max: 1 }
-`);
+    const fleet = await writeFleet(`proxy_servers:${
+      faultServer("b", {
+        extra: "    timeouts: { connect: 20, call: 0.3 }\n    health: { interval: 3600 }\n" +
+          "    breaker: { threshold: 2, base: 1, max: 1 }\n",
+      })
+    }`);
     const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
     try {
       await gateway.kernel.fleetStarted;
@@ -60,14 +54,9 @@ Deno.test({
   // that left was forgotten by the plugin but its bridge session stayed open forever (no
   // session.closed), its calls ran on upstream until their timeout, its subscriptions stayed.
   async fn() {
-    const fleet = await writeFleet(`proxy_servers:
-  - id: b
-    command: ["deno", "run", "--config", "${DENO_JSON}", "${fixture("upstreams/fault_server.ts")}"]
-    sandbox: deno
-    env: { FAULT: none }
-    permissions: { env: [FAULT], read: true }
-    timeouts: { connect: 20, call: 30 }
-`);
+    const fleet = await writeFleet(
+      `proxy_servers:${faultServer("b", { extra: "    timeouts: { connect: 20, call: 30 }\n" })}`,
+    );
     const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
     try {
       await gateway.kernel.fleetStarted;

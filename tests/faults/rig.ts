@@ -12,7 +12,7 @@ import { connect, type NatsConnection } from "nats";
 import { StreamTransport } from "../../core/stream_transport.ts";
 import { type GatewayEvent, SUBJECT_PREFIX } from "../../core/events.ts";
 import { type ChildGateway, spawnStdioGateway } from "../support/child_gateway.ts";
-import { eventually, fixture, writeFleet } from "../support/fleet.ts";
+import { eventually, faultServer, writeFleet } from "../support/fleet.ts";
 import { connectHttp, connectSse, startGateway, type TestGateway } from "../support/gateway.ts";
 import { type NatsServerHandle, startNatsServer } from "../support/nats_server.ts";
 import { type HttpFaultServer, startHttpFault } from "./http_fault.ts";
@@ -35,8 +35,6 @@ export const SLACK_MS = 2_500;
 /** Breaker threshold (consecutive failures) of the healthy fixtures. */
 export const BREAKER_THRESHOLD = 4;
 
-const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
-
 /** The tuning of the healthy fixtures: fast timeouts, a health check every second. */
 const TUNING = `
     timeouts: { connect: 20, call: ${CALL_MS / 1000} }
@@ -47,13 +45,9 @@ const DEAD_TUNING = `
     timeouts: { connect: 20, call: 1 }
     breaker: { threshold: 4, base: 300, max: 600 }`;
 
+/** The fault fixture with `tuning` (YAML lines, each after a newline, as httpEntry takes them). */
 function stdioEntry(id: string, fault: string, tuning: string): string {
-  return `
-  - id: ${id}
-    command: ["deno", "run", "--config", "${DENO_JSON}", "${fixture("upstreams/fault_server.ts")}"]
-    sandbox: deno
-    env: { FAULT: ${fault} }
-    permissions: { env: [FAULT], read: true }${tuning}`;
+  return faultServer(id, { fault, extra: `${tuning.slice(1)}\n` });
 }
 
 function httpEntry(id: string, url: string, tuning: string): string {

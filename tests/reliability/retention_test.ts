@@ -6,11 +6,9 @@
  */
 import assert from "node:assert/strict";
 import { writeHeapSnapshot } from "node:v8";
-import { fixture, writeFleet } from "../support/fleet.ts";
+import { faultServer, writeFleet } from "../support/fleet.ts";
 import { openSession, startGateway } from "../support/gateway.ts";
 import { postToolCall } from "./soak.ts";
-
-const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
 
 /** Live heap objects and closures by constructor name, after a full GC. */
 async function liveObjects(): Promise<Map<string, number>> {
@@ -45,14 +43,9 @@ async function liveObjects(): Promise<Map<string, number>> {
 }
 
 Deno.test("tools/call retains nothing per call (gateway and the soak's client, JSON response mode)", async () => {
-  const fleet = await writeFleet(`proxy_servers:
-  - id: u0
-    command: ["deno", "run", "--config", "${DENO_JSON}", "${fixture("upstreams/fault_server.ts")}"]
-    sandbox: deno
-    env: { FAULT: none }
-    permissions: { env: [FAULT], read: true }
-    timeouts: { connect: 30, call: 10 }
-`);
+  const fleet = await writeFleet(
+    `proxy_servers:${faultServer("u0", { extra: "    timeouts: { connect: 30, call: 10 }\n" })}`,
+  );
   const gateway = await startGateway({
     MCP_PROXY_CONFIG_PATH: fleet.path,
     MCP_HTTP_RESPONSE_MODE: "json",

@@ -8,10 +8,8 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { fixture, writeFleet } from "../support/fleet.ts";
+import { faultServer, writeFleet } from "../support/fleet.ts";
 import { openSession, startGateway } from "../support/gateway.ts";
-
-const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
 
 /** What a soak run measured. */
 export interface SoakResult {
@@ -43,16 +41,13 @@ export async function runSoak(options: {
   const fleet = await writeFleet(
     // The last upstream's relay runs inline (isolation: inline), the others in workers: both
     // relays go through the same kills.
-    "proxy_servers:" + ids.map((id, i) => `
-  - id: ${id}
-    command: ["deno", "run", "--config", "${DENO_JSON}", "${fixture("upstreams/fault_server.ts")}"]
-    sandbox: deno
-    isolation: ${i === ids.length - 1 && ids.length > 1 ? "inline" : "worker"}
-    env: { FAULT: none }
-    permissions: { env: [FAULT], read: true }
-    breaker: { threshold: 1000, base: 0.2, max: 1 }
-    timeouts: { connect: 30, call: 10 }
-`).join(""),
+    "proxy_servers:" + ids.map((id, i) =>
+      faultServer(id, {
+        extra: `    isolation: ${i === ids.length - 1 && ids.length > 1 ? "inline" : "worker"}\n` +
+          "    breaker: { threshold: 1000, base: 0.2, max: 1 }\n" +
+          "    timeouts: { connect: 30, call: 10 }\n",
+      })
+    ).join(""),
   );
   const gateway = await startGateway({
     MCP_PROXY_CONFIG_PATH: fleet.path,

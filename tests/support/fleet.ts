@@ -38,6 +38,32 @@ export async function eventually(
   }
 }
 
+/**
+ * A fleet entry for the fault fixture (tests/fixtures/upstreams/fault_server.ts) under
+ * `sandbox: deno`: `fault` selects its misbehaviour (default `none`), `args` are appended to its
+ * command, and `extra` is more YAML for the entry (lines indented four spaces, newline-ended).
+ */
+export function faultServer(
+  id: string,
+  options: { fault?: string; args?: string[]; extra?: string } = {},
+): string {
+  const command = [
+    "deno",
+    "run",
+    "--config",
+    `${ROOT}deno.json`,
+    fixture("upstreams/fault_server.ts"),
+    ...(options.args ?? []),
+  ];
+  return `
+  - id: ${id}
+    command: ${JSON.stringify(command)}
+    sandbox: deno
+    env: { FAULT: ${options.fault ?? "none"} }
+    permissions: { env: [FAULT], read: true }
+${options.extra ?? ""}`;
+}
+
 /** A fleet entry for server-memory keeping its graph in `dataDir` (sandboxed to that folder). */
 export function memoryServer(dataDir: string, id = "memory"): string {
   return `
