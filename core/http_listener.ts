@@ -271,6 +271,7 @@ export class HttpListener {
         { "Connection": "close" },
       );
     }
+    if (route.rawBody) return await route.handle(request, auth, body);
     return await route.handle(body === null ? request : withBody(request, body), auth);
   }
 

@@ -1023,8 +1023,8 @@ export class Kernel {
   #whileMcpEnabled(route: HttpRoute): HttpRoute {
     return {
       ...route,
-      handle: (request, auth) => {
-        if (this.#mcpEnabled) return route.handle(request, auth);
+      handle: (request, auth, body) => {
+        if (this.#mcpEnabled) return route.handle(request, auth, body);
         return Promise.resolve(jsonError(
           503,
           "mcp_disabled",

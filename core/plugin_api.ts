@@ -148,8 +148,13 @@ export interface HttpRoute {
    * scopes. For static assets only (the dashboard's page), never data.
    */
   public?: true;
+  /**
+   * Hands the handler the body the listener read, as bytes (third argument), with the original
+   * request (its body already consumed) instead of a copy rebuilt around the body.
+   */
+  rawBody?: true;
   /** Handles a request from an authenticated caller. */
-  handle(request: Request, auth: TokenPayload): Promise<Response>;
+  handle(request: Request, auth: TokenPayload, body?: Uint8Array | null): Promise<Response>;
 }
 
 /** A running inbound transport. */

@@ -14,6 +14,7 @@ import {
   type TimerHandle,
   type TokenPayload,
 } from "../../core/plugin_api.ts";
+import { DirectCalls } from "./direct_calls.ts";
 import { releaseJsonStreams } from "./json_stream_release.ts";
 
 interface Session {
@@ -24,6 +25,8 @@ interface Session {
   /** Ids of this session's requests awaiting their response. */
   inFlight: Set<string | number>;
   served?: ServedSession;
+  /** Single `tools/call` POSTs, answered without the SDK transport's request handling. */
+  direct: DirectCalls;
   /** When the session last received a request (clock ms). */
   lastSeen: number;
   /** Open GET streams: a client listening is not idle. */
@@ -42,9 +45,17 @@ function rpcError(status: number, code: number, message: string): Response {
   return Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, { status });
 }
 
-/** The body as text, or undefined past `max` bytes (chunked bodies carry no length to check first). */
-async function readLimited(request: Request, max: number): Promise<string | undefined> {
-  if (!request.body) return "";
+/**
+ * The body as text (the listener's bytes when it read them), or undefined past `max` bytes
+ * (chunked bodies carry no length to check first).
+ */
+async function readLimited(
+  request: Request,
+  max: number,
+  read: Uint8Array | null | undefined,
+): Promise<string | undefined> {
+  if (read) return read.length > max ? undefined : decoder.decode(read);
+  if (!request.body || read === null) return "";
   const chunks: Uint8Array[] = [];
   let size = 0;
   for await (const chunk of request.body) {
@@ -58,8 +69,10 @@ async function readLimited(request: Request, max: number): Promise<string | unde
     bytes.set(chunk, offset);
     offset += chunk.length;
   }
-  return new TextDecoder().decode(bytes);
+  return decoder.decode(bytes);
 }
+
+const decoder = new TextDecoder();
 
 /** Forgets a request id once its response leaves, so the id may be reused. */
 function trackResponses(
@@ -160,10 +173,11 @@ export default definePlugin({
       request: Request,
       auth: TokenPayload,
       upstream: string | undefined,
+      read: Uint8Array | null | undefined,
     ): Promise<Response> {
       let body: unknown;
       try {
-        body = JSON.parse(await request.text());
+        body = JSON.parse(await readLimited(request, Infinity, read) ?? "");
       } catch (error) {
         return rpcError(400, -32700, `Parse error: ${(error as Error).message}`);
       }
@@ -196,9 +210,11 @@ export default definePlugin({
       });
       session.transport = transport;
       if (httpResponseMode === "json") releaseJsonStreams(transport);
+      const direct = session.direct = new DirectCalls(transport, httpResponseMode, ctx.clock);
       trackResponses(transport, session.inFlight!);
       transport.onclose = () => {
         if (transport.sessionId) sessions.delete(transport.sessionId);
+        direct.abandonAll("it was closed before the call was answered");
       };
       try {
         session.served = await ctx.serve(transport, {
@@ -221,8 +237,12 @@ export default definePlugin({
      * the SDK transport maps responses to HTTP responses by id, so a second request with the same
      * id would leave the first HTTP response waiting forever (found by the fuzzer).
      */
-    async function post(request: Request, session: Session): Promise<Response> {
-      const text = await readLimited(request, maxMessageBytes);
+    async function post(
+      request: Request,
+      session: Session,
+      read: Uint8Array | null | undefined,
+    ): Promise<Response> {
+      const text = await readLimited(request, maxMessageBytes, read);
       if (text === undefined) {
         return rpcError(
           413,
@@ -253,6 +273,8 @@ export default definePlugin({
         );
       }
       for (const id of ids) session.inFlight.add(id);
+      const call = session.direct.qualifies(request, body);
+      if (call) return session.direct.call(request, call as typeof call & { id: string | number });
       try {
         return await session.transport.handleRequest(request, { parsedBody: body });
       } catch (error) {
@@ -267,7 +289,8 @@ export default definePlugin({
         path: "/mcp",
         prefix: true,
         methods: ["POST", "GET", "DELETE"],
-        handle(request, auth) {
+        rawBody: true,
+        handle(request, auth, read) {
           const upstream = upstreamOf(new URL(request.url).pathname);
           if (upstream === null) {
             return Promise.resolve(rpcError(
@@ -278,7 +301,7 @@ export default definePlugin({
           }
           const id = request.headers.get("mcp-session-id");
           if (id === null) {
-            if (request.method === "POST") return open(request, auth, upstream);
+            if (request.method === "POST") return open(request, auth, upstream, read);
             return Promise.resolve(rpcError(
               400,
               -32000,
@@ -305,7 +328,7 @@ export default definePlugin({
             return session.transport.handleRequest(request).then((r) => tracked(session, r));
           }
           if (request.method !== "POST") return session.transport.handleRequest(request);
-          return post(request, session);
+          return post(request, session, read);
         },
       }],
       async close() {

@@ -1,0 +1,207 @@
+/**
+ * DirectCalls: answers a POST that carries one `tools/call` without the SDK transport's request
+ * handling.
+ *
+ * For every POST the SDK's `handleRequest` re-validates the headers, copies them into a plain
+ * object, zod-parses the message, opens a response stream or promise, and on the way out scans
+ * every request in flight to find which ones share the HTTP response. For the one message MCP
+ * clients send most, a single `tools/call`, that is most of the gateway's CPU per call. Here such
+ * a POST goes straight to the session's message handler (the same one the SDK would call, so the
+ * kernel's shutdown gate, the governance lane and the SDK `Server` behind it see exactly what they
+ * see otherwise), and the answer is written the way the SDK writes it: a JSON body in JSON
+ * response mode, an SSE stream with the call's notifications and then its answer in SSE mode.
+ * Whatever does not qualify (batches, other methods, unusual headers) keeps the SDK's handling.
+ * @module
+ */
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import {
+  ErrorCode,
+  type JSONRPCMessage,
+  type RequestId,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from "@modelcontextprotocol/sdk/types.js";
+import { isJsonRpcMessage, isObject, isRequestId } from "../../core/jsonrpc_shape.ts";
+import type { Clock, TimerHandle } from "../../core/plugin_api.ts";
+
+/** How the answer is written: one JSON body, or an SSE stream. */
+export type ResponseMode = "json" | "sse";
+
+/** Where one direct call's messages go. */
+interface Waiter {
+  /** A notification or request related to the call (SSE mode writes it; JSON mode has nowhere). */
+  related(message: JSONRPCMessage): void;
+  /** The call's answer; ends the HTTP response. */
+  answer(message: JSONRPCMessage): void;
+  /** The session closed first. */
+  abandon(reason: string): void;
+}
+
+const SSE_HEADERS = {
+  "Content-Type": "text/event-stream",
+  "Cache-Control": "no-cache, no-transform",
+  Connection: "keep-alive",
+  "X-Accel-Buffering": "no",
+};
+/** The SDK's keep-alive comment interval on SSE responses (proxies drop silent streams). */
+const KEEP_ALIVE_MS = 15_000;
+const encoder = new TextEncoder();
+
+/** Direct calls of one session. */
+export class DirectCalls {
+  readonly #transport: Transport;
+  readonly #mode: ResponseMode;
+  readonly #clock: Clock;
+  readonly #waiters = new Map<RequestId, Waiter>();
+
+  /**
+   * Takes over `transport.send` for messages that belong to a direct call; call it before the
+   * session is served, so the kernel's own wrappers see every answer first.
+   */
+  constructor(transport: Transport, mode: ResponseMode, clock: Clock) {
+    this.#transport = transport;
+    this.#mode = mode;
+    this.#clock = clock;
+    const send = transport.send.bind(transport);
+    transport.send = (message, options) => {
+      const m = message as { id?: unknown; method?: unknown };
+      const answer = m.method === undefined && isRequestId(m.id);
+      const id = answer ? m.id as RequestId : options?.relatedRequestId;
+      const waiter = id === undefined ? undefined : this.#waiters.get(id);
+      if (!waiter) return send(message, options);
+      if (answer) {
+        this.#waiters.delete(id!);
+        waiter.answer(message);
+      } else waiter.related(message);
+      return Promise.resolve();
+    };
+  }
+
+  /** Calls answered directly and not yet answered. */
+  get size(): number {
+    return this.#waiters.size;
+  }
+
+  /**
+   * The message, when `request` and its parsed `body` can be answered directly: one well-formed
+   * `tools/call` with the headers the SDK would accept. Undefined sends it the SDK's way.
+   */
+  qualifies(request: Request, body: unknown): JSONRPCMessage | undefined {
+    if (!isObject(body) || body.method !== "tools/call" || !isRequestId(body.id)) return undefined;
+    if (this.#waiters.has(body.id) || !isJsonRpcMessage(body)) return undefined;
+    const accept = request.headers.get("accept");
+    if (!accept?.includes("application/json") || !accept.includes("text/event-stream")) {
+      return undefined;
+    }
+    const type = request.headers.get("content-type");
+    if (type !== "application/json" && !type?.startsWith("application/json;")) return undefined;
+    const version = request.headers.get("mcp-protocol-version");
+    if (version !== null && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) return undefined;
+    return body;
+  }
+
+  /** Hands `message` (from {@link qualifies}) to the session and answers the POST with its reply. */
+  call(request: Request, message: JSONRPCMessage & { id: RequestId }): Promise<Response> {
+    const sessionId = this.#transport.sessionId;
+    const requestInfo = lazyRequestInfo(request);
+    if (this.#mode === "json") {
+      return new Promise((resolve) => {
+        this.#waiters.set(message.id, {
+          related() {}, // as in the SDK's JSON mode: a single JSON body has no room for them
+          answer: (reply) => resolve(jsonResponse(reply, sessionId)),
+          abandon: (reason) => resolve(jsonResponse(closedError(message.id, reason), sessionId)),
+        });
+        this.#transport.onmessage?.(message, { requestInfo });
+      });
+    }
+    let stream!: ReadableStreamDefaultController<Uint8Array>;
+    let keepAlive: TimerHandle | undefined;
+    let open = true;
+    const end = () => {
+      open = false;
+      keepAlive?.cancel();
+      this.#waiters.delete(message.id);
+    };
+    const write = (text: string) => {
+      if (!open) return;
+      try {
+        stream.enqueue(encoder.encode(text));
+      } catch {
+        end(); // the client went away; the call's answer has nowhere to go
+      }
+    };
+    const tick = () => {
+      write(": keepalive\n\n");
+      if (open) keepAlive = this.#clock.setTimeout(tick, KEEP_ALIVE_MS);
+    };
+    const body = new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        stream = controller;
+      },
+      // A disconnect is not a cancellation (the spec says so): the call runs on, unanswered.
+      cancel: end,
+    });
+    this.#waiters.set(message.id, {
+      related: (related) => write(sseEvent(related)),
+      answer: (reply) => {
+        write(sseEvent(reply));
+        if (open) stream.close();
+        end();
+      },
+      abandon: (reason) => {
+        write(sseEvent(closedError(message.id, reason)));
+        if (open) stream.close();
+        end();
+      },
+    });
+    keepAlive = this.#clock.setTimeout(tick, KEEP_ALIVE_MS);
+    this.#transport.onmessage?.(message, { requestInfo });
+    return Promise.resolve(
+      new Response(body, {
+        headers: sessionId === undefined
+          ? SSE_HEADERS
+          : { ...SSE_HEADERS, "mcp-session-id": sessionId },
+      }),
+    );
+  }
+
+  /** Ends every waiting call's response with an error: the session is gone. */
+  abandonAll(reason: string): void {
+    const waiting = [...this.#waiters.values()];
+    this.#waiters.clear();
+    for (const waiter of waiting) waiter.abandon(reason);
+  }
+}
+
+function jsonResponse(message: JSONRPCMessage, sessionId: string | undefined): Response {
+  return new Response(JSON.stringify(message), {
+    headers: sessionId === undefined
+      ? { "Content-Type": "application/json" }
+      : { "Content-Type": "application/json", "mcp-session-id": sessionId },
+  });
+}
+
+function sseEvent(message: JSONRPCMessage): string {
+  return `event: message\ndata: ${JSON.stringify(message)}\n\n`;
+}
+
+function closedError(id: RequestId, reason: string): JSONRPCMessage {
+  return {
+    jsonrpc: "2.0",
+    id,
+    error: { code: ErrorCode.ConnectionClosed, message: `The session closed (${reason})` },
+  };
+}
+
+/** The SDK's `requestInfo` (headers as a plain object, the URL), built only if a handler reads it. */
+function lazyRequestInfo(request: Request): { headers: Record<string, string>; url: URL } {
+  let headers: Record<string, string> | undefined;
+  let url: URL | undefined;
+  return {
+    get headers() {
+      return headers ??= Object.fromEntries(request.headers.entries());
+    },
+    get url() {
+      return url ??= new URL(request.url);
+    },
+  };
+}

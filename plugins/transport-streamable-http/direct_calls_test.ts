@@ -1,0 +1,179 @@
+import assert from "node:assert/strict";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { CallToolRequestSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { ManualClock } from "../../core/clock.ts";
+import { DirectCalls, type ResponseMode } from "./direct_calls.ts";
+
+const HEADERS = {
+  "content-type": "application/json",
+  accept: "application/json, text/event-stream",
+  "mcp-protocol-version": "2025-11-25",
+};
+
+/** One session: the SDK transport and Server, with DirectCalls installed as the plugin does. */
+async function session(mode: ResponseMode, clock = new ManualClock()) {
+  const transport = new WebStandardStreamableHTTPServerTransport({
+    sessionIdGenerator: () => crypto.randomUUID(),
+    enableJsonResponse: mode === "json",
+  });
+  const direct = new DirectCalls(transport, mode, clock);
+  const server = new Server({ name: "s", version: "1" }, { capabilities: { tools: {} } });
+  let release: (() => void) | undefined;
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const token = request.params._meta?.progressToken;
+    if (token !== undefined) {
+      await extra.sendNotification({
+        method: "notifications/progress",
+        params: { progressToken: token, progress: 1, total: 2 },
+      });
+    }
+    if (request.params.name === "hold") await new Promise<void>((r) => release = r);
+    if (request.params.name === "fail") throw new Error("it failed");
+    return { content: [{ type: "text", text: `${request.params.name}:${extra.requestId}` }] };
+  });
+  await server.connect(transport);
+  const init = await transport.handleRequest(post({
+    jsonrpc: "2.0",
+    id: 0,
+    method: "initialize",
+    params: {
+      protocolVersion: "2025-11-25",
+      capabilities: {},
+      clientInfo: { name: "t", version: "1" },
+    },
+  }));
+  await init.body?.cancel();
+  const id = init.headers.get("mcp-session-id")!;
+  return {
+    transport,
+    direct,
+    server,
+    id,
+    release: () => release?.(),
+    request: (body: unknown, headers: Record<string, string> = {}) =>
+      post(body, { "mcp-session-id": id, ...headers }),
+  };
+}
+
+function post(body: unknown, headers: Record<string, string> = {}): Request {
+  return new Request("http://localhost/mcp", {
+    method: "POST",
+    headers: { ...HEADERS, ...headers },
+    body: JSON.stringify(body),
+  });
+}
+
+/** A POST answered the direct way (asserting it qualifies). */
+async function directly(s: Awaited<ReturnType<typeof session>>, body: unknown) {
+  const request = s.request(body);
+  const message = s.direct.qualifies(request, body);
+  assert.ok(message, "the call qualifies for the direct path");
+  return await s.direct.call(request, message as JSONRPCMessage & { id: number });
+}
+
+/** The SSE events of a response body, parsed. */
+async function events(response: Response): Promise<unknown[]> {
+  const text = await response.text();
+  return text.split("\n\n").filter((e) => e.startsWith("event: message")).map((e) =>
+    JSON.parse(e.split("\n").find((l) => l.startsWith("data: "))!.slice(6))
+  );
+}
+
+const call = (id: number, name: string, meta?: Record<string, unknown>) => ({
+  jsonrpc: "2.0",
+  id,
+  method: "tools/call",
+  params: { name, arguments: {}, ...(meta ? { _meta: meta } : {}) },
+});
+
+Deno.test("In JSON mode a direct call is answered exactly as the SDK transport answers it", async () => {
+  const sdk = await session("json");
+  const ours = await session("json");
+  for (const [id, name] of [[1, "echo"], [2, "fail"], ["x", "echo"]] as const) {
+    const expected = await sdk.transport.handleRequest(sdk.request(call(id as number, name)));
+    const actual = await directly(ours, call(id as number, name));
+    assert.equal(actual.status, expected.status);
+    assert.equal(actual.headers.get("content-type"), expected.headers.get("content-type"));
+    assert.equal(actual.headers.get("mcp-session-id"), ours.id);
+    assert.equal(expected.headers.get("mcp-session-id"), sdk.id);
+    assert.deepEqual(await actual.json(), await expected.json());
+  }
+  await sdk.server.close();
+  await ours.server.close();
+});
+
+Deno.test("In SSE mode a direct call streams its notifications, then its answer, as the SDK does", async () => {
+  const sdk = await session("sse");
+  const ours = await session("sse");
+  const body = call(7, "echo", { progressToken: "p" });
+  const expected = await sdk.transport.handleRequest(sdk.request(body));
+  const actual = await directly(ours, body);
+  assert.equal(actual.status, expected.status);
+  for (const header of ["content-type", "cache-control", "connection", "x-accel-buffering"]) {
+    assert.equal(actual.headers.get(header), expected.headers.get(header), header);
+  }
+  const got = await events(actual);
+  assert.deepEqual(got, await events(expected));
+  assert.equal(got.length, 2, "a progress notification, then the result");
+  await sdk.server.close();
+  await ours.server.close();
+});
+
+Deno.test("In JSON mode a direct call's notifications are dropped, as in the SDK's JSON mode", async () => {
+  const s = await session("json");
+  const response = await directly(s, call(3, "echo", { progressToken: 9 }));
+  assert.deepEqual((await response.json()).id, 3);
+  await s.server.close();
+});
+
+Deno.test("Only a single well-formed tools/call with acceptable headers takes the direct path", async () => {
+  const s = await session("json");
+  const ok = call(1, "echo");
+  assert.ok(s.direct.qualifies(s.request(ok), ok));
+  const refused: [string, unknown, Record<string, string>][] = [
+    ["a batch", [ok], {}],
+    ["another method", { jsonrpc: "2.0", id: 1, method: "tools/list" }, {}],
+    ["a notification", { jsonrpc: "2.0", method: "tools/call", params: { name: "x" } }, {}],
+    ["a malformed message", { ...ok, extra: true }, {}],
+    ["an Accept without SSE", ok, { accept: "application/json" }],
+    ["a text/plain body", ok, { "content-type": "text/plain" }],
+    ["an unsupported protocol version", ok, { "mcp-protocol-version": "1999-01-01" }],
+  ];
+  for (const [what, body, headers] of refused) {
+    assert.equal(s.direct.qualifies(s.request(body, headers), body), undefined, what);
+  }
+  await s.server.close();
+});
+
+Deno.test("A call still waiting when its session closes is answered with an error naming why", async () => {
+  for (const mode of ["json", "sse"] as const) {
+    const s = await session(mode);
+    const pending = directly(s, call(5, "hold"));
+    await new Promise((r) => setTimeout(r, 10));
+    assert.equal(s.direct.size, 1);
+    await s.transport.close();
+    s.direct.abandonAll("it was closed");
+    const response = await pending;
+    const answer = mode === "json" ? await response.json() : (await events(response))[0];
+    assert.equal(answer.id, 5);
+    assert.match(answer.error.message, /session closed \(it was closed\)/);
+    assert.equal(s.direct.size, 0);
+    s.release();
+    await s.server.close();
+  }
+});
+
+Deno.test("An SSE-mode direct call sends a keep-alive comment every 15 s while it runs", async () => {
+  const clock = new ManualClock();
+  const s = await session("sse", clock);
+  const response = await directly(s, call(6, "hold"));
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  clock.advance(15_000);
+  assert.equal((await reader.read()).value, ": keepalive\n\n");
+  s.release();
+  const rest = (await reader.read()).value!;
+  assert.match(rest, /^event: message\ndata: .*"id":6/);
+  assert.equal((await reader.read()).done, true);
+  await s.server.close();
+});
