@@ -23,6 +23,7 @@ import { ProxyManager } from "../core/proxy/proxy_manager.ts";
 import { ToolActivationManager } from "../core/tool_activation_manager.ts";
 import { ToolDiscovery } from "../core/tool_discovery.ts";
 import { ToolRegistry } from "../core/tool_registry.ts";
+import { serializeMessage } from "../core/wire_json.ts";
 import { fleetServer, InMemoryUpstream } from "../tests/support/in_memory_upstream.ts";
 import { median, quantile } from "./stats.ts";
 
@@ -154,7 +155,7 @@ async function leanLists(bridge: MCPServiceBridge, expected: number, calls: numb
     auth: { tenant: "default", scopes: [], subject: "bench-lean" },
   });
   let answer: ((text: string) => void) | undefined;
-  clientSide.onmessage = (message) => answer?.(JSON.stringify(message));
+  clientSide.onmessage = (message) => answer?.(serializeMessage(message));
   await clientSide.start();
   const list = async (id: number) => {
     const text = new Promise<string>((resolve) => answer = resolve);

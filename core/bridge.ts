@@ -55,6 +55,7 @@ import {
 } from "./tool_call_lane.ts";
 import { type InboundSession, upstreamCallContext } from "./upstream_context.ts";
 import { GATEWAY_INFO } from "./version.ts";
+import { toolPage } from "./wire_json.ts";
 
 /** URI of the system status resource. */
 export const STATUS_URI = "agent33://system/status";
@@ -353,7 +354,7 @@ export class MCPServiceBridge {
           ? o.discovery.list(live.id, caller, nativeTools(), proxiedTools())
           : [...nativeTools(), ...proxiedTools().map((c) => c.tool)];
         const page = paginate(tools, request.params?.cursor, o.pageSize);
-        return { tools: page.items, ...cursor(page.nextCursor) };
+        return toolPage({ tools: page.items, ...cursor(page.nextCursor) });
       });
     });
 

@@ -429,4 +429,6 @@ export function definePlugin<T extends PluginManifest>(manifest: T): T {
 }
 
 export { StreamTransport } from "./stream_transport.ts";
+export { isJsonRpcMessage, isObject, isRequestId } from "./jsonrpc_shape.ts";
+export { serializeMessage } from "./wire_json.ts";
 export type { StreamTransportOptions } from "./stream_transport.ts";

@@ -11,6 +11,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { isJsonRpcMessage } from "./jsonrpc_shape.ts";
 import { LineWriter } from "./line_writer.ts";
+import { serializeMessage } from "./wire_json.ts";
 
 /** Options for {@link StreamTransport}. */
 export interface StreamTransportOptions {
@@ -64,7 +65,7 @@ export class StreamTransport implements Transport {
 
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.#closed || !this.#lines) throw new Error("Transport is closed");
-    await this.#lines.write(JSON.stringify(message));
+    await this.#lines.write(serializeMessage(message));
   }
 
   async close(): Promise<void> {

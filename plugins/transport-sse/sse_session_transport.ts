@@ -8,6 +8,7 @@
  */
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { serializeMessage } from "../../core/plugin_api.ts";
 
 const encoder = new TextEncoder();
 
@@ -48,7 +49,7 @@ export class SseSessionTransport implements Transport {
 
   send(message: JSONRPCMessage): Promise<void> {
     if (this.#closed) return Promise.reject(new Error("SSE session is closed"));
-    this.#write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+    this.#write(`event: message\ndata: ${serializeMessage(message)}\n\n`);
     return Promise.resolve();
   }
 

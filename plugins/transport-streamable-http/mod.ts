@@ -14,7 +14,7 @@ import {
   type TimerHandle,
   type TokenPayload,
 } from "../../core/plugin_api.ts";
-import { DirectCalls } from "./direct_calls.ts";
+import { DirectRequests } from "./direct_requests.ts";
 import { releaseJsonStreams } from "./json_stream_release.ts";
 
 interface Session {
@@ -25,8 +25,8 @@ interface Session {
   /** Ids of this session's requests awaiting their response. */
   inFlight: Set<string | number>;
   served?: ServedSession;
-  /** Single `tools/call` POSTs, answered without the SDK transport's request handling. */
-  direct: DirectCalls;
+  /** POSTs of one request, answered without the SDK transport's request handling. */
+  direct: DirectRequests;
   /** When the session last received a request (clock ms). */
   lastSeen: number;
   /** Open GET streams: a client listening is not idle. */
@@ -210,7 +210,7 @@ export default definePlugin({
       });
       session.transport = transport;
       if (httpResponseMode === "json") releaseJsonStreams(transport);
-      const direct = session.direct = new DirectCalls(transport, httpResponseMode, ctx.clock);
+      const direct = session.direct = new DirectRequests(transport, httpResponseMode, ctx.clock);
       trackResponses(transport, session.inFlight!);
       transport.onclose = () => {
         if (transport.sessionId) sessions.delete(transport.sessionId);
@@ -273,8 +273,10 @@ export default definePlugin({
         );
       }
       for (const id of ids) session.inFlight.add(id);
-      const call = session.direct.qualifies(request, body);
-      if (call) return session.direct.call(request, call as typeof call & { id: string | number });
+      const single = session.direct.qualifies(request, body);
+      if (single) {
+        return session.direct.serve(request, single as typeof single & { id: string | number });
+      }
       try {
         return await session.transport.handleRequest(request, { parsedBody: body });
       } catch (error) {

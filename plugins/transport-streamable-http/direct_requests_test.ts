@@ -3,7 +3,7 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { CallToolRequestSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { ManualClock } from "../../core/clock.ts";
-import { DirectCalls, type ResponseMode } from "./direct_calls.ts";
+import { DirectRequests, type ResponseMode } from "./direct_requests.ts";
 
 const HEADERS = {
   "content-type": "application/json",
@@ -11,13 +11,13 @@ const HEADERS = {
   "mcp-protocol-version": "2025-11-25",
 };
 
-/** One session: the SDK transport and Server, with DirectCalls installed as the plugin does. */
+/** One session: the SDK transport and Server, with DirectRequests installed as the plugin does. */
 async function session(mode: ResponseMode, clock = new ManualClock()) {
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: () => crypto.randomUUID(),
     enableJsonResponse: mode === "json",
   });
-  const direct = new DirectCalls(transport, mode, clock);
+  const direct = new DirectRequests(transport, mode, clock);
   const server = new Server({ name: "s", version: "1" }, { capabilities: { tools: {} } });
   let release: (() => void) | undefined;
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
@@ -69,7 +69,7 @@ async function directly(s: Awaited<ReturnType<typeof session>>, body: unknown) {
   const request = s.request(body);
   const message = s.direct.qualifies(request, body);
   assert.ok(message, "the call qualifies for the direct path");
-  return await s.direct.call(request, message as JSONRPCMessage & { id: number });
+  return await s.direct.serve(request, message as JSONRPCMessage & { id: number });
 }
 
 /** The SSE events of a response body, parsed. */
@@ -87,12 +87,20 @@ const call = (id: number, name: string, meta?: Record<string, unknown>) => ({
   params: { name, arguments: {}, ...(meta ? { _meta: meta } : {}) },
 });
 
-Deno.test("In JSON mode a direct call is answered exactly as the SDK transport answers it", async () => {
+Deno.test("In JSON mode a direct request is answered exactly as the SDK transport answers it", async () => {
   const sdk = await session("json");
   const ours = await session("json");
-  for (const [id, name] of [[1, "echo"], [2, "fail"], ["x", "echo"]] as const) {
-    const expected = await sdk.transport.handleRequest(sdk.request(call(id as number, name)));
-    const actual = await directly(ours, call(id as number, name));
+  const requests = [
+    call(1, "echo"),
+    call(2, "fail"),
+    call("x" as unknown as number, "echo"),
+    { jsonrpc: "2.0", id: 3, method: "tools/list" },
+    { jsonrpc: "2.0", id: 4, method: "ping" },
+    { jsonrpc: "2.0", id: 5, method: "no/such/method" },
+  ];
+  for (const body of requests) {
+    const expected = await sdk.transport.handleRequest(sdk.request(body));
+    const actual = await directly(ours, body);
     assert.equal(actual.status, expected.status);
     assert.equal(actual.headers.get("content-type"), expected.headers.get("content-type"));
     assert.equal(actual.headers.get("mcp-session-id"), ours.id);
@@ -103,7 +111,7 @@ Deno.test("In JSON mode a direct call is answered exactly as the SDK transport a
   await ours.server.close();
 });
 
-Deno.test("In SSE mode a direct call streams its notifications, then its answer, as the SDK does", async () => {
+Deno.test("In SSE mode a direct request streams its notifications, then its answer, as the SDK does", async () => {
   const sdk = await session("sse");
   const ours = await session("sse");
   const body = call(7, "echo", { progressToken: "p" });
@@ -120,20 +128,22 @@ Deno.test("In SSE mode a direct call streams its notifications, then its answer,
   await ours.server.close();
 });
 
-Deno.test("In JSON mode a direct call's notifications are dropped, as in the SDK's JSON mode", async () => {
+Deno.test("In JSON mode a direct request's notifications are dropped, as in the SDK's JSON mode", async () => {
   const s = await session("json");
   const response = await directly(s, call(3, "echo", { progressToken: 9 }));
   assert.deepEqual((await response.json()).id, 3);
   await s.server.close();
 });
 
-Deno.test("Only a single well-formed tools/call with acceptable headers takes the direct path", async () => {
+Deno.test("Only a single well-formed request other than initialize, with acceptable headers, takes the direct path", async () => {
   const s = await session("json");
   const ok = call(1, "echo");
   assert.ok(s.direct.qualifies(s.request(ok), ok));
+  const list = { jsonrpc: "2.0", id: 2, method: "tools/list" };
+  assert.ok(s.direct.qualifies(s.request(list), list));
   const refused: [string, unknown, Record<string, string>][] = [
     ["a batch", [ok], {}],
-    ["another method", { jsonrpc: "2.0", id: 1, method: "tools/list" }, {}],
+    ["initialize", { jsonrpc: "2.0", id: 1, method: "initialize", params: {} }, {}],
     ["a notification", { jsonrpc: "2.0", method: "tools/call", params: { name: "x" } }, {}],
     ["a malformed message", { ...ok, extra: true }, {}],
     ["an Accept without SSE", ok, { accept: "application/json" }],
@@ -146,7 +156,7 @@ Deno.test("Only a single well-formed tools/call with acceptable headers takes th
   await s.server.close();
 });
 
-Deno.test("A call still waiting when its session closes is answered with an error naming why", async () => {
+Deno.test("A request still waiting when its session closes is answered with an error naming why", async () => {
   for (const mode of ["json", "sse"] as const) {
     const s = await session(mode);
     const pending = directly(s, call(5, "hold"));
@@ -164,7 +174,7 @@ Deno.test("A call still waiting when its session closes is answered with an erro
   }
 });
 
-Deno.test("An SSE-mode direct call sends a keep-alive comment every 15 s while it runs", async () => {
+Deno.test("An SSE-mode direct request sends a keep-alive comment every 15 s while it runs", async () => {
   const clock = new ManualClock();
   const s = await session("sse", clock);
   const response = await directly(s, call(6, "hold"));

@@ -1,16 +1,17 @@
 /**
- * DirectCalls: answers a POST that carries one `tools/call` without the SDK transport's request
+ * DirectRequests: answers a POST that carries one request without the SDK transport's request
  * handling.
  *
  * For every POST the SDK's `handleRequest` re-validates the headers, copies them into a plain
  * object, zod-parses the message, opens a response stream or promise, and on the way out scans
- * every request in flight to find which ones share the HTTP response. For the one message MCP
- * clients send most, a single `tools/call`, that is most of the gateway's CPU per call. Here such
- * a POST goes straight to the session's message handler (the same one the SDK would call, so the
- * kernel's shutdown gate, the governance lane and the SDK `Server` behind it see exactly what they
- * see otherwise), and the answer is written the way the SDK writes it: a JSON body in JSON
- * response mode, an SSE stream with the call's notifications and then its answer in SSE mode.
- * Whatever does not qualify (batches, other methods, unusual headers) keeps the SDK's handling.
+ * every request in flight to find which ones share the HTTP response: for a `tools/call`, most of
+ * the gateway's CPU per call. What MCP clients send after the handshake is almost always one
+ * request per POST; such a POST goes straight to the session's message handler (the one the SDK
+ * would call, so the kernel's shutdown gate, the tool-call lane and the SDK `Server` behind it see
+ * exactly what they see otherwise), and the answer is written the way the SDK writes it: a JSON
+ * body in JSON response mode, an SSE stream with the request's notifications and then its answer
+ * in SSE mode. The handshake, batches, notifications, responses and unusual headers keep the
+ * SDK's handling.
  * @module
  */
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
@@ -20,17 +21,23 @@ import {
   type RequestId,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/sdk/types.js";
-import { isJsonRpcMessage, isObject, isRequestId } from "../../core/jsonrpc_shape.ts";
-import type { Clock, TimerHandle } from "../../core/plugin_api.ts";
+import {
+  type Clock,
+  isJsonRpcMessage,
+  isObject,
+  isRequestId,
+  serializeMessage,
+  type TimerHandle,
+} from "../../core/plugin_api.ts";
 
 /** How the answer is written: one JSON body, or an SSE stream. */
 export type ResponseMode = "json" | "sse";
 
-/** Where one direct call's messages go. */
+/** Where one direct request's messages go. */
 interface Waiter {
-  /** A notification or request related to the call (SSE mode writes it; JSON mode has nowhere). */
+  /** A notification or request related to it (SSE mode writes it; JSON mode has nowhere to). */
   related(message: JSONRPCMessage): void;
-  /** The call's answer; ends the HTTP response. */
+  /** Its answer; ends the HTTP response. */
   answer(message: JSONRPCMessage): void;
   /** The session closed first. */
   abandon(reason: string): void;
@@ -46,15 +53,15 @@ const SSE_HEADERS = {
 const KEEP_ALIVE_MS = 15_000;
 const encoder = new TextEncoder();
 
-/** Direct calls of one session. */
-export class DirectCalls {
+/** Direct requests of one session. */
+export class DirectRequests {
   readonly #transport: Transport;
   readonly #mode: ResponseMode;
   readonly #clock: Clock;
   readonly #waiters = new Map<RequestId, Waiter>();
 
   /**
-   * Takes over `transport.send` for messages that belong to a direct call; call it before the
+   * Takes over `transport.send` for messages that belong to a direct request; call it before the
    * session is served, so the kernel's own wrappers see every answer first.
    */
   constructor(transport: Transport, mode: ResponseMode, clock: Clock) {
@@ -76,17 +83,21 @@ export class DirectCalls {
     };
   }
 
-  /** Calls answered directly and not yet answered. */
+  /** Direct requests not yet answered. */
   get size(): number {
     return this.#waiters.size;
   }
 
   /**
    * The message, when `request` and its parsed `body` can be answered directly: one well-formed
-   * `tools/call` with the headers the SDK would accept. Undefined sends it the SDK's way.
+   * request other than `initialize`, with the headers the SDK would accept. Undefined sends it
+   * the SDK's way.
    */
   qualifies(request: Request, body: unknown): JSONRPCMessage | undefined {
-    if (!isObject(body) || body.method !== "tools/call" || !isRequestId(body.id)) return undefined;
+    if (!isObject(body) || typeof body.method !== "string" || body.method === "initialize") {
+      return undefined;
+    }
+    if (!isRequestId(body.id)) return undefined;
     if (this.#waiters.has(body.id) || !isJsonRpcMessage(body)) return undefined;
     const accept = request.headers.get("accept");
     if (!accept?.includes("application/json") || !accept.includes("text/event-stream")) {
@@ -100,13 +111,13 @@ export class DirectCalls {
   }
 
   /** Hands `message` (from {@link qualifies}) to the session and answers the POST with its reply. */
-  call(request: Request, message: JSONRPCMessage & { id: RequestId }): Promise<Response> {
+  serve(request: Request, message: JSONRPCMessage & { id: RequestId }): Promise<Response> {
     const sessionId = this.#transport.sessionId;
     const requestInfo = lazyRequestInfo(request);
     if (this.#mode === "json") {
       return new Promise((resolve) => {
         this.#waiters.set(message.id, {
-          related() {}, // as in the SDK's JSON mode: a single JSON body has no room for them
+          related() {}, // as in the SDK's JSON mode: one JSON body has no room for them
           answer: (reply) => resolve(jsonResponse(reply, sessionId)),
           abandon: (reason) => resolve(jsonResponse(closedError(message.id, reason), sessionId)),
         });
@@ -126,7 +137,7 @@ export class DirectCalls {
       try {
         stream.enqueue(encoder.encode(text));
       } catch {
-        end(); // the client went away; the call's answer has nowhere to go
+        end(); // the client went away; the answer has nowhere to go
       }
     };
     const tick = () => {
@@ -137,7 +148,7 @@ export class DirectCalls {
       start: (controller) => {
         stream = controller;
       },
-      // A disconnect is not a cancellation (the spec says so): the call runs on, unanswered.
+      // A disconnect is not a cancellation (the spec says so): the request runs on, unanswered.
       cancel: end,
     });
     this.#waiters.set(message.id, {
@@ -164,7 +175,7 @@ export class DirectCalls {
     );
   }
 
-  /** Ends every waiting call's response with an error: the session is gone. */
+  /** Ends every waiting request's response with an error: the session is gone. */
   abandonAll(reason: string): void {
     const waiting = [...this.#waiters.values()];
     this.#waiters.clear();
@@ -173,7 +184,7 @@ export class DirectCalls {
 }
 
 function jsonResponse(message: JSONRPCMessage, sessionId: string | undefined): Response {
-  return new Response(JSON.stringify(message), {
+  return new Response(serializeMessage(message), {
     headers: sessionId === undefined
       ? { "Content-Type": "application/json" }
       : { "Content-Type": "application/json", "mcp-session-id": sessionId },
@@ -181,7 +192,7 @@ function jsonResponse(message: JSONRPCMessage, sessionId: string | undefined): R
 }
 
 function sseEvent(message: JSONRPCMessage): string {
-  return `event: message\ndata: ${JSON.stringify(message)}\n\n`;
+  return `event: message\ndata: ${serializeMessage(message)}\n\n`;
 }
 
 function closedError(id: RequestId, reason: string): JSONRPCMessage {
