@@ -60,7 +60,7 @@ const fail = (error: Failure["error"], description: string): Failure => ({
 
 /** Builds an authenticator from the configured sources; throws on a bad tokens file. */
 export async function createAuthenticator(options: AuthenticatorOptions): Promise<Authenticator> {
-  const staticDigest = options.staticToken ? await sha256(options.staticToken) : undefined;
+  const staticDigest = options.staticToken ? sha256(options.staticToken) : undefined;
   const staticPayload: TokenPayload = {
     tenant: options.staticTenant || "default",
     scopes: ["admin"],
@@ -84,7 +84,7 @@ export async function createAuthenticator(options: AuthenticatorOptions): Promis
       if (token === "") return fail("invalid_request", "empty bearer token");
 
       try {
-        const digest = await sha256(token);
+        const digest = sha256(token);
         if (staticDigest && timingSafeEqual(digest, staticDigest)) {
           return { ok: true, payload: copy(staticPayload) };
         }
