@@ -10,6 +10,7 @@
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { isJsonRpcMessage } from "./jsonrpc_shape.ts";
+import { ChunkReader } from "./chunk_reader.ts";
 import { LineWriter } from "./line_writer.ts";
 import { serializeMessage } from "./wire_json.ts";
 
@@ -34,7 +35,7 @@ export class StreamTransport implements Transport {
   #output: WritableStream<Uint8Array>;
   #writer: WritableStreamDefaultWriter<Uint8Array> | undefined;
   #lines: LineWriter | undefined;
-  #reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  #reader: ChunkReader | undefined;
   #options: Required<StreamTransportOptions>;
   #closed = false;
   #pump: Promise<void> | undefined;
@@ -51,7 +52,7 @@ export class StreamTransport implements Transport {
 
   start(): Promise<void> {
     if (this.#reader) throw new Error("StreamTransport already started");
-    this.#reader = this.#input.getReader();
+    this.#reader = new ChunkReader(this.#input);
     this.#writer = this.#output.getWriter();
     this.#lines = new LineWriter(this.#writer);
     this.#pump = this.#read();
@@ -88,8 +89,8 @@ export class StreamTransport implements Transport {
     let discarding = false;
     try {
       for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
+        const value = await reader.read();
+        if (value === undefined) break;
         let start = 0;
         for (let i = value.indexOf(NEWLINE); i !== -1; i = value.indexOf(NEWLINE, start)) {
           const piece = value.subarray(start, i);

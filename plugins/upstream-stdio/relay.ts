@@ -8,6 +8,7 @@
  * @module
  */
 import type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../../core/plugin_api.ts";
+import { ChunkReader } from "../../core/chunk_reader.ts";
 import { LineWriter } from "../../core/line_writer.ts";
 import { LineFramer } from "./line_framer.ts";
 
@@ -177,12 +178,13 @@ export function createStdioRelay(
     stream: ReadableStream<Uint8Array>,
     framer: LineFramer,
   ): { done: Promise<void>; cancel(): Promise<void> } {
-    const reader = stream.getReader();
+    // One reused buffer (the framer copies what it keeps): no 64 KiB allocation per read.
+    const reader = new ChunkReader(stream);
     const done = (async () => {
       try {
         for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
+          const value = await reader.read();
+          if (value === undefined) break;
           framer.push(value);
           flushOutbox();
         }
