@@ -1,11 +1,12 @@
 /**
  * ChunkReader: reads a byte stream into one buffer it reuses, where the stream allows it.
  *
- * A default reader on a Deno pipe, socket or request body allocates (and zero-fills) a fresh
- * 64 KiB buffer for every read, however few bytes arrive: two reads per relayed call, each
- * evicting the CPU's L1 cache, and the gateway's largest allocation per call. A BYOB reader
- * fills the buffer it is given and hands the same memory back, so one buffer serves every read.
- * The price: a chunk is valid only until the next read (copy what must outlive it).
+ * A default reader on a Deno pipe (a child's stdout, the process's stdin) allocates (and
+ * zero-fills) a fresh 64 KiB buffer for every read, however few bytes arrive: two reads per
+ * relayed call, each evicting the CPU's L1 cache. A BYOB reader fills the buffer it is given and
+ * hands the same memory back, so one buffer serves every read. The price: a chunk is valid only
+ * until the next read (copy what must outlive it). Not for HTTP request bodies: there Deno's
+ * BYOB path costs several times a default reader (measured: ~250 vs ~55 µs per request).
  * @module
  */
 
