@@ -26,7 +26,18 @@ export interface JwtOptions {
 export interface JwtVerifierDeps {
   fetch?: typeof fetch;
   now?: () => number;
+  /** jose's `jwtVerify` (tests count the verifications). */
+  verify?: typeof jwtVerify;
 }
+
+/**
+ * How long a verified token is taken on trust (never past its `exp`). Clients send the same JWT
+ * on every request, and each verification is an async WebCrypto signature check; a key removed
+ * from the JWKS stops being honoured within this window.
+ */
+export const VERIFIED_TTL_MS = 30_000;
+/** Verified tokens remembered at most (the oldest goes first). */
+const MAX_VERIFIED = 1024;
 
 /** The outcome of verifying one JWT: a payload, or why it was refused. */
 export type JwtVerdict = { ok: true; payload: TokenPayload } | { ok: false; description: string };
@@ -67,10 +78,25 @@ export function createJwtVerifier(options: JwtOptions, deps: JwtVerifierDeps = {
     throw new errors.JOSEAlgNotAllowed(`"${header.alg}" is not accepted`);
   };
 
+  const verify = deps.verify ?? jwtVerify;
+  const now = deps.now ?? Date.now;
+  const verified = new Map<string, { payload: TokenPayload; until: number }>();
+  const remember = (token: string, payload: TokenPayload, exp: number | undefined) => {
+    const until = Math.min(exp === undefined ? Infinity : exp * 1000, now() + VERIFIED_TTL_MS);
+    if (until <= now()) return;
+    if (verified.size >= MAX_VERIFIED) verified.delete(verified.keys().next().value!);
+    verified.set(token, { payload, until });
+  };
+
   return async (token) => {
+    const known = verified.get(token);
+    if (known && now() < known.until) {
+      return { ok: true, payload: { ...known.payload, scopes: [...known.payload.scopes] } };
+    }
+    verified.delete(token);
     let claims: JWTPayload;
     try {
-      ({ payload: claims } = await jwtVerify(token, getKey, {
+      ({ payload: claims } = await verify(token, getKey, {
         algorithms,
         issuer,
         audience,
@@ -86,10 +112,9 @@ export function createJwtVerifier(options: JwtOptions, deps: JwtVerifierDeps = {
     if (typeof tenant !== "string") {
       return { ok: false, description: `JWT "${tenantClaim}" claim must be a string` };
     }
-    return {
-      ok: true,
-      payload: { tenant, scopes: scopesOf(claims), subject: claims.sub ?? "jwt" },
-    };
+    const payload = { tenant, scopes: scopesOf(claims), subject: claims.sub ?? "jwt" };
+    remember(token, { ...payload, scopes: [...payload.scopes] }, claims.exp);
+    return { ok: true, payload };
   };
 }
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from "jose";
-import { createJwtVerifier, looksLikeJwt } from "./jwt_verifier.ts";
+import { exportJWK, generateKeyPair, type JWTPayload, jwtVerify, SignJWT } from "jose";
+import { createJwtVerifier, looksLikeJwt, VERIFIED_TTL_MS } from "./jwt_verifier.ts";
 
 const SECRET = "s3cret-s3cret-s3cret-s3cret-s3cret";
 const NOW = Date.UTC(2030, 0, 1);
@@ -177,4 +177,54 @@ Deno.test("JWT verifier reports an unreachable JWKS without throwing", async () 
   );
   const verdict = await verify(token);
   assert.match(!verdict.ok ? verdict.description : "", /^JWT could not be verified: /);
+});
+
+/** A verifier on a movable clock that counts jose's signature checks. */
+function counted() {
+  const clock = { now: NOW };
+  const counter = { verifications: 0 };
+  const verify = createJwtVerifier({ secret: SECRET }, {
+    now: () => clock.now,
+    verify: ((...args: Parameters<typeof jwtVerify>) => {
+      counter.verifications++;
+      return jwtVerify(...args);
+    }) as typeof jwtVerify,
+  });
+  return { verify, clock, counter };
+}
+
+Deno.test("A verified JWT is taken on trust for 30 s, then its signature is checked again", async () => {
+  const { verify, clock, counter } = counted();
+  const token = await hs256({ tenant: "acme", scope: "mcp" });
+  for (let i = 0; i < 5; i++) assert.equal((await verify(token)).ok, true);
+  assert.equal(counter.verifications, 1);
+  clock.now += VERIFIED_TTL_MS;
+  assert.equal((await verify(token)).ok, true);
+  assert.equal(counter.verifications, 2);
+});
+
+Deno.test("A remembered JWT is refused once it expires, even within the 30 s", async () => {
+  const { verify, clock } = counted();
+  const token = await new SignJWT({ tenant: "acme" })
+    .setProtectedHeader({ alg: "HS256" })
+    .setExpirationTime(nowSec + 10)
+    .sign(new TextEncoder().encode(SECRET));
+  assert.equal((await verify(token)).ok, true);
+  clock.now += 10_000;
+  const verdict = await verify(token);
+  assert.equal(verdict.ok, false);
+  assert.match(!verdict.ok ? verdict.description : "", /^JWT expired/);
+});
+
+Deno.test("A refused JWT is checked again every time, and each caller gets its own payload copy", async () => {
+  const { verify, counter } = counted();
+  const bad = await hs256({ tenant: "acme" }, "another-secret-another-secret-00");
+  await verify(bad);
+  await verify(bad);
+  assert.equal(counter.verifications, 2);
+  const token = await hs256({ tenant: "acme", scope: "mcp" });
+  const first = await verify(token);
+  if (first.ok) first.payload.scopes.push("admin");
+  const second = await verify(token);
+  assert.deepEqual(second.ok && second.payload.scopes, ["mcp"]);
 });
