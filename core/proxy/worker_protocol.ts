@@ -24,8 +24,9 @@ export interface WorkerStartSpec {
 }
 
 /**
- * Kernel → worker. A bare string is one JSON-RPC message, serialized, to relay: the hot path
- * posts text, which crosses threads far cheaper than a structured clone of the object.
+ * Kernel → worker. A bare string is one or more JSON-RPC messages, serialized and separated by
+ * newlines, to relay in order: the hot path posts text, which crosses threads far cheaper than a
+ * structured clone of the object, and the frames of one turn go together.
  */
 export type KernelToWorker =
   | string

@@ -205,9 +205,24 @@ export class WorkerTransport implements Transport {
         this.#error(`is not connected (${this.#state}); reconnect it before sending`),
       );
     }
-    this.#post(JSON.stringify(message));
+    // Frames sent in one turn cross to the worker as one message: a post is a cross-thread
+    // wake-up (~30 µs under load), and 16 calls in flight often leave in the same turn.
+    const text = JSON.stringify(message);
+    if (this.#outbox === undefined) {
+      this.#outbox = text;
+      queueMicrotask(this.#flush);
+    } else this.#outbox += "\n" + text;
     return Promise.resolve();
   }
+
+  /** Frames queued this turn, newline-separated (JSON text has no raw newlines). */
+  #outbox: string | undefined;
+
+  readonly #flush = () => {
+    const frames = this.#outbox;
+    this.#outbox = undefined;
+    if (frames !== undefined) this.#worker?.postMessage(frames);
+  };
 
   /** Tells the worker the negotiated version (HTTP transports send it as MCP-Protocol-Version). */
   setProtocolVersion(version: string): void {
@@ -225,7 +240,9 @@ export class WorkerTransport implements Transport {
     return this.#options.serverId;
   }
 
+  /** Posts a control message after the frames queued before it. */
   #post(message: KernelToWorker): void {
+    this.#flush();
     this.#worker?.postMessage(message);
   }
 

@@ -158,6 +158,22 @@ Deno.test("WorkerTransport relays requests and forwards setProtocolVersion to it
   );
 });
 
+Deno.test("WorkerTransport sends the frames of one turn to its worker as one message, in order", async () => {
+  const { t, messages } = transport(fixture("scripted_worker.ts"));
+  await t.start();
+  for (let id = 1; id <= 3; id++) void t.send({ jsonrpc: "2.0", id, method: `m${id}` });
+  await waitFor(() => messages.length === 3, "three replies");
+  await t.send({ jsonrpc: "2.0", id: 4, method: "alone" });
+  await waitFor(() => messages.length === 4, "the fourth reply");
+  await t.close();
+  assert.deepEqual(messages.map((m) => (m as { result: unknown }).result), [
+    { echoed: "m1", batch: 3 },
+    { echoed: "m2", batch: 3 },
+    { echoed: "m3", batch: 3 },
+    { echoed: "alone" },
+  ]);
+});
+
 Deno.test("WorkerTransport logs upstream stderr at debug with the server id, at most 20 lines a second", async () => {
   const lines = Array.from({ length: 50 }, (_, i) => ({ type: "stderr", line: `line ${i}` }));
   const { t, entries } = transport(

@@ -107,7 +107,10 @@ export function runHttpRelay(options: HttpRelayOptions): void {
 
   scope.onmessage = (event) => {
     const message = event.data as KernelToWorker | null;
-    if (typeof message === "string") return void send(JSON.parse(message));
+    if (typeof message === "string") {
+      for (const frame of message.split("\n")) void send(JSON.parse(frame));
+      return;
+    }
     switch (message?.type) {
       case "start":
         void start(message.spec);

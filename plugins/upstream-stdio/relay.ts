@@ -202,6 +202,7 @@ export function createStdioRelay(
   }
 
   return (message: KernelToWorker | null): void => {
+    // One or more frames, newline-separated: written as they are, they are lines on stdin.
     if (typeof message === "string") return send(message);
     switch (message?.type) {
       case "start":
