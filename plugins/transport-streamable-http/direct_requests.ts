@@ -51,6 +51,8 @@ const SSE_HEADERS = {
 };
 /** The SDK's keep-alive comment interval on SSE responses (proxies drop silent streams). */
 const KEEP_ALIVE_MS = 15_000;
+/** How long an SSE-mode answer may hold back the response headers before its stream opens. */
+const HOLD_MS = 1_000;
 const encoder = new TextEncoder();
 
 /** Direct requests of one session. */
@@ -124,16 +126,34 @@ export class DirectRequests {
         this.#transport.onmessage?.(message, { requestInfo });
       });
     }
-    let stream!: ReadableStreamDefaultController<Uint8Array>;
-    let keepAlive: TimerHandle | undefined;
+    return new Promise((resolve) => this.#serveSse(message, sessionId, requestInfo, resolve));
+  }
+
+  /**
+   * SSE mode. The answer usually comes before anything else: then the POST is answered with that
+   * one event as a fixed body, which costs far less than a stream. The stream opens when a
+   * notification or request related to the call comes first, or once the call has run
+   * {@link HOLD_MS} (headers go out, and keep-alive comments every 15 s from then on).
+   */
+  #serveSse(
+    message: JSONRPCMessage & { id: RequestId },
+    sessionId: string | undefined,
+    requestInfo: ReturnType<typeof lazyRequestInfo>,
+    resolve: (response: Response) => void,
+  ): void {
+    const headers = sessionId === undefined
+      ? SSE_HEADERS
+      : { ...SSE_HEADERS, "mcp-session-id": sessionId };
+    let stream: ReadableStreamDefaultController<Uint8Array> | undefined;
+    let timer: TimerHandle | undefined;
     let open = true;
     const end = () => {
       open = false;
-      keepAlive?.cancel();
+      timer?.cancel();
       this.#waiters.delete(message.id);
     };
     const write = (text: string) => {
-      if (!open) return;
+      if (!open || !stream) return;
       try {
         stream.enqueue(encoder.encode(text));
       } catch {
@@ -142,37 +162,39 @@ export class DirectRequests {
     };
     const tick = () => {
       write(": keepalive\n\n");
-      if (open) keepAlive = this.#clock.setTimeout(tick, KEEP_ALIVE_MS);
+      if (open) timer = this.#clock.setTimeout(tick, KEEP_ALIVE_MS);
     };
-    const body = new ReadableStream<Uint8Array>({
-      start: (controller) => {
-        stream = controller;
-      },
-      // A disconnect is not a cancellation (the spec says so): the request runs on, unanswered.
-      cancel: end,
-    });
+    const openStream = () => {
+      if (stream || !open) return;
+      timer?.cancel();
+      const body = new ReadableStream<Uint8Array>({
+        start: (controller) => {
+          stream = controller;
+        },
+        // A disconnect is not a cancellation (the spec says so): the request runs on, unanswered.
+        cancel: end,
+      });
+      resolve(new Response(body, { headers }));
+      timer = this.#clock.setTimeout(tick, KEEP_ALIVE_MS);
+    };
+    const last = (event: string) => {
+      if (!open) return;
+      if (stream) {
+        write(event);
+        if (open) stream.close();
+      } else resolve(new Response(event, { headers }));
+      end();
+    };
     this.#waiters.set(message.id, {
-      related: (related) => write(sseEvent(related)),
-      answer: (reply) => {
-        write(sseEvent(reply));
-        if (open) stream.close();
-        end();
+      related: (related) => {
+        openStream();
+        write(sseEvent(related));
       },
-      abandon: (reason) => {
-        write(sseEvent(closedError(message.id, reason)));
-        if (open) stream.close();
-        end();
-      },
+      answer: (reply) => last(sseEvent(reply)),
+      abandon: (reason) => last(sseEvent(closedError(message.id, reason))),
     });
-    keepAlive = this.#clock.setTimeout(tick, KEEP_ALIVE_MS);
+    timer = this.#clock.setTimeout(openStream, HOLD_MS);
     this.#transport.onmessage?.(message, { requestInfo });
-    return Promise.resolve(
-      new Response(body, {
-        headers: sessionId === undefined
-          ? SSE_HEADERS
-          : { ...SSE_HEADERS, "mcp-session-id": sessionId },
-      }),
-    );
   }
 
   /** Ends every waiting request's response with an error: the session is gone. */

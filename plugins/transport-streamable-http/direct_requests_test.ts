@@ -174,10 +174,43 @@ Deno.test("A request still waiting when its session closes is answered with an e
   }
 });
 
+Deno.test("An SSE-mode answer that comes first is the whole body: one event, the SDK's headers", async () => {
+  const sdk = await session("sse");
+  const ours = await session("sse");
+  const expected = await sdk.transport.handleRequest(sdk.request(call(8, "echo")));
+  const actual = await directly(ours, call(8, "echo"));
+  for (const header of ["content-type", "cache-control", "connection", "x-accel-buffering"]) {
+    assert.equal(actual.headers.get(header), expected.headers.get(header), header);
+  }
+  assert.equal(actual.headers.get("mcp-session-id"), ours.id);
+  const text = await actual.text();
+  assert.match(text, /^event: message\ndata: \{.*\}\n\n$/);
+  assert.deepEqual((await events(new Response(text)))[0], (await events(expected))[0]);
+  await sdk.server.close();
+  await ours.server.close();
+});
+
+Deno.test("An SSE-mode request still running after 1 s gets its headers and stream before its answer", async () => {
+  const clock = new ManualClock();
+  const s = await session("sse", clock);
+  let settled = false;
+  const pending = directly(s, call(9, "hold")).finally(() => settled = true);
+  await new Promise((r) => setTimeout(r, 10));
+  assert.equal(settled, false, "headers are held while the answer may still come first");
+  clock.advance(1_000);
+  const response = await pending;
+  s.release();
+  const got = await events(response);
+  assert.equal((got[0] as { id: number }).id, 9);
+  await s.server.close();
+});
+
 Deno.test("An SSE-mode direct request sends a keep-alive comment every 15 s while it runs", async () => {
   const clock = new ManualClock();
   const s = await session("sse", clock);
-  const response = await directly(s, call(6, "hold"));
+  const pending = directly(s, call(6, "hold"));
+  clock.advance(1_000); // the stream opens
+  const response = await pending;
   const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
   clock.advance(15_000);
   assert.equal((await reader.read()).value, ": keepalive\n\n");
