@@ -147,10 +147,11 @@ export class DirectRequests {
     let stream: ReadableStreamDefaultController<Uint8Array> | undefined;
     let timer: TimerHandle | undefined;
     let open = true;
+    // The waiter stays until the answer (send() removes it): what the request still sends after
+    // its client went away is dropped here, not handed to the SDK transport, which never knew it.
     const end = () => {
       open = false;
       timer?.cancel();
-      this.#waiters.delete(message.id);
     };
     const write = (text: string) => {
       if (!open || !stream) return;

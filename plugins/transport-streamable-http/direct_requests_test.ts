@@ -29,6 +29,13 @@ async function session(mode: ResponseMode, clock = new ManualClock()) {
       });
     }
     if (request.params.name === "hold") await new Promise<void>((r) => release = r);
+    if (request.params.name === "late") {
+      await new Promise<void>((r) => release = r);
+      await extra.sendNotification({
+        method: "notifications/message",
+        params: { level: "info", data: "still working" },
+      });
+    }
     if (request.params.name === "fail") throw new Error("it failed");
     return { content: [{ type: "text", text: `${request.params.name}:${extra.requestId}` }] };
   });
@@ -43,7 +50,7 @@ async function session(mode: ResponseMode, clock = new ManualClock()) {
       clientInfo: { name: "t", version: "1" },
     },
   }));
-  await init.body?.cancel();
+  await init.text(); // read, not cancelled: in SSE mode the answer is still being written
   const id = init.headers.get("mcp-session-id")!;
   return {
     transport,
@@ -202,6 +209,22 @@ Deno.test("An SSE-mode request still running after 1 s gets its headers and stre
   s.release();
   const got = await events(response);
   assert.equal((got[0] as { id: number }).id, 9);
+  await s.server.close();
+});
+
+Deno.test("After its SSE client went away, a request's notifications and answer are dropped quietly", async () => {
+  const clock = new ManualClock();
+  const s = await session("sse", clock);
+  const errors: Error[] = [];
+  s.server.onerror = (error) => errors.push(error);
+  s.transport.onerror = (error) => errors.push(error);
+  const pending = directly(s, call(10, "late", { progressToken: "p" }));
+  const response = await pending; // the progress notification opened the stream
+  await response.body!.cancel();
+  s.release();
+  await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(errors.map(String), []);
+  assert.equal(s.direct.size, 0, "the answer released the waiter");
   await s.server.close();
 });
 
