@@ -1,6 +1,6 @@
 /**
  * Per-call retention: after a warm-up, a thousand more `tools/call` through an in-process gateway
- * (Streamable HTTP, JSON response mode, the soak's own client) must leave no object behind per
+ * (Streamable HTTP in each response mode, the soak's own client) must leave no object behind per
  * call. Live objects are counted by constructor in V8 heap snapshots (each one starts with a full
  * GC), so the check is a count of what is still reachable, never a memory figure.
  */
@@ -42,42 +42,44 @@ async function liveObjects(): Promise<Map<string, number>> {
   }
 }
 
-Deno.test("tools/call retains nothing per call (gateway and the soak's client, JSON response mode)", async () => {
-  const fleet = await writeFleet(
-    `proxy_servers:${faultServer("u0", { extra: "    timeouts: { connect: 30, call: 10 }\n" })}`,
-  );
-  const gateway = await startGateway({
-    MCP_PROXY_CONFIG_PATH: fleet.path,
-    MCP_HTTP_RESPONSE_MODE: "json",
-    MCP_POLICY_PATH: "/nonexistent/policies",
-  }, { keepLog: () => false });
-  try {
-    await gateway.kernel.fleetStarted;
-    const headers = await openSession(gateway);
-    let next = 0;
-    const calls = async (count: number) => {
-      const end = next + count;
-      await Promise.all(Array.from({ length: 16 }, async () => {
-        while (next < end) {
-          const id = next++;
-          const reply = await postToolCall(gateway.url, headers, id, "u0__ok");
-          assert.equal(reply.id, id);
-          assert.ok(reply.result, JSON.stringify(reply));
-        }
-      }));
-    };
-    await calls(300); // warm-up: caches, compiled code, pools
-    const before = await liveObjects();
-    const n = 1000;
-    await calls(n);
-    const after = await liveObjects();
-    const grown = [...after]
-      .map(([name, count]) => [name, count - (before.get(name) ?? 0)] as const)
-      .filter(([, growth]) => growth >= n / 2)
-      .map(([name, growth]) => `${name} +${growth}`);
-    assert.deepEqual(grown, [], `live objects grew with ${n} calls: ${grown.join(", ")}`);
-  } finally {
-    await gateway.stop();
-    await fleet.remove();
-  }
-});
+for (const mode of ["json", "sse"] as const) {
+  Deno.test(`tools/call retains nothing per call (gateway and the soak's client, ${mode} response mode)`, async () => {
+    const fleet = await writeFleet(
+      `proxy_servers:${faultServer("u0", { extra: "    timeouts: { connect: 30, call: 10 }\n" })}`,
+    );
+    const gateway = await startGateway({
+      MCP_PROXY_CONFIG_PATH: fleet.path,
+      MCP_HTTP_RESPONSE_MODE: mode,
+      MCP_POLICY_PATH: "/nonexistent/policies",
+    }, { keepLog: () => false });
+    try {
+      await gateway.kernel.fleetStarted;
+      const headers = await openSession(gateway);
+      let next = 0;
+      const calls = async (count: number) => {
+        const end = next + count;
+        await Promise.all(Array.from({ length: 16 }, async () => {
+          while (next < end) {
+            const id = next++;
+            const reply = await postToolCall(gateway.url, headers, id, "u0__ok");
+            assert.equal(reply.id, id);
+            assert.ok(reply.result, JSON.stringify(reply));
+          }
+        }));
+      };
+      await calls(300); // warm-up: caches, compiled code, pools
+      const before = await liveObjects();
+      const n = 1000;
+      await calls(n);
+      const after = await liveObjects();
+      const grown = [...after]
+        .map(([name, count]) => [name, count - (before.get(name) ?? 0)] as const)
+        .filter(([, growth]) => growth >= n / 2)
+        .map(([name, growth]) => `${name} +${growth}`);
+      assert.deepEqual(grown, [], `live objects grew with ${n} calls: ${grown.join(", ")}`);
+    } finally {
+      await gateway.stop();
+      await fleet.remove();
+    }
+  });
+}

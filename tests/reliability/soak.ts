@@ -196,7 +196,13 @@ export async function postToolCall(
       }),
       signal: deadline.signal,
     });
-    return await response.json() as CallReply;
+    const text = await response.text();
+    // SSE response mode: the answer is the last `data:` line of the event stream.
+    if (response.headers.get("content-type")?.includes("text/event-stream")) {
+      const data = text.split("\n").filter((line) => line.startsWith("data: ")).at(-1);
+      return JSON.parse(data?.slice("data: ".length) ?? "null") as CallReply;
+    }
+    return JSON.parse(text) as CallReply;
   } finally {
     clearTimeout(timer);
   }
