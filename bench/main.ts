@@ -74,6 +74,7 @@ const LATENCY = [
   "gw-stdio-lean",
   "gw-stdio-inline-lean",
   "gw-http-json-lean",
+  "gw-http-sse-lean",
 ] as const;
 type LatencyName = (typeof LATENCY)[number];
 const ALL = [...LATENCY, "throughput", "memory", "governance", "tools-list"] as const;
@@ -90,6 +91,7 @@ const LABELS: Record<LatencyName, string> = {
   "gw-stdio-lean": "lean client → gateway stdio → stdio",
   "gw-stdio-inline-lean": "lean client → gateway stdio → stdio, isolation: inline",
   "gw-http-json-lean": "lean client → gateway HTTP (JSON) → stdio",
+  "gw-http-sse-lean": "lean client → gateway HTTP (SSE) → stdio",
 };
 
 /** Every figure is a ratio to the direct stdio connection with the same kind of client. */
@@ -107,6 +109,7 @@ const THROUGHPUT: LatencyName[] = [
   "gw-stdio-lean",
   "gw-stdio-inline-lean",
   "gw-http-json-lean",
+  "gw-http-sse-lean",
 ];
 /** Calls in flight for throughput. */
 const CONCURRENCY = [16, 64];
@@ -329,11 +332,14 @@ async function setUpEndpoints(
       await serveLean("gw-stdio-inline-lean", child, () => leanStdio(child));
     });
   }
-  if (wanted.has("gw-http-sse") || wanted.has("gw-legacy-sse")) {
+  if (wanted.has("gw-http-sse") || wanted.has("gw-legacy-sse") || wanted.has("gw-http-sse-lean")) {
     task(async () => {
       const gateway = await httpGateway("gateway (HTTP, SSE responses)", "sse");
       if (wanted.has("gw-http-sse")) {
         await serve("gw-http-sse", gateway.child, () => connectStreamableHttp(gateway));
+      }
+      if (wanted.has("gw-http-sse-lean")) {
+        await serveLean("gw-http-sse-lean", gateway.child, () => leanHttp(`${gateway.url}/mcp`));
       }
       if (wanted.has("gw-legacy-sse")) {
         await serve("gw-legacy-sse", gateway.child, () => connectLegacySse(gateway));

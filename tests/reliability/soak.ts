@@ -4,7 +4,7 @@
  * an error, never silence), the fleet must recover, and no child process may outlive the gateway.
  *
  *     deno task soak                     # 10,000 calls, 64 in flight, a kill every 2 s
- *     deno task soak --calls 2000 --concurrency 32 --kill-every 1000
+ *     deno task soak --calls 2000 --concurrency 32 --kill-every 1000 --mode sse
  * @module
  */
 import { parseArgs } from "node:util";
@@ -36,6 +36,8 @@ export async function runSoak(options: {
   concurrency: number;
   upstreams: number;
   killEveryMs: number;
+  /** The Streamable HTTP response mode (MCP_HTTP_RESPONSE_MODE); JSON unless given. */
+  mode?: "json" | "sse";
 }): Promise<SoakResult> {
   const ids = Array.from({ length: options.upstreams }, (_, i) => `u${i}`);
   const fleet = await writeFleet(
@@ -51,7 +53,7 @@ export async function runSoak(options: {
   );
   const gateway = await startGateway({
     MCP_PROXY_CONFIG_PATH: fleet.path,
-    MCP_HTTP_RESPONSE_MODE: "json",
+    MCP_HTTP_RESPONSE_MODE: options.mode ?? "json",
     MCP_POLICY_PATH: "/nonexistent/policies",
   }, {
     // Only the lines naming child pids: a soak's debug log would itself grow the heap.
@@ -235,13 +237,18 @@ if (import.meta.main) {
       concurrency: { type: "string", default: "64" },
       upstreams: { type: "string", default: "3" },
       "kill-every": { type: "string", default: "2000" },
+      mode: { type: "string", default: "json" },
     },
   });
+  if (values.mode !== "json" && values.mode !== "sse") {
+    throw new Error(`--mode must be json or sse, not "${values.mode}"`);
+  }
   const result = await runSoak({
     calls: Number(values.calls),
     concurrency: Number(values.concurrency),
     upstreams: Number(values.upstreams),
     killEveryMs: Number(values["kill-every"]),
+    mode: values.mode,
   });
   const encoder = new TextEncoder();
   Deno.stdout.writeSync(encoder.encode(JSON.stringify(result, null, 2) + "\n"));
