@@ -53,6 +53,7 @@ import { RateLimiter } from "./governance/rate_limiter.ts";
 import { ToolGovernance } from "./governance/tool_governance.ts";
 import { operatorStatusRoute } from "./operator_routes.ts";
 import { operatorRoutes } from "./operator/routes.ts";
+import { processStdio } from "./stdio_pipes.ts";
 import { loadFleetConfig, parseFleetConfig } from "./proxy/fleet_config.ts";
 import { watchFile } from "./file_watcher.ts";
 import { ProxyManager } from "./proxy/proxy_manager.ts";
@@ -145,6 +146,8 @@ export class Kernel {
   #transports: InboundTransport[] = [];
   #failures: PluginFailure[] = [];
   #listener: HttpListener | undefined;
+  /** The process's stdin/stdout streams, made on first use (one reader per fd). */
+  #processStdio: StdioStreams | undefined;
   #ready = false;
   #fleetReady = false;
   #fleetStarted: Promise<void> = Promise.resolve();
@@ -889,6 +892,7 @@ export class Kernel {
     try {
       switch (manifest.kind) {
         case "transport": {
+          const stdio = () => this.#options.stdio ?? (this.#processStdio ??= processStdio());
           const ctx: TransportContext = {
             ...base,
             settings: {
@@ -898,8 +902,10 @@ export class Kernel {
               httpSessionIdleMs: this.config.server.httpSessionIdleMs,
             },
             serve: (transport, session) => this.#serveGated(transport, session),
-            stdio: this.#options.stdio ??
-              { stdin: Deno.stdin.readable, stdout: Deno.stdout.writable },
+            // A getter: only the stdio transport takes the process's streams, and only once.
+            get stdio() {
+              return stdio();
+            },
           };
           value = await manifest.create(ctx);
           break;
