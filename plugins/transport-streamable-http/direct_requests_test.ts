@@ -3,6 +3,7 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { CallToolRequestSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { ManualClock } from "../../core/clock.ts";
+import { initializeRequest } from "../../tests/support/gateway.ts";
 import { DirectRequests, type ResponseMode } from "./direct_requests.ts";
 
 const HEADERS = {
@@ -40,16 +41,7 @@ async function session(mode: ResponseMode, clock = new ManualClock()) {
     return { content: [{ type: "text", text: `${request.params.name}:${extra.requestId}` }] };
   });
   await server.connect(transport);
-  const init = await transport.handleRequest(post({
-    jsonrpc: "2.0",
-    id: 0,
-    method: "initialize",
-    params: {
-      protocolVersion: "2025-11-25",
-      capabilities: {},
-      clientInfo: { name: "t", version: "1" },
-    },
-  }));
+  const init = await transport.handleRequest(post(initializeRequest("2025-11-25", 0)));
   await init.text(); // read, not cancelled: in SSE mode the answer is still being written
   const id = init.headers.get("mcp-session-id")!;
   return {

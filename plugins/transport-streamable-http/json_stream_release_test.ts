@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { initializeRequest } from "../../tests/support/gateway.ts";
 import { openStreamCount, releaseJsonStreams } from "./json_stream_release.ts";
 
 const headers = {
@@ -20,16 +21,7 @@ async function session(release: boolean) {
     new Request("http://localhost/mcp", {
       method: "POST",
       headers,
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 0,
-        method: "initialize",
-        params: {
-          protocolVersion: "2025-11-25",
-          capabilities: {},
-          clientInfo: { name: "t", version: "1" },
-        },
-      }),
+      body: JSON.stringify(initializeRequest("2025-11-25", 0)),
     }),
   );
   await init.body?.cancel();
