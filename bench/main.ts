@@ -24,7 +24,7 @@ import {
   rssKiB,
   stopAll,
 } from "./processes.ts";
-import { renderTable, type Results, type ScenarioResult } from "./report.ts";
+import { type FleetMemory, renderTable, type Results, type ScenarioResult } from "./report.ts";
 import {
   closeClient,
   connectLegacySse,
@@ -504,15 +504,24 @@ async function runMemory(settings: Settings, results: Results): Promise<void> {
   if (!settings.scenarios.includes("memory")) return;
   const sizes = settings.memoryFleets;
   const fleets: NonNullable<Results["memory"]>["fleets"] = [];
-  for (const size of sizes) {
+  // Every size with a relay worker per upstream (the default); the smallest and the largest again
+  // with the relays in the kernel's thread (isolation: inline), for the trade-off in README.
+  const runs = [
+    ...sizes.map((size) => ({ size, isolation: "worker" as const })),
+    ...[...new Set([sizes[0]!, sizes[sizes.length - 1]!])].map((size) => ({
+      size,
+      isolation: "inline" as const,
+    })),
+  ];
+  for (const { size, isolation } of runs) {
     const servers = Array.from(
       { length: size },
       (_, i) => faultServer(`f${String(i + 1).padStart(2, "0")}`),
     );
-    const fleet = await writeFleet(servers);
+    const fleet = await writeFleet(servers, isolation === "inline" ? { isolation } : {});
     let gateway: HttpGateway | undefined;
     try {
-      progress(`memory: starting a gateway with ${size} fault_server upstream(s)`);
+      progress(`memory: starting a gateway with ${size} fault_server upstream(s), ${isolation}`);
       const started = performance.now();
       gateway = await startHttpGateway(`gateway (${size} upstreams)`, fleet.path);
       await waitFleetReady(gateway, size, 60_000 + size * 5_000);
@@ -527,6 +536,7 @@ async function runMemory(settings: Settings, results: Results): Promise<void> {
       const upstreams = await descendantsRssKiB(pid);
       fleets.push({
         upstreams: size,
+        isolation,
         readySeconds,
         gatewayKiB,
         upstreamProcesses: children.length,
@@ -537,12 +547,20 @@ async function runMemory(settings: Settings, results: Results): Promise<void> {
       await fleet.remove();
     }
   }
-  const [one, many] = [fleets[0]!, fleets[fleets.length - 1]!];
+  const perUpstream = (isolation: FleetMemory["isolation"]) => {
+    const of = fleets.filter((f) => f.isolation === isolation);
+    const [one, many] = [of[0]!, of[of.length - 1]!];
+    return many.upstreams === one.upstreams
+      ? undefined
+      : (many.gatewayKiB - one.gatewayKiB) / (many.upstreams - one.upstreams);
+  };
+  const largest = fleets.filter((f) => f.isolation === "worker").at(-1)!;
   results.memory = {
     upstream: directPlan(faultServer("f01")).argv.slice(1).join(" "),
     fleets,
-    perUpstreamGatewayKiB: (many.gatewayKiB - one.gatewayKiB) / (many.upstreams - one.upstreams),
-    perUpstreamChildKiB: many.upstreamsKiB / Math.max(1, many.upstreamProcesses),
+    perUpstreamGatewayKiB: perUpstream("worker") ?? 0,
+    perUpstreamInlineKiB: perUpstream("inline"),
+    perUpstreamChildKiB: largest.upstreamsKiB / Math.max(1, largest.upstreamProcesses),
   };
 }
 

@@ -25,6 +25,8 @@ export interface ThroughputResult {
 /** Gateway memory with one fleet size. */
 export interface FleetMemory {
   upstreams: number;
+  /** Where the stdio relays ran: a worker each (the default) or the kernel's thread. */
+  isolation: "worker" | "inline";
   readySeconds: number;
   gatewayKiB: number;
   upstreamProcesses: number;
@@ -52,6 +54,8 @@ export interface Results {
     upstream: string;
     fleets: FleetMemory[];
     perUpstreamGatewayKiB: number;
+    /** The same with `isolation: inline` (when both ends were measured inline). */
+    perUpstreamInlineKiB?: number;
     perUpstreamChildKiB: number;
   };
   /** VmRSS of the latency-phase processes after their runs (gateways: plus their upstreams). */
@@ -181,16 +185,18 @@ export function renderTable(results: Results): string {
       `Memory: VmRSS after the fleet is READY (upstream: deno ${mem.upstream}, FAULT=none)`,
     );
     parts.push(table(
-      ["fleet", "gateway RSS", "upstream processes", "their RSS (sum)", "ready after"],
+      ["fleet", "relays", "gateway RSS", "upstream processes", "their RSS (sum)", "ready after"],
       mem.fleets.map((f) => [
         `${f.upstreams} upstream${f.upstreams === 1 ? "" : "s"}`,
+        f.isolation === "inline" ? "inline" : "workers",
         mib(f.gatewayKiB),
         String(f.upstreamProcesses),
         mib(f.upstreamsKiB),
         `${f.readySeconds.toFixed(1)} s`,
       ]),
     ));
-    const [one, many] = [mem.fleets[0]!, mem.fleets[mem.fleets.length - 1]!];
+    const workers = mem.fleets.filter((f) => f.isolation === "worker");
+    const [one, many] = [workers[0]!, workers[workers.length - 1]!];
     parts.push(
       `Gateway cost per upstream = (RSS${many.upstreams} − RSS${one.upstreams}) / ${
         many.upstreams - one.upstreams
@@ -199,6 +205,9 @@ export function renderTable(results: Results): string {
           ratio(mem.perUpstreamGatewayKiB, mem.perUpstreamChildKiB)
         } of one upstream process's own ${mib(mem.perUpstreamChildKiB)})`,
     );
+    if (mem.perUpstreamInlineKiB !== undefined) {
+      parts.push(`With isolation: inline: ${mib(mem.perUpstreamInlineKiB)} per upstream`);
+    }
   }
 
   const rss = results.processRssKiB;
