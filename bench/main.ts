@@ -17,6 +17,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import {
   bounded,
   type Child,
+  cpuMicros,
   descendantsOf,
   descendantsRssKiB,
   explained,
@@ -422,6 +423,7 @@ async function runLatencyAndThroughput(settings: Settings, results: Results): Pr
                     concurrency,
                     settings.throughputCalls,
                     settings.throughputWarmup,
+                    () => cpuMicros(endpoints.servers[name]!.process.pid),
                   ),
                   roundBoundMs(settings.throughputCalls + settings.throughputWarmup),
                   `throughput round ${round} of ${name}`,
@@ -480,10 +482,14 @@ function summarizeLatency(
 }
 
 function summarizeThroughput(rounds: ThroughputRound[]) {
+  const cpu = rounds.flatMap((r) =>
+    r.serverCpuUsPerCall === undefined ? [] : [r.serverCpuUsPerCall]
+  );
   return {
     callsPerSecond: median(rounds.map((r) => r.callsPerSecond)),
     medianMs: median(rounds.map((r) => r.medianMs)),
     p99Ms: median(rounds.map((r) => r.p99Ms)),
+    ...(cpu.length === 0 ? {} : { serverCpuUsPerCall: median(cpu) }),
     rounds,
   };
 }

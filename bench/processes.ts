@@ -274,6 +274,19 @@ export async function rssKiB(pid: number): Promise<number | undefined> {
   }
 }
 
+/** CPU time `pid` has used (user + system, every thread), in microseconds; undefined when gone. */
+export async function cpuMicros(pid: number): Promise<number | undefined> {
+  try {
+    // Fields after the parenthesised command name: utime and stime are the 12th and 13th.
+    const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // Clock ticks; Linux reports them at 100 Hz to user space.
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Sum of VmRSS over every descendant of `pid`, with how many were counted. */
 export async function descendantsRssKiB(pid: number): Promise<{ kib: number; count: number }> {
   let kib = 0;

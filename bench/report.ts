@@ -19,6 +19,8 @@ export interface ThroughputResult {
   callsPerSecond: number;
   medianMs: number;
   p99Ms: number;
+  /** CPU of the serving process per call (µs, all its threads): gateway, or upstream when direct. */
+  serverCpuUsPerCall?: number;
   rounds: ThroughputRound[];
 }
 
@@ -156,10 +158,13 @@ export function renderTable(results: Results): string {
       `Throughput: calls/s with ${
         tp.concurrency.join(" and ")
       } calls in flight, ${tp.calls} calls ` +
-        `per round, ${s.rounds} rounds (median); ratio to the direct connection with the same client`,
+        `per round, ${s.rounds} rounds (median); ratio to the direct connection with the same client; ` +
+        "server CPU/call: the gateway process (all threads), or the upstream when direct",
     );
     const header = ["scenario"];
-    for (const c of tp.concurrency) header.push(`${c} in flight`, "vs direct", "median ms");
+    for (const c of tp.concurrency) {
+      header.push(`${c} in flight`, "vs direct", "median ms", "server CPU/call");
+    }
     parts.push(table(
       header,
       Object.values(tp.rows).map((row) => {
@@ -171,6 +176,7 @@ export function renderTable(results: Results): string {
             r.callsPerSecond.toFixed(0),
             ratio(r.callsPerSecond, base?.callsPerSecond),
             ms(r.medianMs),
+            r.serverCpuUsPerCall === undefined ? "?" : `${r.serverCpuUsPerCall.toFixed(0)} µs`,
           );
         }
         return cells;

@@ -24,6 +24,8 @@ export interface ThroughputRound {
   callsPerSecond: number;
   medianMs: number;
   p99Ms: number;
+  /** CPU the serving process (gateway, or upstream when direct) spent per call, all threads. */
+  serverCpuUsPerCall?: number;
 }
 
 /** The q-quantile (0..1) of ascending `sorted` values, linearly interpolated between ranks. */
@@ -74,6 +76,7 @@ export async function throughputRound(
   concurrency: number,
   total: number,
   warmup: number,
+  serverCpu?: () => Promise<number | undefined>,
 ): Promise<ThroughputRound> {
   const run = async (count: number, samples?: number[]) => {
     let next = 0;
@@ -89,9 +92,21 @@ export async function throughputRound(
   };
   await run(warmup);
   const samples: number[] = [];
+  const cpu0 = await serverCpu?.();
   const t0 = performance.now();
   await run(total, samples);
   const seconds = (performance.now() - t0) / 1000;
+  const cpu1 = await serverCpu?.();
   const { medianMs, p99Ms } = summarize(samples);
-  return { calls: total, concurrency, seconds, callsPerSecond: total / seconds, medianMs, p99Ms };
+  return {
+    calls: total,
+    concurrency,
+    seconds,
+    callsPerSecond: total / seconds,
+    medianMs,
+    p99Ms,
+    ...(cpu0 === undefined || cpu1 === undefined
+      ? {}
+      : { serverCpuUsPerCall: (cpu1 - cpu0) / total }),
+  };
 }
