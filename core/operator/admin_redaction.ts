@@ -25,13 +25,35 @@ export function redactConfig(config: GatewayConfig): GatewayConfig {
   return copy;
 }
 
-/** A fleet server with its header and env values (and URL credentials) redacted. */
+/** A fleet server with its header and env values, URL credentials and secret arguments redacted. */
 export function redactServer(server: FleetServer): FleetServer {
   const copy = structuredClone(server);
   for (const key of Object.keys(copy.headers)) copy.headers[key] = REDACTED;
   for (const key of Object.keys(copy.env)) copy.env[key] = REDACTED;
   if (copy.url !== undefined) copy.url = redactUrl(copy.url);
+  if (copy.command !== undefined) copy.command = redactArgs(copy.command);
   return copy;
+}
+
+// Prefixes of API keys that travel on command lines (OpenAI, Anthropic, GitHub, Slack, AWS, GitLab).
+const KEY_SHAPE = /^(sk-|sk_|ghp_|gho_|ghs_|github_pat_|xox[abpr]-|AKIA[0-9A-Z]{12}|glpat-)/;
+const FLAG = /^--?([A-Za-z0-9][\w.-]*)$/;
+const FLAG_WITH_VALUE = /^(--?[A-Za-z0-9][\w.-]*)=(.*)$/s;
+
+/**
+ * A command line with its secrets redacted: the value of a flag whose name says it holds one
+ * (`--api-key X`, `--token=X`), URL credentials and query values, and arguments shaped like
+ * well-known API keys. Flag names and everything else stay, so the operator still sees the command.
+ */
+export function redactArgs(args: readonly string[]): string[] {
+  return args.map((arg, i) => {
+    const assigned = FLAG_WITH_VALUE.exec(arg);
+    if (assigned && SECRET_NAME.test(assigned[1]!)) return `${assigned[1]}=${REDACTED}`;
+    const previous = i > 0 ? FLAG.exec(args[i - 1]!) : null;
+    if (previous && SECRET_NAME.test(previous[1]!) && !arg.startsWith("-")) return REDACTED;
+    if (KEY_SHAPE.test(arg)) return REDACTED;
+    return arg.includes("://") ? redactUrl(arg) : arg;
+  });
 }
 
 /** A URL without its password and query values (tokens often travel there). */

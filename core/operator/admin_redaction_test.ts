@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { resolveConfig } from "../config.ts";
 import { parseFleetConfig } from "../proxy/fleet_config.ts";
-import { redactConfig, redactServer, redactUrl } from "./admin_redaction.ts";
+import { redactArgs, redactConfig, redactServer, redactUrl } from "./admin_redaction.ts";
 
 const SECRETS = {
   MCP_SERVER_AUTH_TOKEN: "static-token-value",
@@ -44,6 +44,57 @@ Deno.test("A fleet server's header and env values are redacted, their names kept
   }
   assert.match(text, /"Authorization":"\[redacted\]"/);
   assert.match(text, /"API_TOKEN":"\[redacted\]"/);
+});
+
+Deno.test("A command argument after a secret-named flag, or in --flag=value form, is redacted; the flag stays", () => {
+  assert.deepEqual(
+    redactArgs(["server", "--api-key", "abc123", "--token=t0k", "-p", "s3cr3t", "--port", "8080"]),
+    ["server", "--api-key", "[redacted]", "--token=[redacted]", "-p", "s3cr3t", "--port", "8080"],
+  );
+  assert.deepEqual(
+    redactArgs(["--auth", "--verbose"]),
+    ["--auth", "--verbose"],
+    "a flag is no value",
+  );
+  assert.deepEqual(redactArgs(["--password", "hunter2"]), ["--password", "[redacted]"]);
+});
+
+Deno.test("Command arguments shaped like well-known API keys, or URLs with credentials, are redacted", () => {
+  assert.deepEqual(
+    redactArgs([
+      "sk-proj-abcdef",
+      "ghp_0123456789abcdef",
+      "https://user:pw@db.example/x?token=q",
+      "https://plain.example/",
+    ]),
+    [
+      "[redacted]",
+      "[redacted]",
+      "https://user:%5Bredacted%5D@db.example/x?token=%5Bredacted%5D",
+      "https://plain.example/",
+    ],
+  );
+});
+
+Deno.test("A fleet server's command is shown with its secret arguments redacted", () => {
+  const fleet = parseFleetConfig(
+    `proxy_servers:
+  - id: gh
+    command: ["npx", "server-github", "--github-token", "ghs_secret", "--repo", "a/b"]
+`,
+    "fleet.yaml",
+    {},
+    { separator: "__", healthIntervalSeconds: 30 },
+  );
+  const [server] = fleet.servers.map(redactServer);
+  assert.deepEqual(server!.command, [
+    "npx",
+    "server-github",
+    "--github-token",
+    "[redacted]",
+    "--repo",
+    "a/b",
+  ]);
 });
 
 Deno.test("A URL keeps its host and path when redacted", () => {
