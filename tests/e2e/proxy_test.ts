@@ -17,7 +17,7 @@ import { spawnStdioGateway } from "../support/child_gateway.ts";
 import { runConformance } from "../support/conformance.ts";
 import {
   eventually,
-  EVERYTHING,
+  everythingServer,
   FILESYSTEM,
   fixture,
   MEMORY,
@@ -28,14 +28,7 @@ import { connectHttp, startGateway, type TestGateway } from "../support/gateway.
 const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
 
 const DEMO_FLEET = `
-proxy_servers:
-  - id: everything
-    command: ["deno", "run", "${EVERYTHING}", "stdio"]
-    sandbox: deno
-    permissions:
-      env: true
-      read: true
-  - id: memory
+proxy_servers:${everythingServer()}  - id: memory
     command: ["deno", "run", "${MEMORY}"]
     sandbox: deno
     env:

@@ -13,21 +13,13 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { StreamTransport } from "../../core/stream_transport.ts";
 import { FrameReader, spawnStdioGateway } from "../support/child_gateway.ts";
-import { EVERYTHING, writeFleet } from "../support/fleet.ts";
+import { EVERYTHING, everythingServer, writeFleet } from "../support/fleet.ts";
 import { connectHttp, initializeRequest, startGateway } from "../support/gateway.ts";
 
 /** Leak sanitizers on (Deno 2.9 has them off by default): every timer cleared, every process reaped. */
 const SANITIZED = { sanitizeOps: true, sanitizeResources: true };
 
-const FLEET = `
-proxy_servers:
-  - id: everything
-    command: ["deno", "run", "${EVERYTHING}", "stdio"]
-    sandbox: deno
-    permissions:
-      env: true
-      read: true
-`;
+const FLEET = `proxy_servers:${everythingServer()}`;
 
 /** get-env is denied to every tenant (as in the demo policy); everything else is allowed. */
 const POLICY = `

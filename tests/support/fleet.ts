@@ -64,6 +64,18 @@ export function faultServer(
 ${options.extra ?? ""}`;
 }
 
+/** A fleet entry for server-everything over stdio, sandboxed with env and read granted. */
+export function everythingServer(id = "everything"): string {
+  return `
+  - id: ${id}
+    command: ["deno", "run", "${EVERYTHING}", "stdio"]
+    sandbox: deno
+    permissions:
+      env: true
+      read: true
+`;
+}
+
 /** A fleet entry for server-memory keeping its graph in `dataDir` (sandboxed to that folder). */
 export function memoryServer(dataDir: string, id = "memory"): string {
   return `
