@@ -14,6 +14,7 @@
  * one socket until the client or the gateway goes away, but blocks nobody.
  * @module
  */
+import { concatBytes } from "./concat_bytes.ts";
 import { hasControlCharacter } from "./control_characters.ts";
 import type { Authenticator } from "./auth/authenticator.ts";
 import { unauthorizedResponse } from "./auth/authenticator.ts";
@@ -373,14 +374,7 @@ export async function readBody(
     // A body read to its end holds nothing; releasing costs a TypeError (stack and all) per request.
     if (!ended) reader.releaseLock();
   }
-  if (chunks.length === 1) return chunks[0]!;
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return bytes;
+  return concatBytes(chunks, size);
 }
 
 /** The same request with its body already read. */

@@ -11,6 +11,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { isJsonRpcMessage } from "./jsonrpc_shape.ts";
 import { ChunkReader } from "./chunk_reader.ts";
+import { concatBytes } from "./concat_bytes.ts";
 import { LineWriter } from "./line_writer.ts";
 import { serializeMessage } from "./wire_json.ts";
 
@@ -106,7 +107,7 @@ export class StreamTransport implements Transport {
             continue;
           }
           chunks.push(piece);
-          this.#frame(concat(chunks, size + piece.length));
+          this.#frame(concatBytes(chunks, size + piece.length));
           chunks = [];
           size = 0;
         }
@@ -180,15 +181,4 @@ export class StreamTransport implements Transport {
       () => {},
     );
   }
-}
-
-function concat(chunks: Uint8Array[], size: number): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return out;
 }
