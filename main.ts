@@ -32,7 +32,7 @@ Commands:
   policy     Check, explain and test governance policies
 
 Run "main.ts <command> --help" for a command's options.
-Configuration comes from the environment and .env; see README.md "Configuration".`,
+Configuration comes from the environment and .env; see docs/configuration.md.`,
   serve: `Usage: main.ts serve [options]
 
 Options:

@@ -500,7 +500,7 @@ async function runMemory(settings: Settings, results: Results): Promise<void> {
   const sizes = settings.memoryFleets;
   const fleets: NonNullable<Results["memory"]>["fleets"] = [];
   // Every size with a relay worker per upstream (the default); the smallest and the largest again
-  // with the relays in the kernel's thread (isolation: inline), for the trade-off in README.
+  // with the relays in the kernel's thread (isolation: inline), for the trade-off in docs/fleet.md.
   const runs = [
     ...sizes.map((size) => ({ size, isolation: "worker" as const })),
     ...[...new Set([sizes[0]!, sizes[sizes.length - 1]!])].map((size) => ({

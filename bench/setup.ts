@@ -113,7 +113,7 @@ export function spawnDirect(spec: UpstreamServerSpec): Child {
   });
 }
 
-/** As `deno task start` runs it (the V8 flag caps the young generation: see README "Performance"). */
+/** As `deno task start` runs it (the V8 flag caps the young generation: see docs/performance.md). */
 const gatewayArgs = () => [
   "run",
   "-A",

@@ -104,7 +104,7 @@ const FLAG_OF: Record<string, string> = {
   MCP_AUTH_DISABLED: "--no-auth",
 };
 
-/** Every variable the gateway reads, with its default and meaning: the README's reference. */
+/** Every variable the gateway reads, with its default and meaning: docs/configuration.md's reference. */
 export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning: string }[] = [
   { name: "MCP_SERVER_ENABLED", default: "true", meaning: "Serve the MCP interface at all" },
   {

@@ -2,7 +2,7 @@
  * The operator dashboard in a real headless Chromium (Debian's `chromium`, driven by
  * playwright-core): sign in with a token, watch the fleet change live, decide approvals.
  *
- * Set `DASHBOARD_SCREENSHOT=docs/dashboard.png` to refresh the README's screenshot; otherwise the
+ * Set `DASHBOARD_SCREENSHOT=docs/dashboard.png` to refresh the screenshot in docs/operator-api.md; otherwise the
  * screenshot goes to a temp dir, so a test run never dirties the working tree.
  */
 import assert from "node:assert/strict";

@@ -94,7 +94,7 @@ Deno.test("tool_search finds the right tool in the top 3 for natural queries", a
         }
       }
       const hitRate = (QUERIES.length - misses.length) / QUERIES.length;
-      // Recorded in the README; a drop below it is a regression.
+      // Recorded in docs/governance.md; a drop below it is a regression.
       assert.ok(
         hitRate >= 0.9,
         `top-3 hit rate ${hitRate.toFixed(2)}; misses:\n${misses.join("\n")}`,
