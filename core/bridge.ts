@@ -301,7 +301,7 @@ export class MCPServiceBridge {
           `engine definitions as resources (${STATUS_URI} for counts) and prompts.`
         : `AGENT-33 MCP gateway: upstream "${info.upstream}" alone, under its own names.`,
     });
-    const session: InboundSession = { server };
+    const session: InboundSession = { server, tenant: info.auth.tenant, sessionId: live.id };
     live.inbound = session;
 
     handle(server, SetLevelRequestSchema, (request) => {

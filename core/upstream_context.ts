@@ -27,6 +27,11 @@ export interface InboundSession {
   server: Server;
   /** The level the client set with logging/setLevel; messages below it are not sent. */
   logLevel?: LoggingLevel;
+  /** The caller's tenant and the session's id, which decide what upstream traffic may reach it. */
+  tenant?: string;
+  sessionId?: string;
+  /** The caller's bearer token for an upstream that forwards it (`auth: passthrough`), else undefined. */
+  bearerFor?: (upstreamId: string) => string | undefined;
 }
 
 const FEATURE: Record<RelayedRequest["method"], "sampling" | "elicitation" | "roots"> = {
@@ -44,8 +49,12 @@ export function upstreamCallContext(
 ): UpstreamCallContext {
   const notify = (notification: ServerNotification) =>
     extra.sendNotification(notification).catch(() => {/* the client left; nothing to do */});
+  const bearer = session.bearerFor?.(upstreamId);
   return {
     signal: extra.signal,
+    ...(session.tenant === undefined ? {} : { tenant: session.tenant }),
+    ...(session.sessionId === undefined ? {} : { sessionId: session.sessionId }),
+    ...(bearer === undefined ? {} : { bearer }),
     ...(progressToken === undefined ? {} : {
       onProgress: (progress) =>
         void notify({ method: "notifications/progress", params: { ...progress, progressToken } }),

@@ -37,6 +37,7 @@ import { GATEWAY_INFO } from "../version.ts";
 import { type BreakerSnapshot, CircuitBreaker } from "./circuit_breaker.ts";
 import type { FleetServer } from "./fleet_config.ts";
 import { RawRequests } from "./raw_requests.ts";
+import { takeRelated } from "./related_request.ts";
 import { withTimeout } from "./with_timeout.ts";
 
 /** The seed's lifecycle states. */
@@ -58,6 +59,12 @@ export interface UpstreamCallContext {
   onLog?: (params: { level: string; logger?: string; data: unknown }) => void;
   /** Relays a server→client request (sampling, elicitation, roots) to the inbound client. */
   relay?: (request: RelayedRequest, signal: AbortSignal) => Promise<Record<string, unknown>>;
+  /** The caller's tenant: picks its instance of a `scope: tenant` upstream. */
+  tenant?: string;
+  /** The inbound session: server→client traffic never crosses from one session to another. */
+  sessionId?: string;
+  /** The caller's own bearer token; set only for `auth: passthrough` upstreams, never logged. */
+  bearer?: string;
 }
 
 /** The latest health check. */
@@ -101,6 +108,13 @@ export interface ChildServerHandleOptions {
   clock: Clock;
   logger: Logger;
   bus: EventBus;
+  /**
+   * Who may receive server→client traffic that the transport does not tie to one call: calls of
+   * one `session` (default) or of one `tenant` (a `scope: tenant` instance serves no one else).
+   */
+  correlateBy?: "session" | "tenant";
+  /** Names the instance in logs, events and status (`<server>[<tenant or session>]`). */
+  instance?: string;
 }
 
 /** Why the handle changed, for the proxy manager. */
@@ -135,7 +149,12 @@ export class ChildServerHandle {
   #client: Client | undefined;
   #catalog: UpstreamCatalog = EMPTY_CATALOG;
   #health: HealthSnapshot = { consecutiveFailures: 0 };
+  /** Calls in flight, oldest first. */
   #active: UpstreamCallContext[] = [];
+  /** The call each request sent upstream belongs to, by JSON-RPC id (for HTTP correlation). */
+  #byRequest = new Map<string, UpstreamCallContext>();
+  /** The call whose request is being sent right now (sends are synchronous in the SDK). */
+  #sending: { ctx: UpstreamCallContext; keys: string[] } | undefined;
   #listeners = new Set<(change: HandleChange) => void>();
   #updateListeners = new Set<(uri: string) => void>();
   #healthTimer: TimerHandle | undefined;
@@ -237,6 +256,7 @@ export class ChildServerHandle {
     try {
       const transport = this.#options.createTransport();
       this.#transport = transport;
+      this.#trackSends(transport);
       await withTimeout(
         client.connect(transport),
         connectMs,
@@ -466,13 +486,21 @@ export class ChildServerHandle {
     if (!permit.ok) throw permit.error;
     const callMs = this.server.timeouts.callMs;
     this.#active.push(ctx);
+    const sending = { ctx, keys: [] as string[] };
     try {
-      const result = await call(client, {
-        signal: ctx.signal,
-        timeout: callMs,
-        resetTimeoutOnProgress: true,
-        ...(ctx.onProgress ? { onprogress: ctx.onProgress } : {}),
-      }, raw);
+      this.#sending = sending;
+      let pending: Promise<T>;
+      try {
+        pending = call(client, {
+          signal: ctx.signal,
+          timeout: callMs,
+          resetTimeoutOnProgress: true,
+          ...(ctx.onProgress ? { onprogress: ctx.onProgress } : {}),
+        }, raw);
+      } finally {
+        this.#sending = undefined;
+      }
+      const result = await pending;
       permit.release(true);
       return result;
     } catch (error) {
@@ -482,7 +510,53 @@ export class ChildServerHandle {
     } finally {
       const at = this.#active.lastIndexOf(ctx);
       if (at !== -1) this.#active.splice(at, 1);
+      for (const key of sending.keys) this.#byRequest.delete(key);
     }
+  }
+
+  /** Records which call each outgoing request belongs to, so HTTP streams can be attributed. */
+  #trackSends(transport: Transport): void {
+    const send = transport.send.bind(transport);
+    transport.send = (message, options) => {
+      const id = (message as { id?: unknown; method?: unknown }).id;
+      const sending = this.#sending;
+      if (sending && (message as { method?: unknown }).method !== undefined) {
+        if (typeof id === "string" || typeof id === "number") {
+          const key = requestKey(id);
+          sending.keys.push(key);
+          this.#byRequest.set(key, sending.ctx);
+        }
+      }
+      return send(message, options);
+    };
+  }
+
+  /**
+   * The call a server→client message belongs to. Exact when the transport tied it to one of our
+   * requests (a Streamable HTTP POST stream); otherwise only when every call in flight comes from
+   * one session (or one tenant, for a `scope: tenant` instance): delivering elsewhere would hand
+   * one caller's traffic to another, so more than one owner is `ambiguous` and nobody gets it.
+   */
+  #attribute(
+    related: string | number | undefined,
+    wants: "relay" | "onLog",
+  ): { ctx: UpstreamCallContext } | { none: string } | { ambiguous: number } {
+    if (related !== undefined) {
+      const ctx = this.#byRequest.get(requestKey(related));
+      if (!ctx) return { none: "the call it belongs to has ended" };
+      return ctx[wants] ? { ctx } : { none: "its call has no inbound client to relay it to" };
+    }
+    if (this.#active.length === 0) return { none: "no call is in progress" };
+    const owners = new Set(this.#active.map((ctx) => this.#ownerOf(ctx)));
+    if (owners.size > 1) return { ambiguous: owners.size };
+    const ctx = this.#active.findLast((c) => c[wants]);
+    return ctx ? { ctx } : { none: "the call in progress has no inbound client to relay it to" };
+  }
+
+  /** Who a call's server→client traffic may reach; a call without an owner shares with no one. */
+  #ownerOf(ctx: UpstreamCallContext): unknown {
+    const owner = this.#options.correlateBy === "tenant" ? ctx.tenant : ctx.sessionId;
+    return owner ?? ctx;
   }
 
   #translate(error: unknown, what: string): unknown {
@@ -543,28 +617,46 @@ export class ChildServerHandle {
       for (const listener of [...this.#updateListeners]) listener(n.params.uri);
     });
     client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
-      const targets = this.#active.filter((c) => c.onLog);
-      if (targets.length === 0) {
-        this.#log.debug("upstream log", { level: n.params.level, data: n.params.data });
+      const { related, params } = takeRelated(n.params);
+      const target = this.#attribute(related, "onLog");
+      if ("ctx" in target) {
+        target.ctx.onLog!(params as typeof n.params);
+        return;
       }
-      for (const ctx of targets) ctx.onLog!(n.params);
+      // Not relayed: the operator's log is the only place it may go.
+      this.#log.info(
+        "ambiguous" in target
+          ? `upstream log not relayed: calls from ${target.ambiguous} sessions are in flight ` +
+            "and the upstream's transport does not say which one it belongs to"
+          : `upstream log not relayed: ${target.none}`,
+        { level: n.params.level, data: n.params.data },
+      );
     });
     const relay =
       (method: RelayedRequest["method"]) =>
       (request: { params?: Record<string, unknown> }, extra: { signal: AbortSignal }) => {
-        // The most recent in-flight call is the one the upstream is working on (stdio carries no
-        // request correlation for server→client requests).
-        const ctx = [...this.#active].reverse().find((c) => c.relay);
-        // Servers ask for roots right after initialize; outside a call the gateway has none to offer.
-        if (!ctx && method === "roots/list") return { roots: [] } as never;
-        if (!ctx) {
+        const { related, params } = takeRelated(request.params);
+        const target = this.#attribute(related, "relay");
+        if ("ambiguous" in target) {
+          this.#log.warn(`refused ${method}: ambiguous between ${target.ambiguous} sessions`);
           throw new McpError(
             ErrorCode.InvalidRequest,
-            `${method} from upstream "${this.id}" arrived with no inbound call in progress to relay it to`,
+            `${method} from upstream "${this.id}" is ambiguous: calls from ${target.ambiguous} ` +
+              "sessions are in flight and its transport does not say which one asked, so the " +
+              "gateway relays it to none; give the server scope: tenant or scope: session in the " +
+              "fleet file for sampling, elicitation and roots with concurrent callers",
           );
         }
-        return ctx.relay!(
-          { method, ...(request.params === undefined ? {} : { params: request.params }) },
+        // Servers ask for roots right after initialize; outside a call the gateway has none to offer.
+        if ("none" in target && method === "roots/list") return { roots: [] } as never;
+        if ("none" in target) {
+          throw new McpError(
+            ErrorCode.InvalidRequest,
+            `${method} from upstream "${this.id}" cannot be relayed: ${target.none}`,
+          );
+        }
+        return target.ctx.relay!(
+          { method, ...(params === undefined ? {} : { params }) },
           extra.signal,
         ) as never;
       };
@@ -710,6 +802,10 @@ function toolProblem(tool: Tool): string | undefined {
     return 'its inputSchema is not a JSON Schema of type "object"';
   }
   return undefined;
+}
+
+function requestKey(id: string | number): string {
+  return `${typeof id}:${id}`;
 }
 
 function describe(error: unknown): string {

@@ -43,7 +43,8 @@ export type KernelToWorker =
 export type WorkerToKernel =
   | string
   | { type: "started"; pid?: number }
-  | { type: "message"; message: unknown }
+  /** `related`: the id of the request on whose response stream the message arrived. */
+  | { type: "message"; message: unknown; related?: string | number }
   | { type: "stderr"; line: string }
   /** `id`: the request a dropped (oversized) response answered, when the worker could tell. */
   | { type: "malformed"; reason: string; preview: string; id?: string | number }

@@ -18,6 +18,7 @@ import { GatewayError } from "../errors.ts";
 import { isJsonRpcMessage } from "../jsonrpc_shape.ts";
 import type { Logger } from "../logger.ts";
 import type { InlineRelay, PluginPermissions, UpstreamPlan } from "../plugin_api.ts";
+import { markRelated } from "./related_request.ts";
 import { InlineRelayPort, type RelayPort } from "./inline_relay_port.ts";
 import { type KernelToWorker, parseWorkerMessage, type WorkerToKernel } from "./worker_protocol.ts";
 
@@ -259,7 +260,7 @@ export class WorkerTransport implements Transport {
         this.#started(message);
         break;
       case "message":
-        this.#deliver(message.message);
+        this.#deliver(message.message, message.related);
         break;
       case "stderr":
         this.#stderr(message.line);
@@ -334,7 +335,8 @@ export class WorkerTransport implements Transport {
     this.#deliver({ jsonrpc: "2.0", id, error: { code, message: error.message, data } });
   }
 
-  #deliver(payload: unknown): void {
+  /** `related`: the request whose stream carried it, when the worker's transport could tell. */
+  #deliver(payload: unknown, related?: string | number): void {
     // A structural check, not a zod parse: this runs for every upstream message.
     const parsed = isJsonRpcMessage(payload)
       ? { success: true as const, data: payload }
@@ -348,6 +350,11 @@ export class WorkerTransport implements Transport {
       );
       return;
     }
+    // Only the worker's word ties a message to a request: an upstream's own marker is removed.
+    markRelated(
+      parsed.data,
+      typeof related === "string" || typeof related === "number" ? related : undefined,
+    );
     try {
       this.onmessage?.(parsed.data);
     } catch (error) {
