@@ -36,6 +36,7 @@ import { z } from "zod";
 import type { Clock } from "./clock.ts";
 import type { Definition, DefinitionRegistry } from "./definition_registry.ts";
 import { GatewayError, toMcpError } from "./errors.ts";
+import { redactDeep } from "./redact.ts";
 import type { EventBus } from "./event_bus.ts";
 import type { Logger } from "./logger.ts";
 import { paginate } from "./pagination.ts";
@@ -451,7 +452,9 @@ export class MCPServiceBridge {
         await gateCall(o.governance, o.approvals, caller, target, args, request.params._meta, gate);
         const ctx = upstreamCallContext(session, extra, progressToken, route.handle.id);
         try {
-          return await route.handle.callTool(route.original, args, ctx);
+          const result = await route.handle.callTool(route.original, args, ctx);
+          // A tool's error result is a diagnostic too; a successful result is left alone.
+          return result.isError === true ? redactDeep(result) : result;
         } catch (error) {
           throw toMcpError(error);
         }

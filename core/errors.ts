@@ -6,6 +6,7 @@
  * @module
  */
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { redact, redactDeep } from "./redact.ts";
 
 /** Every error code the gateway reports. Stable: clients match on these strings. */
 export type GatewayErrorCode =
@@ -88,20 +89,35 @@ export class GatewayError extends Error {
     this.data = data;
   }
 
-  /** The same error as the JSON-RPC error the SDK sends on the wire. */
+  /** The same error as the JSON-RPC error the SDK sends on the wire, redacted (core/redact.ts). */
   toMcpError(): McpError {
+    const message = redact(this.message);
     return plainMessage(
-      new McpError(RPC_CODE[this.code], this.message, { code: this.code, ...this.data }),
-      this.message,
+      new McpError(RPC_CODE[this.code], message, redactDeep({ code: this.code, ...this.data })),
+      message,
     );
   }
 }
 
-/** Turns anything thrown into a wire error: gateway errors keep their code, others become -32603. */
+/**
+ * Turns anything thrown into a wire error: gateway errors keep their code, others become -32603.
+ * Messages and data are redacted: an upstream's own error, or a failure quoting a URL, may hold a
+ * credential.
+ */
 export function toMcpError(error: unknown): McpError {
   if (error instanceof GatewayError) return error.toMcpError();
-  if (error instanceof McpError) return error;
-  const message = `Internal error: ${error instanceof Error ? error.message : String(error)}`;
+  if (error instanceof McpError) {
+    const message = redact(error.message);
+    const data = redactDeep(error.data);
+    if (message === error.message && JSON.stringify(data) === JSON.stringify(error.data)) {
+      return error; // nothing to hide: passed through unchanged
+    }
+    // The message already carries McpError's "MCP error <code>: " prefix; it is not doubled.
+    return plainMessage(new McpError(error.code, message, data), message);
+  }
+  const message = redact(
+    `Internal error: ${error instanceof Error ? error.message : String(error)}`,
+  );
   return plainMessage(
     new McpError(ErrorCode.InternalError, message, { code: "internal" }),
     message,
@@ -124,10 +140,16 @@ export interface SerializedError {
   data?: Record<string, unknown>;
 }
 
-/** Serializes an error for postMessage or the bus; class instances never cross boundaries. */
+/**
+ * Serializes an error for postMessage or the bus, redacted; class instances never cross
+ * boundaries.
+ */
 export function serializeError(error: unknown): SerializedError {
   if (error instanceof GatewayError) {
-    return { code: error.code, message: error.message, data: error.data };
+    return { code: error.code, message: redact(error.message), data: redactDeep(error.data) };
   }
-  return { code: "internal", message: error instanceof Error ? error.message : String(error) };
+  return {
+    code: "internal",
+    message: redact(error instanceof Error ? error.message : String(error)),
+  };
 }

@@ -53,6 +53,9 @@ import { RateLimiter } from "./governance/rate_limiter.ts";
 import { ToolGovernance } from "./governance/tool_governance.ts";
 import { operatorStatusRoute } from "./operator_routes.ts";
 import { operatorRoutes } from "./operator/routes.ts";
+import { configSecrets } from "./operator/admin_redaction.ts";
+import { redactedRoute } from "./operator/redacted_route.ts";
+import { forgetSecrets, registerSecrets, serverSecrets } from "./redact.ts";
 import { processStdio } from "./stdio_pipes.ts";
 import { loadFleetConfig, parseFleetConfig } from "./proxy/fleet_config.ts";
 import { watchFile } from "./file_watcher.ts";
@@ -170,10 +173,13 @@ export class Kernel {
   // Fleet applications (file watcher, admin API) run one at a time: two overlapping
   // proxy.reload calls would each see the other's half-applied members.
   #fleetQueue: Promise<unknown> = Promise.resolve();
+  /** Owners of this kernel's registered secrets (core/redact.ts): its own, the fleet's, the last fleet's. */
+  #secrets = { gateway: {}, fleet: {}, previousFleet: {} };
 
   constructor(options: KernelOptions) {
     this.#options = options;
     this.config = options.config;
+    registerSecrets(this.#secrets.gateway, configSecrets(options.config));
     this.logger = options.logger ??
       createLogger({ level: options.config.log.level, format: options.config.log.format });
     this.clock = options.clock ?? systemClock;
@@ -375,6 +381,7 @@ export class Kernel {
   async #applyFleet(servers: readonly FleetServer[]): Promise<FleetDiff> {
     // Stopping: never start an upstream that proxy.stop() would miss.
     if (this.#stopping) return { added: [], removed: [], changed: [] };
+    this.#registerFleetSecrets(servers);
     const diff = await this.proxy.reload(servers);
     this.#fleet = servers;
     const path = this.config.proxy.configPath ?? "";
@@ -518,6 +525,7 @@ export class Kernel {
       await this.audit.close();
       await this.bus.close();
     } finally {
+      for (const owner of Object.values(this.#secrets)) forgetSecrets(owner);
       this.#done.resolve();
     }
   }
@@ -763,6 +771,7 @@ export class Kernel {
     const path = this.config.proxy.configPath;
     if (path === undefined) return [];
     const fleet = await loadFleetConfig(path, Deno.env.toObject(), this.#fleetDefaults());
+    this.#registerFleetSecrets(fleet.servers);
     const servers = fleet.servers.filter((s) => s.enabled);
     for (const server of servers) this.#upstreams.plan(server);
     this.#fleet = fleet.servers;
@@ -770,6 +779,16 @@ export class Kernel {
       `fleet ${path}: ${servers.map((s) => s.id).join(", ") || "no enabled servers"}`,
     );
     return fleet.servers;
+  }
+
+  /**
+   * Registers the fleet's secret values for redaction before anything can fail with them; the
+   * previous fleet's stay registered too, since its upstreams may still be stopping.
+   */
+  #registerFleetSecrets(servers: readonly FleetServer[]): void {
+    const { fleet, previousFleet } = this.#secrets;
+    registerSecrets(previousFleet, this.#fleet.flatMap(serverSecrets));
+    registerSecrets(fleet, servers.flatMap(serverSecrets));
   }
 
   #fleetDefaults() {
@@ -818,6 +837,7 @@ export class Kernel {
       }
       generatedToken = randomToken();
       staticToken = generatedToken;
+      registerSecrets(this.#secrets.gateway, [...configSecrets(this.config), generatedToken]);
     }
     const authenticator = await createAuthenticator({
       ...(staticToken === undefined ? {} : { staticToken }),
@@ -1002,8 +1022,9 @@ export class Kernel {
         },
       }),
     });
-    listener.mount(approvalRoutes(this.approvals));
-    listener.mount(operatorStatusRoute({
+    // Operator routes answer through the redacting sink; the MCP routes redact at their errors.
+    listener.mount(redactedRoute(approvalRoutes(this.approvals)));
+    listener.mount(redactedRoute(operatorStatusRoute({
       system: () => this.bridge.status(),
       servers: () =>
         this.proxy.status().map((s) => ({
@@ -1012,8 +1033,8 @@ export class Kernel {
           quarantined: this.scanner?.quarantinedTools(s.id) ?? [],
         })),
       ready: () => this.#ready && this.#fleetReady,
-    }));
-    for (const route of operatorRoutes(this)) listener.mount(route);
+    })));
+    for (const route of operatorRoutes(this)) listener.mount(redactedRoute(route));
     // Mounted even when disabled at start: an operator can enable the interface at runtime.
     for (const transport of this.#transportsOf("http")) {
       this.#transports.push(transport);

@@ -1,7 +1,9 @@
 /**
- * The one logger. It writes to stderr only: in stdio mode stdout carries the protocol.
+ * The one logger. It writes to stderr only: in stdio mode stdout carries the protocol. Every line
+ * is redacted (core/redact.ts) before it is written, so no caller can log a secret by mistake.
  * @module
  */
+import { redact, redactDeep } from "./redact.ts";
 
 /** Log levels, least to most severe. */
 export type LogLevel = "debug" | "info" | "warn" | "error";
@@ -46,6 +48,8 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const scope = options.scope;
   const write = (lvl: LogLevel, message: string, fields?: LogFields) => {
     if (ORDER[lvl] < ORDER[level]) return;
+    message = redact(message);
+    if (fields) fields = redactDeep(fields);
     if (format === "json") {
       sink(JSON.stringify({ ts: new Date().toISOString(), level: lvl, scope, message, ...fields }));
       return;

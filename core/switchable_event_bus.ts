@@ -1,10 +1,18 @@
 /**
  * SwitchableEventBus: the kernel's bus handle. Services get it at construction; the backend behind
  * it (in-process by default, a bus plugin such as NATS when configured) is chosen at start.
+ *
+ * Every event is redacted (core/redact.ts) here, the one way onto the bus, before any local
+ * subscriber, the dashboard's stream or NATS sees it.
  * @module
  */
 import type { EventBus, EventHandler } from "./event_bus.ts";
-import type { GatewayEvent } from "./events.ts";
+import type { GatewayEvent, GatewayEventType } from "./events.ts";
+import { redactDeep } from "./redact.ts";
+
+// Published once per call and made of identifiers, hashes and codes only: no free text to redact,
+// and the call path stays free of redaction work.
+const IDENTIFIERS_ONLY = new Set<GatewayEventType>(["governance.decision"]);
 
 /** An EventBus whose backend can be replaced once services already hold it. */
 export class SwitchableEventBus implements EventBus {
@@ -17,6 +25,7 @@ export class SwitchableEventBus implements EventBus {
   }
 
   publish(event: GatewayEvent): void {
+    if (!IDENTIFIERS_ONLY.has(event.type)) event = redactDeep(event);
     for (const handler of [...this.#local]) {
       try {
         handler(event);

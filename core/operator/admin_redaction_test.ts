@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { resolveConfig } from "../config.ts";
 import { parseFleetConfig } from "../proxy/fleet_config.ts";
-import { redactArgs, redactConfig, redactServer, redactUrl } from "./admin_redaction.ts";
+import { redactArgs, redactUrl } from "../redact.ts";
+import { redactConfig, redactServer } from "./admin_redaction.ts";
 
 const SECRETS = {
   MCP_SERVER_AUTH_TOKEN: "static-token-value",
@@ -70,7 +71,7 @@ Deno.test("Command arguments shaped like well-known API keys, or URLs with crede
     [
       "[redacted]",
       "[redacted]",
-      "https://user:%5Bredacted%5D@db.example/x?token=%5Bredacted%5D",
+      "https://%5Bredacted%5D@db.example/x?token=%5Bredacted%5D",
       "https://plain.example/",
     ],
   );
@@ -99,5 +100,5 @@ Deno.test("A fleet server's command is shown with its secret arguments redacted"
 
 Deno.test("A URL keeps its host and path when redacted", () => {
   assert.equal(redactUrl("https://h.example/p"), "https://h.example/p");
-  assert.match(redactUrl("nats://u:p@h:4222"), /^nats:\/\/u:%5Bredacted%5D@h:4222/);
+  assert.match(redactUrl("nats://u:p@h:4222"), /^nats:\/\/%5Bredacted%5D@h:4222/);
 });
