@@ -28,3 +28,21 @@ Deno.test("compileGlob accepts hyphens, as in everything__get-env", () => {
   assert.equal(compileGlob("everything__get-*")("everything__get-env"), true);
   assert.equal(compileGlob("a-b")("a-b"), true);
 });
+
+Deno.test("compileGlob matches several stars, empty pieces and ? by code point", () => {
+  assert.equal(compileGlob("a*b*c")("abc"), true);
+  assert.equal(compileGlob("a*b*c")("axxbyyc"), true);
+  assert.equal(compileGlob("a*b*c")("axxbyy"), false);
+  assert.equal(compileGlob("**")(""), true);
+  assert.equal(compileGlob("a*a")("a"), false);
+  assert.equal(compileGlob("*ab*ab*")("abab"), true);
+  assert.equal(compileGlob("*ab*ab*")("aba"), false);
+  assert.equal(compileGlob("x?y")("x😀y"), true);
+  assert.equal(compileGlob("*?")(""), false);
+});
+
+Deno.test("compileGlob does not backtrack: a 40 KB name against a multi-star glob answers", () => {
+  const name = "a".repeat(40_000);
+  assert.equal(compileGlob("*a*a*a*b")(name), false);
+  assert.equal(compileGlob("*a*a*a*")(name), true);
+});

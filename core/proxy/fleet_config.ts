@@ -31,7 +31,8 @@ import {
   ProblemList,
   type YamlPath,
 } from "../yaml_source.ts";
-import { interpolate } from "./interpolate.ts";
+import { originAt, refusedVariable, syncEnvAllow } from "./fleet_origin.ts";
+import { interpolate, RefusedVariableError } from "./interpolate.ts";
 
 /** How the gateway talks to an upstream server. */
 export type FleetTransport = "stdio" | "sse" | "http";
@@ -253,6 +254,8 @@ export function parseFleetConfig(
     fieldProblem(["proxy_servers"], `must be a list of servers, received ${describe(list)}`);
   }
 
+  const lines = text.split("\n");
+  const allowed = syncEnvAllow(env);
   const ids = new Map<string, { index: number; line: number }>();
   const prefixes = new Map<string, { id: string; line: number }>();
   const entries: unknown[] = Array.isArray(list) ? list : [];
@@ -429,12 +432,20 @@ export function parseFleetConfig(
     // A disabled server may reference variables that are not set yet: it keeps the raw text.
     const enabled = fields.enabled ?? true;
     const unresolved = new Set<string>();
+    // Entries sync or discovery wrote may only reference what the operator allowed.
+    const origin = originAt(lines, line);
+    const refuse = (name: string) => refusedVariable(origin, name, allowed, line - 1);
     const resolve = (value: string, where: YamlPath, field: string): string => {
       const missing = new Set<string>();
       let resolved: string;
       try {
-        resolved = interpolate(value, env, (name) => missing.add(name));
+        resolved = interpolate(value, env, (name) => missing.add(name), refuse);
       } catch (error) {
+        // Disabled, such an entry is how sync proposes it: kept as written, never resolved.
+        if (error instanceof RefusedVariableError && !enabled) {
+          unresolved.add(field);
+          return value;
+        }
         report(where, `${label} ${field}: ${(error as Error).message}`);
         unresolved.add(field);
         return value;

@@ -118,34 +118,98 @@ export function editFleetFile<V, R = never>(
   });
 }
 
+/** How {@link addServer} writes an entry. */
+export interface AddServerOptions {
+  /**
+   * A comment line written just above the entry, as a comment node of the document (sync's and
+   * discovery's markers): one line of printable ASCII, without the leading `#`.
+   */
+  comment?: string;
+}
+
+/**
+ * The YAML text of one entry as {@link addServer} writes it (a list item, unindented), with its
+ * comment line: what a proposal shows is exactly what lands in the file.
+ */
+export function entryText(entry: Record<string, unknown>, options: AddServerOptions = {}): string {
+  const printed = new Document([entry]);
+  const item = (printed.contents as YAMLSeq).items[0];
+  styled(item);
+  if (options.comment !== undefined) {
+    (item as YAMLMap).commentBefore = checkComment(options.comment);
+  }
+  return printed.toString(STRINGIFY);
+}
+
 /** Appends one server entry (an object in the file's own format); refuses a duplicate id. */
-export function addServer(entry: Record<string, unknown>): FleetEdit {
+export function addServer(
+  entry: Record<string, unknown>,
+  options: AddServerOptions = {},
+): FleetEdit {
+  return addServers([{ entry, ...options }]);
+}
+
+/**
+ * Appends several entries in one edit, in order (one parse and one print however many: a first
+ * sync can add hundreds); refuses an id already in the file or given twice.
+ */
+export function addServers(
+  entries: readonly ({ entry: Record<string, unknown> } & AddServerOptions)[],
+): FleetEdit {
   return (doc, text) => {
-    const id = entry.id;
+    if (entries.length === 0) return undefined;
     const servers = serverList(doc);
-    if (servers && typeof id === "string" && findServer(servers, id) !== undefined) {
-      throw new FleetEditError(
-        "conflict",
-        `A server "${id}" is already in the fleet file; pick another id or change it with its own routes`,
-      );
+    const seen = new Set<unknown>();
+    for (const { entry } of entries) {
+      const id = entry.id;
+      if (
+        typeof id === "string" &&
+        (seen.has(id) || (servers && findServer(servers, id) !== undefined))
+      ) {
+        throw new FleetEditError(
+          "conflict",
+          `A server "${id}" is already in the fleet file; pick another id or change it with its own routes`,
+        );
+      }
+      seen.add(id);
     }
     const last = servers?.items.at(-1);
     if (!servers || servers.flow || !isMap(last) || last.flow || !last.range) {
       // Nothing of the list's layout to keep: let the document print it.
       const list = servers ?? createServerList(doc);
-      list.add(styled(doc.createNode(entry)));
+      for (const { entry, comment } of entries) {
+        const node = styled(doc.createNode(entry));
+        if (comment !== undefined) {
+          // A flow list cannot hold comments: it is printed as a block list.
+          list.flow = false;
+          for (const item of list.items) if (isMap(item)) item.flow = false;
+          node.commentBefore = checkComment(comment);
+        }
+        list.add(node);
+      }
       return doc.toString(STRINGIFY);
     }
     const dash = text.lastIndexOf("-", last.range[0]);
     const indent = " ".repeat(dash - lineStart(text, dash));
-    const printed = new Document([entry]);
-    styled(printed.contents);
-    const block = printed.toString(STRINGIFY).trimEnd().split("\n").map((line) => indent + line)
-      .join("\n") + "\n";
+    const block = entries.map(({ entry, comment }) =>
+      entryText(entry, comment === undefined ? {} : { comment }).trimEnd().split("\n")
+        .map((line) => indent + line).join("\n") + "\n"
+    ).join("");
     const at = servers.range?.[2] ?? text.length;
     const join = at > 0 && text[at - 1] !== "\n" ? "\n" : "";
     return text.slice(0, at) + join + block + text.slice(at);
   };
+}
+
+/** A comment's text, refused unless it is one line of printable ASCII. */
+function checkComment(comment: string): string {
+  if (!/^[\x20-\x7e]*$/.test(comment) || comment.length > 512) {
+    throw new FleetEditError(
+      "invalid",
+      "A fleet comment must be one line of printable ASCII (at most 512 characters); nothing was written",
+    );
+  }
+  return comment.startsWith(" ") ? comment : ` ${comment}`;
 }
 
 /** Removes the server entry with this id (and the comment lines just above it). */

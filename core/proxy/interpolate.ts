@@ -9,6 +9,26 @@
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+/** A reference to a variable the entry may not use; the message says why and what to do. */
+export class RefusedVariableError extends Error {
+  override readonly name = "RefusedVariableError";
+  /** The variable that was refused. */
+  readonly variable: string;
+
+  constructor(variable: string, message: string) {
+    super(message);
+    this.variable = variable;
+  }
+}
+
+/**
+ * Whether `name` is one of the gateway's own variables (`MCP_*`: its auth secrets, approval
+ * secret, tokens and settings), which only the operator's own hand-written entries may reference.
+ */
+export function isGatewayVariable(name: string): boolean {
+  return /^MCP_/i.test(name);
+}
+
 const HOW =
   "write ${NAME} or ${NAME:-default} (NAME is letters, digits and _), or $$ for a literal $";
 
@@ -23,11 +43,16 @@ const HOW =
  * variable's name and the reference stays in the result as written, so the caller decides
  * whether that is an error. A malformed reference (unclosed, bad name, nested) throws a
  * `SyntaxError` that quotes it.
+ *
+ * `refuse`, when given, is asked about every variable a reference names, before its value is
+ * looked up: a reason it returns throws a {@link RefusedVariableError} with that reason, so a
+ * value the caller may not use is never read, not even into a default.
  */
 export function interpolate(
   text: string,
   env: Record<string, string | undefined>,
   onMissing: (name: string) => void,
+  refuse?: (name: string) => string | undefined,
 ): string {
   let out = "";
   let i = 0;
@@ -63,6 +88,8 @@ export function interpolate(
     if (!NAME.test(name) || fallback?.includes("${")) {
       throw new SyntaxError(`Malformed variable reference "${reference}"; ${HOW}`);
     }
+    const refused = refuse?.(name);
+    if (refused !== undefined) throw new RefusedVariableError(name, refused);
     const value = env[name];
     if (fallback !== undefined) {
       out += value === undefined || value === "" ? fallback : value;

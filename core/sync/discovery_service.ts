@@ -5,10 +5,54 @@
  * @module
  */
 import type { DiscoveryCandidate, DiscoverySource } from "../plugin_api.ts";
-import type { SyncProposal } from "./sync_plan.ts";
+import { DISCOVERY_MARKER } from "../proxy/fleet_origin.ts";
+import {
+  checkOutsideText,
+  checkRemoteUrl,
+  isOutsideText,
+  OutsideTextError,
+  quoteOutside,
+} from "./outside_text.ts";
+import { type SyncProposal, withYaml } from "./sync_plan.ts";
 
-/** The comment line above an entry that discovery wrote. */
-export const DISCOVERY_MARKER = "# discovered by";
+export { DISCOVERY_MARKER };
+
+const MAX_LABELS = 16;
+const MAX_ERRORS = 50;
+
+/**
+ * Why a candidate cannot be proposed (undefined when it can): an announcement is outside the
+ * trust boundary, so its source, id, transport and URL must pass the strict checks first.
+ */
+export function candidateProblem(candidate: DiscoveryCandidate): string | undefined {
+  try {
+    checkOutsideText(candidate.source, "source", "source");
+    checkOutsideText(candidate.id, "id", "candidateId");
+    if (candidate.removed) return undefined;
+    if (candidate.transport !== "http" && candidate.transport !== "sse") {
+      throw new OutsideTextError(
+        `transport ${quoteOutside(String(candidate.transport))} must be http or sse`,
+      );
+    }
+    checkRemoteUrl(candidate.url, "url");
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof OutsideTextError)) throw error;
+    const from = isOutsideText(candidate.source, "source")
+      ? candidate.source
+      : quoteOutside(String(candidate.source));
+    return `discovery: ignored a candidate from ${from}: ${error.message}`;
+  }
+}
+
+/** The labels worth showing: plain keys and values only, at most {@link MAX_LABELS}. */
+function shownLabels(labels: Record<string, string> | undefined): Record<string, string> {
+  const shown: Record<string, string> = {};
+  for (const [key, value] of Object.entries(labels ?? {}).slice(0, MAX_LABELS)) {
+    if (isOutsideText(key, "candidateId") && isOutsideText(value, "literal")) shown[key] = value;
+  }
+  return shown;
+}
 
 /** What a proposal needs to know of the fleet: ids taken and endpoints already served. */
 export interface FleetView {
@@ -26,7 +70,7 @@ export function isDiscoverySource(value: unknown): value is DiscoverySource {
 /** A fleet id for a candidate: `<source>-<id>`, in the fleet id alphabet (no `_`). */
 export function candidateServerId(candidate: DiscoveryCandidate): string {
   const slug = `${candidate.source}-${candidate.id}`.toLowerCase().replace(/[^a-z0-9-]+/g, "-")
-    .replace(/-+/g, "-").replace(/^-|-$/g, "");
+    .replace(/-+/g, "-").slice(0, 48).replace(/^-|-$/g, "");
   return slug === "" ? "discovered" : slug;
 }
 
@@ -40,7 +84,7 @@ export function candidateProposals(
   const ids = new Set(fleet.map((s) => s.id));
   const proposals: SyncProposal[] = [];
   for (const candidate of candidates) {
-    if (candidate.removed || urls.has(candidate.url)) continue;
+    if (candidate.removed || candidateProblem(candidate) || urls.has(candidate.url)) continue;
     urls.add(candidate.url);
     let server = candidateServerId(candidate);
     for (let n = 2; ids.has(server); n++) server = `${candidateServerId(candidate)}-${n}`;
@@ -52,19 +96,20 @@ export function candidateProposals(
       transport: candidate.transport,
       ...(trust ? {} : { enabled: false }),
     };
-    proposals.push({
+    const labels = shownLabels(candidate.labels);
+    proposals.push(withYaml({
       id: `add:${server}`,
       action: "add",
       server,
       source: `discovery:${candidate.source}`,
       name: candidate.id,
       entry,
-      ...(candidate.labels ? { labels: candidate.labels } : {}),
+      ...(Object.keys(labels).length > 0 ? { labels } : {}),
       reason: trust
         ? `found by ${candidate.source} (a trusted source)`
         : `found by ${candidate.source}; proposed disabled: review it, or trust the source with MCP_DISCOVERY_TRUSTED`,
       marker: `${DISCOVERY_MARKER} ${candidate.source}: ${candidate.id}`,
-    });
+    }));
   }
   return proposals.sort((a, b) => a.server.localeCompare(b.server));
 }
@@ -80,10 +125,19 @@ export async function collectCandidates(
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), timeoutMs);
     try {
+      const problem = (c: DiscoveryCandidate) => {
+        const found = candidateProblem(c);
+        // A flood of bad announcements must not grow the report without bound.
+        if (found && errors.length < MAX_ERRORS) errors.push(found);
+        return found !== undefined;
+      };
       if (source.list) {
-        for (const c of await source.list()) candidates.set(`${c.source}/${c.id}`, c);
+        for (const c of await source.list()) {
+          if (!problem(c)) candidates.set(`${c.source}/${c.id}`, c);
+        }
       } else if (source.discover) {
         for await (const c of source.discover(controller.signal)) {
+          if (problem(c)) continue;
           if (c.removed) candidates.delete(`${c.source}/${c.id}`);
           else candidates.set(`${c.source}/${c.id}`, c);
         }
@@ -167,6 +221,8 @@ export class DiscoveryService {
   }
 
   #see(candidate: DiscoveryCandidate): void {
+    const problem = candidateProblem(candidate);
+    if (problem) return this.#onError(new Error(problem));
     const key = `${candidate.source}/${candidate.id}`;
     if (candidate.removed) this.#candidates.delete(key);
     else this.#candidates.set(key, candidate);

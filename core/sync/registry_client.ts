@@ -4,6 +4,8 @@
  * a single malformed server is skipped with a reason instead, so one bad entry cannot stop a sync.
  * @module
  */
+import { fileURLToPath } from "node:url";
+import { concatBytes } from "../concat_bytes.ts";
 import {
   OFFICIAL_META,
   type RegistryServer,
@@ -38,8 +40,10 @@ export interface RegistryListing {
   skipped: { name: string; version?: string; reason: string }[];
 }
 
-// A registry that keeps handing out cursors must not loop forever.
+// A registry that keeps handing out cursors must not loop forever, nor answer without end.
 const MAX_PAGES = 1000;
+const MAX_PAGE_BYTES = 16 * 1024 * 1024;
+const MAX_TOTAL_BYTES = 128 * 1024 * 1024;
 
 /** Reads every page of the registry at `source` (an http(s) URL or a file path). */
 export async function readRegistry(
@@ -51,7 +55,8 @@ export async function readRegistry(
     const read = query.readTextFile ?? Deno.readTextFile;
     let text: string;
     try {
-      text = await read(source);
+      // A saved page is a path or a file:// URL.
+      text = await read(/^file:/i.test(source) ? fileURLToPath(source) : source);
     } catch (error) {
       throw new RegistryError(
         `Cannot read registry file "${source}": ${
@@ -65,6 +70,7 @@ export async function readRegistry(
   const base = serversUrl(source);
   const doFetch = query.fetch ?? fetch;
   let cursor: string | undefined;
+  let total = 0;
   for (let page = 0; page < MAX_PAGES; page++) {
     const url = new URL(base);
     url.searchParams.set("limit", String(query.limit ?? 100));
@@ -76,7 +82,15 @@ export async function readRegistry(
     let text: string;
     try {
       const response = await doFetch(url, { signal, headers: { accept: "application/json" } });
-      text = await response.text();
+      text = await boundedText(response, url, MAX_PAGE_BYTES);
+      total += text.length;
+      if (total > MAX_TOTAL_BYTES) {
+        throw new RegistryError(
+          `Registry ${base} sent more than ${
+            MAX_TOTAL_BYTES / 1024 / 1024
+          } MiB in all; nothing was changed, narrow it with --search or --include`,
+        );
+      }
       if (!response.ok) {
         throw new RegistryError(
           `Registry ${url} answered ${response.status} ${response.statusText}: ${
@@ -103,6 +117,29 @@ export async function readRegistry(
   throw new RegistryError(
     `Registry ${base} returned more than ${MAX_PAGES} pages; narrow it with --search`,
   );
+}
+
+/** The body as text, refused once it passes `max` bytes (read no further). */
+async function boundedText(response: Response, url: URL, max: number): Promise<string> {
+  if (!response.body) return "";
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > max) {
+      await reader.cancel().catch(() => {});
+      throw new RegistryError(
+        `Registry ${url} answered with a page larger than ${
+          max / 1024 / 1024
+        } MiB; nothing was changed, lower the page size or check --registry`,
+      );
+    }
+    chunks.push(value);
+  }
+  return new TextDecoder().decode(concatBytes(chunks, size));
 }
 
 /** The servers endpoint of a registry base URL (`https://registry.modelcontextprotocol.io`). */

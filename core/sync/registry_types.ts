@@ -7,13 +7,32 @@
 /** The `_meta` key under which the official registry puts status and timestamps. */
 export const OFFICIAL_META = "io.modelcontextprotocol.registry/official";
 
-/** One environment variable a package declares. */
-export interface RegistryEnvVar {
-  name: string;
+/** What the registry says about one input (an argument or a variable); all of it unchecked. */
+export interface RegistryInput {
   description?: string;
   isRequired?: boolean;
   isSecret?: boolean;
+  /** `string`, `number`, `boolean` or `filepath`. */
+  format?: string;
+  value?: string;
   default?: string;
+  /** Only for arguments: `positional` or `named`. */
+  type?: string;
+}
+
+/** One environment variable a package declares. */
+export interface RegistryEnvVar extends RegistryInput {
+  name: string;
+}
+
+/** One argument of a package or its runtime: `positional` (a value) or `named` (`--flag value`). */
+export interface RegistryArgument extends RegistryInput {
+  type: string;
+  /** The flag of a named argument. */
+  name?: string;
+  /** What a positional argument stands for (`target_dir`). */
+  valueHint?: string;
+  isRepeated?: boolean;
 }
 
 /** One HTTP header a remote declares. */
@@ -31,6 +50,10 @@ export interface RegistryPackage {
   version?: string;
   transport?: { type: string; url?: string };
   environmentVariables?: RegistryEnvVar[];
+  /** Arguments for the runtime (npx, node): not passed under sandbox: deno. */
+  runtimeArguments?: RegistryArgument[];
+  /** Arguments for the package itself, after its name. */
+  packageArguments?: RegistryArgument[];
 }
 
 /** One hosted endpoint of a server. */

@@ -4,16 +4,17 @@
  * lands or none does.
  * @module
  */
-import { isMap, isSeq, parseDocument } from "yaml";
+import { parseDocument } from "yaml";
 import {
-  addServer,
+  addServers,
   editFleetFile,
   type FleetEdit,
   type FleetEditResult,
   removeServer,
   setServerEnabled,
 } from "../proxy/fleet_writer.ts";
-import { SYNC_MARKER, type SyncProposal } from "./sync_plan.ts";
+import { SYNC_MARKER } from "../proxy/fleet_origin.ts";
+import { markerComment, type SyncProposal } from "./sync_plan.ts";
 
 /** Applies `proposals` to the fleet file at `path`; `validate` refuses a bad result. */
 export async function applyProposals<V, R = never>(
@@ -23,47 +24,38 @@ export async function applyProposals<V, R = never>(
   apply?: (validated: V) => Promise<R>,
 ): Promise<FleetEditResult<V, R>> {
   await ensureFleetFile(path);
-  return await editFleetFile(path, composeEdits(proposals.map(toEdit)), {
+  // The directories chosen for declared paths: the server's own, readable by the gateway's user only.
+  for (const dir of proposals.flatMap((p) => p.paths ?? [])) {
+    await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+  }
+  return await editFleetFile(path, composeEdits(toEdits(proposals)), {
     validate,
     ...(apply ? { apply } : {}),
   });
 }
 
-/** The edit of one proposal. */
-function toEdit(proposal: SyncProposal): FleetEdit {
-  switch (proposal.action) {
-    case "add":
-      return addSynced(proposal);
-    case "update":
-      // The entry moves to the end of the list: its comment marker goes with it.
-      return composeEdits([
-        unmark(proposal.server),
-        removeServer(proposal.server),
-        addSynced(proposal),
-      ]);
-    case "disable":
-      return setServerEnabled(proposal.server, false);
-    case "remove":
-      return composeEdits([unmark(proposal.server), removeServer(proposal.server)]);
+/**
+ * The edits of the proposals: first every removal, disable and the removal half of each update
+ * (an updated entry moves to the end of the list, its marker with it), then every add in proposal
+ * order as one edit, the same text as one edit per proposal without a parse per entry.
+ */
+function toEdits(proposals: readonly SyncProposal[]): FleetEdit[] {
+  const edits: FleetEdit[] = [];
+  const adds: { entry: Record<string, unknown>; comment: string }[] = [];
+  for (const proposal of proposals) {
+    if (proposal.action === "update" || proposal.action === "remove") {
+      edits.push(unmark(proposal.server), removeServer(proposal.server));
+    } else if (proposal.action === "disable") {
+      edits.push(setServerEnabled(proposal.server, false));
+    }
+    if (proposal.action === "add" || proposal.action === "update") {
+      adds.push({
+        entry: proposal.entry ?? { id: proposal.server },
+        comment: markerComment(proposal),
+      });
+    }
   }
-}
-
-/** Appends the entry, with the marker line that lets later syncs recognise it. */
-function addSynced(proposal: SyncProposal): FleetEdit {
-  const add = addServer(proposal.entry ?? { id: proposal.server });
-  return (doc, text) => {
-    const block = blockList(doc);
-    // An empty list has no ranges to go stale: the converted document itself is edited.
-    const blockDoc = block === undefined || isEmptyList(doc) ? doc : parseDocument(block);
-    const added = add(blockDoc, block ?? text) ?? block ?? text;
-    const line = new RegExp(`^([ \\t]*)- id: "?${proposal.server}"?[ \\t]*$`, "gm");
-    let match: RegExpExecArray | null = null;
-    for (let m = line.exec(added); m !== null; m = line.exec(added)) match = m;
-    if (match === null) return added;
-    const comment = proposal.marker ?? `${SYNC_MARKER} ${proposal.name}@${proposal.to}`;
-    const marker = `${match[1]}${comment}\n`;
-    return added.slice(0, match.index) + marker + added.slice(match.index);
-  };
+  return [...edits, addServers(adds)];
 }
 
 /**
@@ -73,7 +65,7 @@ function addSynced(proposal: SyncProposal): FleetEdit {
 function unmark(id: string): FleetEdit {
   return (_doc, text) => {
     const marked = new RegExp(
-      `^[ \\t]*${escapeRegExp(SYNC_MARKER)}.*\\n(?=[ \\t]*- id: "?${id}"?[ \\t]*$)`,
+      `^[ \\t]*${escapeRegExp(SYNC_MARKER)}.*\\n(?=[ \\t]*- id: "?${escapeRegExp(id)}"?[ \\t]*$)`,
       "m",
     );
     const next = text.replace(marked, "");
@@ -83,23 +75,6 @@ function unmark(id: string): FleetEdit {
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-}
-
-function isEmptyList(doc: Parameters<FleetEdit>[0]): boolean {
-  const list = isMap(doc.contents) ? doc.contents.get("proxy_servers", true) : undefined;
-  return isSeq(list) && list.items.length === 0;
-}
-
-/**
- * A flow list (`proxy_servers: []`) cannot hold the marker comments, so it is printed as a block
- * list first; undefined when it already is one.
- */
-function blockList(doc: Parameters<FleetEdit>[0]): string | undefined {
-  const list = isMap(doc.contents) ? doc.contents.get("proxy_servers", true) : undefined;
-  if (!isSeq(list) || !list.flow) return undefined;
-  list.flow = false;
-  for (const item of list.items) if (isMap(item)) item.flow = false;
-  return doc.toString({ lineWidth: 0, flowCollectionPadding: false });
 }
 
 /** Runs edits one after the other, each on the text the previous one produced. */

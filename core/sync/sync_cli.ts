@@ -18,9 +18,15 @@ servers (npm packages run under sandbox: deno, remotes over http or sse), update
 deprecated or deleted ones, remove synced entries gone from the registry. Entries sync writes are
 marked "# synced from registry: <name>@<version>"; hand-written entries are never touched.
 
+A registry is not trusted: new entries are written enabled: false (unless the registry is in
+MCP_SYNC_TRUSTED_REGISTRIES), they may reference only the variables in MCP_SYNC_ENV_ALLOW (never
+MCP_*), and each server that declares a path gets its own directory under MCP_SYNC_DATA_DIR
+(default .agent33/servers beside the fleet file). Every proposal shows the YAML it writes.
+
 Options:
-  --registry URL|FILE   Registry base URL (e.g. https://registry.modelcontextprotocol.io) or a
-                        saved /v0.1/servers response
+  --registry URL|FILE   Registry base URL (e.g. https://registry.modelcontextprotocol.io), or a
+                        saved /v0.1/servers response (a path or a file:// URL), e.g.
+                        examples/registry/servers.json
   --config FILE         Fleet file (MCP_PROXY_CONFIG_PATH)
   --apply               Write the changes (atomic, comments kept, backup in <fleet>.bak)
   --json                Print the plan as JSON
@@ -128,6 +134,8 @@ export function renderPlan(result: SyncResult, applied?: { changed: boolean }): 
         p.name ?? ""
       }  ${p.reason}`,
     );
+    // Exactly the text an add or update writes.
+    if (p.yaml) lines.push(...p.yaml.trimEnd().split("\n").map((line) => `      | ${line}`));
   }
   if (result.skipped.length > 0) {
     lines.push("Skipped:");

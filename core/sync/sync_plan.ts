@@ -7,12 +7,14 @@
  */
 import { parse } from "yaml";
 import { compileGlobs } from "../glob.ts";
+import { SYNC_MARKER } from "../proxy/fleet_origin.ts";
+import { entryText } from "../proxy/fleet_writer.ts";
+import { isOutsideText, quoteOutside } from "./outside_text.ts";
 import type { RegistryListing } from "./registry_client.ts";
 import type { RegistryServer } from "./registry_types.ts";
 import { slugOf, toFleetEntry, uniqueId } from "./registry_mapping.ts";
 
-/** The comment line that marks an entry as written by sync. */
-export const SYNC_MARKER = "# synced from registry:";
+export { SYNC_MARKER };
 
 /** What a proposal does to the fleet file. */
 export type ProposalAction = "add" | "update" | "disable" | "remove";
@@ -33,6 +35,10 @@ export interface SyncProposal {
   to?: string;
   /** The full entry to write (add and update). */
   entry?: Record<string, unknown>;
+  /** Exactly what is written for an add or update: the marker comment and the entry, as YAML. */
+  yaml?: string;
+  /** Directories the entry is given; created when the proposal is applied. */
+  paths?: string[];
   /** Why, in one line. */
   reason: string;
   /** The comment line written above an added entry (default: the registry marker). */
@@ -72,6 +78,24 @@ export interface PlanOptions {
   complete: boolean;
   /** Decides which secrets are set (an entry whose variables are unset is written disabled). */
   env: Record<string, string | undefined>;
+  /** `MCP_SYNC_ENV_ALLOW`: the variables a synced entry may reference (default none). */
+  allow?: ReadonlySet<string>;
+  /** The registry is in `MCP_SYNC_TRUSTED_REGISTRIES`: new entries are written enabled. */
+  trusted?: boolean;
+  /** Where declared paths go: `<dataDir>/<id>` per server. */
+  dataDir?: string;
+}
+
+/** The marker comment of a proposal, without its `#`: the registry's, else discovery's. */
+export function markerComment(proposal: SyncProposal): string {
+  const line = proposal.marker ?? `${SYNC_MARKER} ${proposal.name}@${proposal.to}`;
+  return line.replace(/^#/, "");
+}
+
+/** The proposal with `yaml`, the text an add or update writes. */
+export function withYaml(proposal: SyncProposal): SyncProposal {
+  if (!proposal.entry) return proposal;
+  return { ...proposal, yaml: entryText(proposal.entry, { comment: markerComment(proposal) }) };
 }
 
 /** The synced entries of a fleet file's text, by registry name. */
@@ -87,7 +111,9 @@ export function syncedEntries(text: string): Map<string, SyncedEntry> {
     const at = ref.lastIndexOf("@");
     if (id === undefined || at <= 0) return;
     const name = ref.slice(0, at);
-    found.set(name, { id, name, version: ref.slice(at + 1), enabled: enabled.get(id) ?? true });
+    const version = ref.slice(at + 1);
+    if (!isOutsideText(name, "registryName") || !isOutsideText(version, "version")) return;
+    found.set(name, { id, name, version, enabled: enabled.get(id) ?? true });
   });
   return found;
 }
@@ -99,11 +125,40 @@ export function fleetIds(text: string): Set<string> {
 
 /** Compares `listing` with the fleet file's text. */
 export function planSync(text: string, listing: RegistryListing, options: PlanOptions): SyncPlan {
-  const plan: SyncPlan = { proposals: [], skipped: [...listing.skipped], unchanged: [] };
+  const plan: SyncPlan = {
+    proposals: [],
+    skipped: listing.skipped.map((s) => ({
+      ...s,
+      name: shownName(s.name),
+      ...(s.version === undefined ? {} : { version: shownVersion(s.version) }),
+    })),
+    unchanged: [],
+  };
   const keep = options.include?.length ? compileGlobs(options.include) : () => true;
   const synced = syncedEntries(text);
   const taken = fleetIds(text);
-  const latest = latestByName(listing.servers.filter((s) => keep(s.server.name)));
+  // Nothing the registry names is used before it passes the strict checks.
+  const valid = listing.servers.filter(({ server }) => {
+    const problem = !isOutsideText(server.name, "registryName")
+      ? "refused: its name must be a reverse-DNS namespace and a name (letters, digits, . _ -, one /), at most 200 characters"
+      : !isOutsideText(server.version, "version")
+      ? "refused: its version must be letters, digits, . + _ - (at most 64 characters)"
+      : undefined;
+    if (problem) {
+      plan.skipped.push({
+        name: shownName(server.name),
+        version: shownVersion(server.version),
+        reason: problem,
+      });
+    }
+    return problem === undefined;
+  });
+  const mapping = {
+    env: options.env,
+    allow: options.allow ?? new Set<string>(),
+    dataDir: options.dataDir ?? ".agent33/servers",
+  };
+  const latest = latestByName(valid.filter((s) => keep(s.server.name)));
   for (const { server: detail, status } of latest) {
     const existing = synced.get(detail.name);
     const ref = { name: detail.name, version: detail.version };
@@ -126,12 +181,15 @@ export function planSync(text: string, listing: RegistryListing, options: PlanOp
     }
     const id = existing?.id ?? uniqueId(slugOf(detail.name), taken);
     taken.add(id);
-    const mapped = toFleetEntry(detail, id, options.env);
+    // An entry the operator enabled stays enabled through an update (when nothing is missing).
+    const trusted = existing ? existing.enabled : options.trusted === true;
+    const mapped = toFleetEntry(detail, id, { ...mapping, trusted });
     if ("skip" in mapped) {
       plan.skipped.push({ ...ref, reason: mapped.skip });
       continue;
     }
-    const note = mapped.note ? ` (${mapped.note})` : "";
+    const note = mapped.notes.length > 0 ? ` (${mapped.notes.join("; ")})` : "";
+    const paths = mapped.paths.length > 0 ? { paths: mapped.paths } : {};
     if (!existing) {
       plan.proposals.push({
         id: `add:${id}`,
@@ -141,11 +199,10 @@ export function planSync(text: string, listing: RegistryListing, options: PlanOp
         ...ref,
         to: detail.version,
         entry: mapped.entry,
+        ...paths,
         reason: `new in the registry${note}`,
       });
     } else if (existing.version !== detail.version) {
-      // An operator's `enabled: false` survives an update.
-      if (!existing.enabled) mapped.entry.enabled = false;
       plan.proposals.push({
         id: `update:${id}`,
         action: "update",
@@ -155,6 +212,7 @@ export function planSync(text: string, listing: RegistryListing, options: PlanOp
         from: existing.version,
         to: detail.version,
         entry: mapped.entry,
+        ...paths,
         reason: `version ${existing.version} → ${detail.version}${note}`,
       });
     } else {
@@ -176,8 +234,17 @@ export function planSync(text: string, listing: RegistryListing, options: PlanOp
       });
     }
   }
-  plan.proposals.sort((a, b) => a.server.localeCompare(b.server));
+  plan.proposals = plan.proposals.map(withYaml).sort((a, b) => a.server.localeCompare(b.server));
   return plan;
+}
+
+/** A name as shown in a plan: as given when it passes the check, else quoted with escapes. */
+function shownName(name: unknown): string {
+  return isOutsideText(name, "registryName") ? name : quoteOutside(String(name));
+}
+
+function shownVersion(version: unknown): string {
+  return isOutsideText(version, "version") ? version : quoteOutside(String(version));
 }
 
 /** One version per server: the one the registry marks latest, else the last listed. */

@@ -3,6 +3,8 @@
  * file, and optionally apply everything proposed. Shared by `main.ts sync` and the admin API.
  * @module
  */
+import { dirname, resolve } from "node:path";
+import { syncEnvAllow } from "../proxy/fleet_origin.ts";
 import { readRegistry, type RegistryQuery } from "./registry_client.ts";
 import { applyProposals } from "./sync_apply.ts";
 import { planSync, type SyncPlan } from "./sync_plan.ts";
@@ -54,6 +56,9 @@ export async function planFromRegistry(options: SyncOptions): Promise<SyncResult
   const plan = planSync(text, listing, {
     complete: updatedSince === undefined && !options.search,
     env: options.env,
+    allow: syncEnvAllow(options.env),
+    trusted: trustedRegistry(options.registry, options.env),
+    dataDir: syncDataDir(options.fleetPath, options.env),
     ...(options.include ? { include: options.include } : {}),
   });
   return {
@@ -64,6 +69,24 @@ export async function planFromRegistry(options: SyncOptions): Promise<SyncResult
     filtered: Boolean(options.search || options.include?.length),
     ...plan,
   };
+}
+
+/** `MCP_SYNC_TRUSTED_REGISTRIES` (comma-separated URLs or files): whose new entries run at once. */
+export function trustedRegistry(
+  registry: string,
+  env: Record<string, string | undefined>,
+): boolean {
+  const norm = (source: string) => source.trim().replace(/\/+$/, "");
+  return (env.MCP_SYNC_TRUSTED_REGISTRIES ?? "").split(",").map(norm).filter(Boolean)
+    .includes(norm(registry));
+}
+
+/**
+ * `MCP_SYNC_DATA_DIR`, default `.agent33/servers` beside the fleet file: each synced server that
+ * declares a path gets `<dir>/<id>` (absolute, so the child's working directory does not matter).
+ */
+export function syncDataDir(fleetPath: string, env: Record<string, string | undefined>): string {
+  return resolve(env.MCP_SYNC_DATA_DIR ?? `${dirname(resolve(fleetPath))}/.agent33/servers`);
 }
 
 /** Writes every proposal of `result` and remembers the sync for the next incremental run. */

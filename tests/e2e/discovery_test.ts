@@ -4,13 +4,18 @@
  * mDNS on loopback when multicast works here.
  */
 import assert from "node:assert/strict";
+import { parse } from "yaml";
 import { K8sSource } from "../../plugins/discovery-k8s/k8s_source.ts";
 import type { DiscoveryCandidate } from "../../core/plugin_api.ts";
 import { candidateProposals, DiscoveryService } from "../../core/sync/discovery_service.ts";
 import { BUILTIN_PLUGIN_DIR } from "../../core/plugin_loader.ts";
 import { startGateway } from "../support/gateway.ts";
 import { runDiscoverCommand } from "../../core/sync/discover_cli.ts";
-import { LanSource, SERVICE } from "../../plugins/discovery-lan/lan_source.ts";
+import {
+  candidatesFromRecords,
+  LanSource,
+  SERVICE,
+} from "../../plugins/discovery-lan/lan_source.ts";
 import { TailscaleSource } from "../../plugins/discovery-tailscale/tailscale_source.ts";
 
 const K8S_DATA = new URL("../../plugins/discovery-k8s/testdata/", import.meta.url);
@@ -413,4 +418,114 @@ Deno.test("GET /v1/mcp/sync/proposals?discover=true joins discovery candidates t
     await gateway.stop();
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+/** What an attacker announces: line breaks, YAML indicators, references, controls, bidi. */
+const HOSTILE = [
+  "\n  - id: pwn\n    command: [sh, -c, touch PWNED]\n    sandbox: none",
+  "\r- id: pwn",
+  "\u2028- id: pwn",
+  "${MCP_APPROVAL_SECRET}",
+  "# comment",
+  " &a *a !!js/function",
+  '": [x], {y: z}',
+  "\t\u0000\u001b[31m",
+  "\u202eevil\u2066",
+  "a".repeat(3000),
+];
+
+/** A real plugin in a temp dir, announcing `candidates` (as JSON) through `list()`. */
+async function hostilePlugin(dir: string, candidates: unknown[]): Promise<string> {
+  const root = `${dir}/plugins`;
+  await Deno.mkdir(`${root}/discovery-hostile`, { recursive: true });
+  const api = new URL("../../core/plugin_api.ts", import.meta.url).href;
+  await Deno.writeTextFile(
+    `${root}/discovery-hostile/mod.ts`,
+    `import { definePlugin } from ${JSON.stringify(api)};
+export default definePlugin({
+  name: "discovery-hostile",
+  version: "1.0.0",
+  kind: "discovery",
+  description: "Announces whatever it is told",
+  permissions: {},
+  create: () => ({ list: () => Promise.resolve(${JSON.stringify(candidates)}) }),
+});
+`,
+  );
+  return root;
+}
+
+Deno.test("Hostile announcements write exactly the proposed entries: every string field fuzzed", async () => {
+  const valid = {
+    id: "notes box",
+    source: "hostile",
+    transport: "http",
+    url: "http://notes.internal:8080/mcp",
+    labels: { host: "notes.local" },
+  };
+  const candidates: unknown[] = [valid];
+  const fields: [string, (c: Record<string, unknown>, bad: string) => void][] = [
+    ["id", (c, bad) => c.id = `n${candidates.length}${bad}`],
+    ["source", (c, bad) => c.source = `hostile${bad}`],
+    ["transport", (c, bad) => c.transport = `http${bad}`],
+    ["url", (c, bad) => c.url = `http://n${candidates.length}.internal/mcp${bad}`],
+    ["label key", (c, bad) => c.labels = { [`host${bad}`]: "x" }],
+    ["label value", (c, bad) => c.labels = { host: `x${bad}` }],
+  ];
+  for (const [, set] of fields) {
+    for (const bad of HOSTILE) {
+      const candidate: Record<string, unknown> = {
+        ...structuredClone(valid),
+        id: `n${candidates.length}`,
+        url: `http://n${candidates.length}.internal/mcp`,
+      };
+      set(candidate, bad);
+      candidates.push(candidate);
+    }
+  }
+  const dir = await Deno.makeTempDir();
+  try {
+    const plugins = await hostilePlugin(dir, candidates);
+    const fleet = `${dir}/fleet.yaml`;
+    const before = "# mine\nproxy_servers:\n  - id: local\n    url: http://127.0.0.1:1/mcp\n";
+    await Deno.writeTextFile(fleet, before);
+    // Even a trusted source cannot write more than its proposals.
+    const applied = await discover(
+      ["--plugin", "hostile", "--propose", "--apply", "--json", "--config", fleet],
+      { MCP_PLUGIN_PATHS: plugins, MCP_DISCOVERY_TRUSTED: "hostile" },
+    );
+    const { proposals } = JSON.parse(applied.out);
+    assert.match(applied.err, /discovery: ignored a candidate from hostile: id "n1\\u\{a\}/);
+    // Labels are only shown, never written: a bad one is dropped, its candidate kept.
+    assert.ok(proposals.length > 10 && proposals.length < candidates.length);
+    const text = await Deno.readTextFile(fleet);
+    const indent = (yaml: string) =>
+      yaml.trimEnd().split("\n").map((line) => `  ${line}`).join("\n") + "\n";
+    assert.equal(text, before + proposals.map((p: { yaml: string }) => indent(p.yaml)).join(""));
+    const written = (parse(text) as { proxy_servers: unknown[] }).proxy_servers;
+    assert.deepEqual(written, [
+      { id: "local", url: "http://127.0.0.1:1/mcp" },
+      ...proposals.map((p: { entry: unknown }) => p.entry),
+    ]);
+    for (const line of text.slice(before.length).split("\n")) {
+      if (line.trimStart().startsWith("#")) {
+        assert.match(line, /^ {2}# discovered by hostile: [A-Za-z0-9 ._:/@-]+$/);
+      }
+    }
+    assert.doesNotMatch(text, /pwn|command|MCP_APPROVAL|[^\n -~]/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("An mDNS instance name with a line break is not proposed, and the others are", () => {
+  const evil = `evil\n  - id: pwn\n    command: [sh]\n    sandbox: none.${SERVICE}`;
+  const records = [
+    { name: SERVICE, type: "PTR", data: evil },
+    { name: SERVICE, type: "PTR", data: `notes.${SERVICE}` },
+    { name: evil, type: "SRV", data: { port: 1, target: "evil.local" } },
+    { name: `notes.${SERVICE}`, type: "SRV", data: { port: 8931, target: "box.local" } },
+  ];
+  const proposals = candidateProposals(candidatesFromRecords(records), [], new Set());
+  assert.deepEqual(proposals.map((p) => p.marker), ["# discovered by lan: notes"]);
 });

@@ -4,6 +4,7 @@
  * runtimes the gateway cannot run, and the failures a registry can have.
  */
 import assert from "node:assert/strict";
+import { parse } from "yaml";
 import { parseFleetConfig } from "../../core/proxy/fleet_config.ts";
 import { runSyncCommand } from "../../core/sync/sync_cli.ts";
 import { SignJWT } from "jose";
@@ -155,13 +156,16 @@ proxy_servers:
     url: https://vanished.example.com/mcp
 `;
 
+// The operator lets synced entries read the weather key and units, and sets the key.
+const ALLOWED = { WEATHER_API_KEY: "k", MCP_SYNC_ENV_ALLOW: "WEATHER_API_KEY,WEATHER_UNITS" };
+
 async function sync(args: string[], env: Record<string, string> = {}) {
   let out = "";
   let err = "";
   const code = await runSyncCommand(args, {
     out: (text) => out += text,
     err: (text) => err += text + "\n",
-    env: { WEATHER_API_KEY: "k", ...env },
+    env: { ...ALLOWED, ...env },
   });
   return { code, out, err };
 }
@@ -208,7 +212,10 @@ Deno.test("Sync reads every page (nextCursor and next_cursor) and proposes add, 
       headers: { Authorization: "${EXAMPLE_SEARCH_AUTHORIZATION}" },
       enabled: false,
     });
-    assert.match(byId["add:example-search"].reason, /set EXAMPLE_SEARCH_AUTHORIZATION/);
+    assert.match(
+      byId["add:example-search"].reason,
+      /needs EXAMPLE_SEARCH_AUTHORIZATION, which is not in MCP_SYNC_ENV_ALLOW/,
+    );
     assert.equal(byId["add:other-feed"].entry.transport, "sse");
     const skipped = Object.fromEntries(
       plan.skipped.map((s: { name: string; reason: string }) => [s.name, s.reason]),
@@ -250,7 +257,7 @@ Deno.test("Sync --apply writes a valid fleet keeping comments and hand-written e
       /# synced from registry: com\.example\/search@2\.0\.0\n {2}- id: example-search/,
     );
     assert.doesNotMatch(text, /vanished/);
-    const config = parseFleetConfig(text, fleet.path, { WEATHER_API_KEY: "k" }, {
+    const config = parseFleetConfig(text, fleet.path, ALLOWED, {
       separator: "__",
       healthIntervalSeconds: 30,
     });
@@ -462,6 +469,202 @@ Deno.test("The sync admin API: operators read proposals, admins run a sync and a
   } finally {
     await gateway.stop();
     await registry.close();
+    await fleet.remove();
+  }
+});
+
+/** What an attacker puts in a string: line breaks, YAML indicators, references, controls, bidi. */
+// Where an injected command would leave its mark.
+const PWNED = `${Deno.makeTempDirSync({ prefix: "agent33-pwned-" })}/PWNED`;
+
+const HOSTILE = [
+  `\n  - id: pwn\n    command: [sh, -c, touch ${PWNED}]\n    sandbox: none`,
+  "\r- id: pwn\r  command: [sh]",
+  "\u2028- id: pwn",
+  "${MCP_APPROVAL_SECRET}",
+  "x}${MCP_SERVER_AUTH_TOKEN",
+  "$${HOME}",
+  "# comment",
+  " &anchor *alias !!js/function",
+  '": [x], {y: z}, |, >',
+  "\t\u0000\u0007\u001b[31m\u007f",
+  "\u202eevil\u2066",
+  "\ufeff\u200b",
+  "a".repeat(5000),
+];
+
+/** Every path to a string in `value`, as keys and indexes. */
+function stringPaths(value: unknown, at: (string | number)[] = []): (string | number)[][] {
+  if (typeof value === "string") return [at];
+  if (Array.isArray(value)) return value.flatMap((v, i) => stringPaths(v, [...at, i]));
+  if (typeof value === "object" && value !== null) {
+    return Object.entries(value).flatMap(([k, v]) => stringPaths(v, [...at, k]));
+  }
+  return [];
+}
+
+function setAt(root: unknown, at: (string | number)[], value: string): void {
+  let node = root as Record<string | number, unknown>;
+  for (const key of at.slice(0, -1)) node = node[key] as Record<string | number, unknown>;
+  node[at.at(-1)!] = value;
+}
+
+/** Two servers using every field sync reads: an npm package and a remote. */
+const FUZZ_TEMPLATES = [{
+  name: "io.github.fuzz/pkg",
+  version: "1.0.0",
+  description: "A package",
+  packages: [{
+    registryType: "npm",
+    identifier: "@fuzz/server",
+    version: "1.0.0",
+    transport: { type: "stdio" },
+    runtimeArguments: [{ type: "named", name: "-y" }],
+    packageArguments: [
+      { type: "positional", valueHint: "target_dir", format: "filepath", default: "/home" },
+      { type: "named", name: "--mode", value: "fast", description: "mode" },
+    ],
+    environmentVariables: [
+      { name: "FUZZ_KEY", isSecret: true, isRequired: true, description: "key" },
+      { name: "FUZZ_UNITS", default: "metric", description: "units" },
+    ],
+  }],
+}, {
+  name: "io.github.fuzz/remote",
+  version: "1.0.0",
+  remotes: [{
+    type: "streamable-http",
+    url: "https://fuzz.example.com/mcp",
+    headers: [
+      { name: "Authorization", isSecret: true },
+      { name: "X-Plan", value: "basic" },
+    ],
+  }],
+}];
+
+/** The fuzzed listing: each template once per string field and payload, appended to the field. */
+function hostileListing() {
+  const servers: unknown[] = [];
+  FUZZ_TEMPLATES.forEach((template, t) => {
+    for (const path of stringPaths(template)) {
+      for (const payload of HOSTILE) {
+        const server = structuredClone(template);
+        const n = servers.length;
+        // A unique, valid name unless the name itself is the field under attack.
+        server.name = `io.github.fuzz/t${t}-${n}`;
+        const original = path.reduce<unknown>(
+          (node, key) => (node as Record<string | number, unknown>)[key],
+          server,
+        ) as string;
+        setAt(server, path, original + payload);
+        servers.push(item(server));
+      }
+    }
+  });
+  return { servers, metadata: { count: servers.length } };
+}
+
+const GATEWAY_SECRETS = {
+  MCP_APPROVAL_SECRET: "approval-secret-value-0123456789abcdef",
+  MCP_SERVER_AUTH_TOKEN: "server-token-value-0123456789abcdef",
+};
+
+Deno.test("A hostile registry response writes exactly the proposed entries: every string field fuzzed", async () => {
+  const listing = hostileListing();
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () => Response.json(listing),
+  );
+  const base = `http://127.0.0.1:${server.addr.port}`;
+  const before = "# mine\nproxy_servers:\n  - id: local\n    url: http://127.0.0.1:1/mcp\n" +
+    "    enabled: false\n";
+  const fleet = await writeFleet(before);
+  try {
+    const env = { ...GATEWAY_SECRETS, MCP_SYNC_ENV_ALLOW: "FUZZ_KEY,FUZZ_UNITS" };
+    const { code, out, err } = await sync(
+      ["--registry", base, "--config", fleet.path, "--apply", "--json"],
+      env,
+    );
+    assert.equal(code, 0, err);
+    const plan = JSON.parse(out);
+    assert.ok(plan.proposals.length > 20, "most variants are still proposed");
+    assert.ok(plan.skipped.length > 20, "the variants that fail a check are skipped");
+    const text = await Deno.readTextFile(fleet.path);
+    // The file is the old text plus each proposal's YAML, byte for byte.
+    const indent = (yaml: string) =>
+      yaml.trimEnd().split("\n").map((line) => `  ${line}`).join("\n") + "\n";
+    assert.equal(
+      text,
+      before + plan.proposals.map((p: { yaml: string }) => indent(p.yaml)).join(""),
+    );
+    // It parses to exactly the proposed entries, all disabled (the registry is not trusted).
+    const written = (parse(text) as { proxy_servers: Record<string, unknown>[] }).proxy_servers;
+    assert.deepEqual(written, [
+      { id: "local", url: "http://127.0.0.1:1/mcp", enabled: false },
+      ...plan.proposals.map((p: { entry: unknown }) => p.entry),
+    ]);
+    for (const entry of written.slice(1)) {
+      assert.equal(entry.enabled, false, String(entry.id));
+      if (entry.command) {
+        assert.deepEqual((entry.command as string[]).slice(0, 2), ["deno", "run"]);
+        assert.equal(entry.sandbox, "deno");
+      }
+    }
+    // The only comments added are markers of validated names and versions.
+    for (const line of text.slice(before.length).split("\n")) {
+      if (line.trimStart().startsWith("#")) {
+        assert.match(
+          line,
+          /^ {2}# synced from registry: [A-Za-z0-9._-]+\/[A-Za-z0-9._-]+@[0-9.]+$/,
+        );
+      }
+    }
+    assert.doesNotMatch(
+      text,
+      /pwn|MCP_APPROVAL|MCP_SERVER_AUTH|[^\n -~]/,
+    );
+    // Every value the gateway would resolve from it holds none of its secrets.
+    const config = parseFleetConfig(text, fleet.path, { ...env, FUZZ_KEY: "k" }, {
+      separator: "__",
+      healthIntervalSeconds: 30,
+    });
+    assert.doesNotMatch(JSON.stringify(config), /approval-secret-value|server-token-value/);
+  } finally {
+    await server.shutdown();
+    await fleet.remove();
+  }
+});
+
+Deno.test("A gateway started on a hostile sync's fleet runs nothing the registry chose", async () => {
+  const listing = hostileListing();
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () => Response.json(listing),
+  );
+  const fleet = await writeFleet("proxy_servers: []\n");
+  try {
+    const { code, err } = await sync([
+      "--registry",
+      `http://127.0.0.1:${server.addr.port}`,
+      "--config",
+      fleet.path,
+      "--apply",
+    ], GATEWAY_SECRETS);
+    assert.equal(code, 0, err);
+    const gateway = await startGateway({ ...GATEWAY_SECRETS, MCP_PROXY_CONFIG_PATH: fleet.path });
+    try {
+      await gateway.kernel.fleetStarted;
+      assert.ok(gateway.kernel.fleet.length > 20);
+      assert.ok(
+        gateway.kernel.fleet.every((s) => !s.enabled),
+        "every synced entry waits for an operator",
+      );
+      await assert.rejects(Deno.stat(PWNED), Deno.errors.NotFound);
+    } finally {
+      await gateway.stop();
+    }
+  } finally {
+    await server.shutdown();
     await fleet.remove();
   }
 });
