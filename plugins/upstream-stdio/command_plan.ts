@@ -4,7 +4,10 @@
  *
  * With `sandbox: "deno"` the child itself runs under `deno run --no-prompt` with permission flags
  * built from the server's `permissions` block, so the block is the only source of the child's
- * rights: flags that grant permissions in the command are refused.
+ * rights: flags that grant permissions in the command are refused. On top of the block the child
+ * may read the npm package cache (packages read their own files and their dependencies') and its
+ * own environment (already scrubbed to the base variables and the server's `env`), and may import
+ * from no remote host.
  * @module
  */
 import {
@@ -48,6 +51,37 @@ const VALUE_FLAGS = new Set([
 /** Short `deno run` flags that grant permissions: -A, -R, -W, -I, -N, -E, -S and -P (permission sets). */
 const GRANTING_SHORT = /[ARWINESP]/;
 
+/**
+ * `deno run` options that would undo the sandbox without an `--allow-` name: an env file is read
+ * outside the read grant (and lands in the readable environment); an inspector port lets any
+ * local process run code with the child's grants.
+ */
+const UNSANDBOXING = new Set([
+  "--env-file",
+  "--env",
+  "--inspect",
+  "--inspect-brk",
+  "--inspect-wait",
+]);
+
+/**
+ * The hosts Deno 2.9 lets any program import from by default (`deno run --help`, --allow-import).
+ * A bare `--deny-import` leaves them importable (observed on 2.9.6), so each is denied by name;
+ * every other host is denied already, as no import is allowed and --no-prompt asks nobody.
+ */
+export const DEFAULT_IMPORT_HOSTS = [
+  "deno.land:443",
+  "jsr.io:443",
+  "esm.sh:443",
+  "raw.esm.sh:443",
+  "cdn.jsdelivr.net:443",
+  "raw.githubusercontent.com:443",
+  "gist.githubusercontent.com:443",
+] as const;
+
+/** The flag that denies every remote import to a sandboxed child. */
+export const DENY_IMPORT_FLAG = `--deny-import=${DEFAULT_IMPORT_HOSTS.join(",")}`;
+
 /** Plans one stdio upstream; `execPath` replaces `deno` so children work when deno is not on PATH. */
 export function planStdio(
   server: UpstreamServerSpec,
@@ -64,7 +98,7 @@ export function planStdio(
     );
   }
   const argv = server.sandbox === "deno"
-    ? sandboxedArgv(server.id, command, server.permissions, execPath, options.baseEnv)
+    ? sandboxedArgv(server.id, command, server.permissions, execPath, options.baseEnv, server.env)
     : command.map((arg, i) => i === 0 && arg === "deno" ? execPath : arg);
   const start: UpstreamPlan["start"] = {
     serverId: server.id,
@@ -112,25 +146,29 @@ function sandboxedArgv(
   command: string[],
   permissions: PluginPermissions,
   execPath: string,
-  env: Record<string, string>,
+  baseEnv: Record<string, string>,
+  serverEnv: Record<string, string>,
 ): string[] {
   const [program, ...rest] = command;
+  const confine = () => [
+    DENY_IMPORT_FLAG,
+    ...permissionFlags(serverId, sandboxGrants(permissions, baseEnv)),
+    ...hiddenVariables(permissions, baseEnv, serverEnv),
+  ];
   if ((program === "deno" || program === execPath) && rest[0] === "run") {
     const userArgs = rest.slice(1);
-    const { module, configured } = scanDenoArgs(serverId, userArgs);
-    const flags = permissionFlags(serverId, withOwnPackage(permissions, module, env));
+    const { configured } = scanDenoArgs(serverId, userArgs);
     const noPrompt = userArgs.includes("--no-prompt") ? [] : ["--no-prompt"];
     // Without --config, a child run from inside a project would pick up that project's deno.json
     // and write its deno.lock.
     const noConfig = configured ? [] : ["--no-config"];
-    return [execPath, "run", ...noPrompt, ...noConfig, ...flags, ...userArgs];
+    return [execPath, "run", ...noPrompt, ...noConfig, ...confine(), ...userArgs];
   }
   if (program === "npx") {
     let i = 0;
     while (rest[i] === "-y" || rest[i] === "--yes") i++;
     const pkg = rest[i];
     if (pkg && !pkg.startsWith("-")) {
-      const flags = permissionFlags(serverId, withOwnPackage(permissions, `npm:${pkg}`, env));
       // --no-config: like npx, the package runs without the project's deno.json (and never
       // writes the gateway's deno.lock).
       return [
@@ -138,7 +176,7 @@ function sandboxedArgv(
         "run",
         "--no-prompt",
         "--no-config",
-        ...flags,
+        ...confine(),
         `npm:${pkg}`,
         ...rest.slice(i + 1),
       ];
@@ -154,20 +192,41 @@ function sandboxedArgv(
 }
 
 /**
- * An npm package may read its own files in Deno's cache (docs, templates it ships); that read is
- * granted on top of the permissions block, and nothing else of the cache.
+ * The grants a sandboxed child runs with: its permissions block, plus reading the npm package
+ * cache (packages read their own files and their dependencies'; the cache holds only public
+ * package contents, and stays unwritable so no server can plant code in another's packages), plus
+ * reading its environment unless the block says `env: false` or lists the variables.
  */
-export function withOwnPackage(
+export function sandboxGrants(
   permissions: PluginPermissions,
-  module: string | undefined,
   env: Record<string, string>,
 ): PluginPermissions {
-  const match = module ? /^npm:(@[^/@]+\/[^/@]+|[^/@]+)/.exec(module) : null;
-  if (!match || permissions.read === true) return permissions;
-  const registry = new URL(env.NPM_CONFIG_REGISTRY ?? "https://registry.npmjs.org").host;
-  const own = `${denoDir(env)}/npm/${registry}/${match[1]}`;
-  const read = Array.isArray(permissions.read) ? permissions.read : [];
-  return { ...permissions, read: [...read, own] };
+  const read = permissions.read === true
+    ? true
+    : [...(Array.isArray(permissions.read) ? permissions.read : []), npmCacheDir(env)];
+  return { ...permissions, read, env: permissions.env ?? true };
+}
+
+/**
+ * `--ignore-env` for base variables whose value carries URL credentials (a proxy's or registry's
+ * `user:password@`): Deno itself still uses them to fetch packages, the child's code reads them as
+ * unset. A server's own `env` is its to read.
+ */
+function hiddenVariables(
+  permissions: PluginPermissions,
+  baseEnv: Record<string, string>,
+  serverEnv: Record<string, string>,
+): string[] {
+  if (permissions.env === false) return [];
+  const hidden = Object.keys(baseEnv).filter((name) =>
+    !(name in serverEnv) && /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(baseEnv[name]!)
+  );
+  return hidden.length === 0 ? [] : [`--ignore-env=${hidden.join(",")}`];
+}
+
+/** Deno's npm package cache, as Deno itself finds it. */
+function npmCacheDir(env: Record<string, string>): string {
+  return `${denoDir(env)}${Deno.build.os === "windows" ? "\\" : "/"}npm`;
 }
 
 /** Deno's cache directory, as Deno itself finds it. */
@@ -180,19 +239,29 @@ function denoDir(env: Record<string, string>): string {
 
 /**
  * Walks the deno flags before the module: refuses permission-granting flags (the permissions
- * block is the only grant) and finds the module and whether a config file was chosen.
+ * block is the only grant, and no flag may undo the sandbox) and finds whether a config file was
+ * chosen.
  */
-function scanDenoArgs(serverId: string, args: string[]): { module?: string; configured: boolean } {
+function scanDenoArgs(serverId: string, args: string[]): { configured: boolean } {
   let configured = false;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
     // The first positional argument is the module; everything after it belongs to the program.
-    if (!arg.startsWith("-")) return { module: arg, configured };
+    if (!arg.startsWith("-")) return { configured };
     const name = arg.split("=", 1)[0]!;
     if (name === "-c" || name === "--config" || name === "--no-config") configured = true;
     const granting = name === "--allow-all" || name.startsWith("--allow-") ||
       name === "--permission-set" ||
       (/^-[A-Za-z]+$/.test(name) && GRANTING_SHORT.test(name));
+    if (UNSANDBOXING.has(name)) {
+      throw new GatewayError(
+        "config_invalid",
+        `Upstream "${serverId}" passes ${JSON.stringify(arg)} to deno run, which would undo ` +
+          "sandbox: deno (an env file is read outside the read grant; an inspector lets any " +
+          "local process drive the child); put variables in the server's env instead",
+        { server: serverId },
+      );
+    }
     if (granting) {
       throw new GatewayError(
         "config_invalid",

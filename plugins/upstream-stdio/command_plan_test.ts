@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
 import type { UpstreamServerSpec } from "../../core/plugin_api.ts";
-import { permissionFlags, planStdio } from "./command_plan.ts";
+import { DENY_IMPORT_FLAG, permissionFlags, planStdio } from "./command_plan.ts";
 
 const EXEC = "/opt/deno/bin/deno";
 const BASE = { PATH: "/usr/bin:/bin", HOME: "/home/gw" };
+/** Deno's npm cache under BASE, which every sandboxed child may read. */
+const NPM_CACHE = "/home/gw/.cache/deno/npm";
 
 function server(overrides: Partial<UpstreamServerSpec>): UpstreamServerSpec {
   return {
@@ -70,7 +72,8 @@ Deno.test("planStdio runs deno run commands under --no-prompt with flags from th
     EXEC,
     "run",
     "--no-prompt",
-    "--allow-read=/data,/etc/app",
+    DENY_IMPORT_FLAG,
+    `--allow-read=/data,/etc/app,${NPM_CACHE}`,
     "--allow-write=/data",
     "--allow-net",
     "--allow-env=API_KEY",
@@ -95,7 +98,9 @@ Deno.test("planStdio turns npx packages into deno run npm: specifiers under sand
     "run",
     "--no-prompt",
     "--no-config",
-    "--allow-read=/data,/home/gw/.cache/deno/npm/registry.npmjs.org/@modelcontextprotocol/server-filesystem",
+    DENY_IMPORT_FLAG,
+    `--allow-read=/data,${NPM_CACHE}`,
+    "--allow-env",
     "npm:@modelcontextprotocol/server-filesystem@2026.8.31",
     "/data",
   ]);
@@ -106,24 +111,28 @@ Deno.test("planStdio turns npx packages into deno run npm: specifiers under sand
       "run",
       "--no-prompt",
       "--no-config",
-      "--allow-read=/home/gw/.cache/deno/npm/registry.npmjs.org/pkg",
+      DENY_IMPORT_FLAG,
+      `--allow-read=${NPM_CACHE}`,
+      "--allow-env",
       "npm:pkg",
     ],
   );
 });
 
-Deno.test("planStdio lets a sandboxed npm package read its own files in Deno's cache, and no more", () => {
+Deno.test("planStdio lets a sandboxed child read the npm package cache but never write it", () => {
   const p = plan({
     command: ["deno", "run", "npm:@scope/server@1.2.3", "stdio"],
     sandbox: "deno",
-    permissions: { env: ["X"] },
+    permissions: { env: ["X"], write: ["/out"] },
   });
   assert.deepEqual(p.start.command, [
     EXEC,
     "run",
     "--no-prompt",
     "--no-config",
-    "--allow-read=/home/gw/.cache/deno/npm/registry.npmjs.org/@scope/server",
+    DENY_IMPORT_FLAG,
+    `--allow-read=${NPM_CACHE}`,
+    "--allow-write=/out",
     "--allow-env=X",
     "npm:@scope/server@1.2.3",
     "stdio",
@@ -134,6 +143,79 @@ Deno.test("planStdio lets a sandboxed npm package read its own files in Deno's c
     permissions: { read: true },
   });
   assert.ok(everything.start.command!.includes("--allow-read"));
+  const elsewhere = planStdio(
+    server({ command: ["npx", "pkg"], sandbox: "deno" }),
+    { maxMessageBytes: 4096, baseEnv: { ...BASE, DENO_DIR: "/var/cache/deno" } },
+    EXEC,
+  );
+  assert.ok(elsewhere.start.command!.includes("--allow-read=/var/cache/deno/npm"));
+});
+
+Deno.test("planStdio lets a sandboxed child read its environment unless the block narrows or denies it", () => {
+  const flags = (env?: boolean | string[]) =>
+    plan({
+      command: ["npx", "pkg"],
+      sandbox: "deno",
+      permissions: env === undefined ? {} : { env },
+    }).start.command!.filter((f) => f.startsWith("--allow-env") || f.startsWith("--ignore-env"));
+  assert.deepEqual(flags(), ["--allow-env"]);
+  assert.deepEqual(flags(["API_KEY"]), ["--allow-env=API_KEY"]);
+  assert.deepEqual(flags(false), []);
+});
+
+Deno.test("planStdio hides base variables carrying URL credentials from a sandboxed child's code", () => {
+  const p = planStdio(
+    server({ command: ["npx", "pkg"], sandbox: "deno", env: { HTTP_PROXY: "http://own:pw@p:1" } }),
+    {
+      maxMessageBytes: 4096,
+      baseEnv: {
+        ...BASE,
+        HTTPS_PROXY: "http://user:secret@proxy.internal:3128",
+        HTTP_PROXY: "http://user:secret@proxy.internal:3128",
+        NPM_CONFIG_REGISTRY: "https://npm.internal/",
+      },
+    },
+    EXEC,
+  );
+  // The server's own env is its to read; a registry URL without credentials reveals nothing.
+  assert.ok(p.start.command!.includes("--ignore-env=HTTPS_PROXY"));
+  assert.equal(p.start.env!.HTTPS_PROXY, "http://user:secret@proxy.internal:3128");
+});
+
+Deno.test("planStdio denies every host Deno lets programs import from by default", async () => {
+  // The list in `deno run --help` of the running deno: an upgrade that adds a host fails here.
+  const help = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--help"],
+    env: { NO_COLOR: "1" },
+  })
+    .output();
+  const text = new TextDecoder().decode(help.stdout);
+  const defaults = /--allow-import[\s\S]*?Default value: ([^\s]+)/.exec(text)?.[1]?.split(",");
+  assert.ok(defaults && defaults.length > 0, "deno run --help lists the default import hosts");
+  const denied = DENY_IMPORT_FLAG.slice("--deny-import=".length).split(",");
+  for (const host of defaults) assert.ok(denied.includes(host), host);
+  const p = plan({ command: ["deno", "run", "s.ts"], sandbox: "deno" });
+  assert.ok(p.start.command!.includes(DENY_IMPORT_FLAG));
+});
+
+Deno.test("planStdio refuses deno run flags that would undo the sandbox, naming the server", () => {
+  for (
+    const flag of [
+      "--env-file=/etc/gateway/.env",
+      "--env-file",
+      "--inspect=127.0.0.1:9229",
+      "--inspect-brk",
+    ]
+  ) {
+    assert.throws(
+      () => plan({ command: ["deno", "run", flag, "server.ts"], sandbox: "deno" }),
+      {
+        code: "config_invalid",
+        message: /^Upstream "srv" passes ".+" to deno run, which would undo sandbox: deno/,
+      },
+      flag,
+    );
+  }
 });
 
 Deno.test("planStdio runs a sandboxed deno child without the gateway's deno.json unless one is named", () => {
@@ -147,14 +229,32 @@ Deno.test("planStdio runs a sandboxed deno child without the gateway's deno.json
   assert.equal(named.includes("--no-config"), false);
 });
 
-Deno.test("planStdio with no permissions grants the sandboxed child nothing", () => {
+Deno.test("planStdio with no permissions grants the sandboxed child only the cache and its environment", () => {
   assert.deepEqual(
     plan({ command: ["deno", "run", "server.ts"], sandbox: "deno" }).start.command,
-    [EXEC, "run", "--no-prompt", "--no-config", "server.ts"],
+    [
+      EXEC,
+      "run",
+      "--no-prompt",
+      "--no-config",
+      DENY_IMPORT_FLAG,
+      `--allow-read=${NPM_CACHE}`,
+      "--allow-env",
+      "server.ts",
+    ],
   );
   assert.deepEqual(
     plan({ command: ["deno", "run", "--no-prompt", "s.ts"], sandbox: "deno" }).start.command,
-    [EXEC, "run", "--no-config", "--no-prompt", "s.ts"],
+    [
+      EXEC,
+      "run",
+      "--no-config",
+      DENY_IMPORT_FLAG,
+      `--allow-read=${NPM_CACHE}`,
+      "--allow-env",
+      "--no-prompt",
+      "s.ts",
+    ],
   );
 });
 
@@ -189,7 +289,7 @@ Deno.test("planStdio refuses permission flags in a sandboxed deno command, namin
 
 Deno.test("planStdio leaves flags after the module to the program", () => {
   const p = plan({ command: ["deno", "run", "-c", "deno.json", "s.ts", "-A"], sandbox: "deno" });
-  assert.deepEqual(p.start.command, [EXEC, "run", "--no-prompt", "-c", "deno.json", "s.ts", "-A"]);
+  assert.deepEqual(p.start.command!.slice(-4), ["-c", "deno.json", "s.ts", "-A"]);
 });
 
 Deno.test("planStdio refuses other commands under sandbox deno, naming both accepted forms", () => {

@@ -11,6 +11,7 @@ import type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../../core
 import { ChunkReader } from "../../core/chunk_reader.ts";
 import { LineWriter } from "../../core/line_writer.ts";
 import { LineFramer } from "./line_framer.ts";
+import { StderrDigest } from "./stderr_digest.ts";
 
 /** Longest stderr line forwarded, in characters. */
 const STDERR_LINE_CHARS = 2000;
@@ -74,18 +75,19 @@ export function createStdioRelay(
         },
       }, PREVIEW_CHARS),
     );
+    // Escapes removed and errors folded to their first line, so the log and lastError say what
+    // went wrong.
+    const digest = new StderrDigest((line) => post({ type: "stderr", line }), STDERR_LINE_CHARS);
     const stderr = pump(
       child.stderr,
       new LineFramer(STDERR_LINE_CHARS, {
-        line: (bytes) =>
-          post({ type: "stderr", line: lenient.decode(bytes).slice(0, STDERR_LINE_CHARS) }),
+        line: (bytes) => digest.push(lenient.decode(bytes)),
         oversized: (preview, total) =>
-          post({
-            type: "stderr",
-            line: `${
+          digest.push(
+            `${
               lenient.decode(preview).slice(0, STDERR_LINE_CHARS - 40)
             } … (${total} bytes, truncated)`,
-          }),
+          ),
       }, STDERR_LINE_CHARS - 40),
     );
     exited = child.status;
@@ -97,6 +99,7 @@ export function createStdioRelay(
       clearTimeout(timer);
       // A grandchild may still hold the pipes open; stop reading so the worker can end.
       await Promise.all([stdout.cancel(), stderr.cancel()]);
+      digest.end();
       // The stdin pipe too: a worker's end frees it, a relay in the kernel's thread must.
       await stdin?.abort().catch(() => {});
       post({
