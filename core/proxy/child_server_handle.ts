@@ -35,6 +35,7 @@ import type { EventBus } from "../event_bus.ts";
 import type { Logger } from "../logger.ts";
 import { GATEWAY_INFO } from "../version.ts";
 import { type BreakerSnapshot, CircuitBreaker } from "./circuit_breaker.ts";
+import { counted, failureClass, isFailedResult, isUpstreamFault } from "./failure_class.ts";
 import type { FleetServer } from "./fleet_config.ts";
 import { RawRequests } from "./raw_requests.ts";
 import { takeRelated } from "./related_request.ts";
@@ -177,7 +178,7 @@ export class ChildServerHandle {
       failureThreshold: options.server.breaker.threshold,
       baseMs: options.server.breaker.baseMs,
       maxMs: options.server.breaker.maxMs,
-      isFailure: isUpstreamFault,
+      isFailure: (error) => isUpstreamFault(error, options.server.breaker.count),
       onStateChange: (from, to, info) => {
         this.#options.bus.publish({
           type: "proxy.breaker",
@@ -501,11 +502,11 @@ export class ChildServerHandle {
         this.#sending = undefined;
       }
       const result = await pending;
-      permit.release(true);
+      permit.release(!isFailedResult(result, this.server.breaker.count));
       return result;
     } catch (error) {
       if (ctx.signal.aborted) permit.abandon();
-      else permit.release(!isUpstreamFault(error));
+      else permit.release(!isUpstreamFault(error, this.server.breaker.count));
       throw this.#translate(error, what);
     } finally {
       const at = this.#active.lastIndexOf(ctx);
@@ -569,7 +570,8 @@ export class ChildServerHandle {
           { server: this.id },
         );
       }
-      if (error.code === ErrorCode.ConnectionClosed) {
+      // Not every -32000: an upstream's own server error is its answer, passed through below.
+      if (failureClass(error) === "crash") {
         return new GatewayError(
           "upstream_error",
           `Upstream "${this.id}" closed the connection during ${what}; it is restarted automatically`,
@@ -590,7 +592,7 @@ export class ChildServerHandle {
     client.onclose = () => {
       if (client !== this.#client) return;
       this.#client = undefined;
-      this.breaker.recordFailure();
+      if (counted("crash", this.server.breaker.count)) this.breaker.recordFailure();
       this.#fail("the upstream closed the connection (it exited or crashed)");
     };
     client.onerror = (error) => this.#log.debug("transport error", { error: error.message });
@@ -780,17 +782,6 @@ export class ChildServerHandle {
       }
     }
   }
-}
-
-/** Whether an error means the upstream is unwell (not that it answered with an error). */
-export function isUpstreamFault(error: unknown): boolean {
-  if (error instanceof McpError) {
-    return error.code === ErrorCode.RequestTimeout || error.code === ErrorCode.ConnectionClosed;
-  }
-  if (error instanceof GatewayError) {
-    return error.code === "timeout" || error.code === "upstream_error";
-  }
-  return true;
 }
 
 function toolProblem(tool: Tool): string | undefined {

@@ -23,6 +23,7 @@
 import { hasControlCharacter } from "../control_characters.ts";
 import { z } from "zod";
 import { GatewayError } from "../errors.ts";
+import { FAILURE_CLASSES, type FailureClass } from "./failure_class.ts";
 import {
   describe,
   formatPath,
@@ -69,7 +70,8 @@ export interface FleetServer {
   timeouts: { connectMs: number; callMs: number };
   /** Check every `intervalMs`; degraded after `degradedAfter`, failed after `failedAfter` misses. */
   health: { intervalMs: number; degradedAfter: number; failedAfter: number };
-  breaker: { threshold: number; baseMs: number; maxMs: number };
+  /** `count`: the failure classes counted towards `threshold`; absent: timeout, crash, internal_error, server_error. */
+  breaker: { threshold: number; baseMs: number; maxMs: number; count?: FailureClass[] };
   permissions: FleetPermissions;
   /** `deno`: the stdio child runs under `deno run` with {@link FleetServer.permissions} as flags. */
   sandbox: "none" | "deno";
@@ -144,6 +146,7 @@ const FIELDS = {
     threshold: count.optional(),
     base: seconds.optional(),
     max: seconds.optional(),
+    count: z.array(z.enum(FAILURE_CLASSES)).optional(),
   }),
   permissions: z.strictObject({
     read: grant.optional(),
@@ -528,6 +531,7 @@ export function parseFleetConfig(
         threshold: breaker.threshold ?? 5,
         baseMs: ms(baseSeconds),
         maxMs: ms(maxSeconds),
+        ...(breaker.count === undefined ? {} : { count: [...new Set(breaker.count)] }),
       },
       permissions: { ...fields.permissions },
       sandbox: fields.sandbox ?? "none",

@@ -510,3 +510,23 @@ Deno.test("isolation: inline is accepted for a stdio server and refused for a re
     problems.join("\n"),
   );
 });
+
+Deno.test("parseFleetConfig reads breaker.count as the failure classes the breaker counts", () => {
+  const [server] = parse(
+    "proxy_servers:\n  - id: a\n    command: [x]\n" +
+      "    breaker: { count: [internal_error, timeout, tool_error, timeout] }\n",
+  ).servers;
+  assert.deepEqual(server!.breaker.count, ["internal_error", "timeout", "tool_error"]);
+  const [plain] = parse("proxy_servers:\n  - id: a\n    command: [x]\n").servers;
+  assert.equal(plain!.breaker.count, undefined, "absent: the default classes");
+});
+
+Deno.test("parseFleetConfig rejects an unknown breaker.count class, listing the known ones", () => {
+  assert.deepEqual(
+    problemsOf("proxy_servers:\n  - id: a\n    command: [x]\n    breaker: { count: [timeouts] }\n"),
+    [
+      "fleet.yaml:4: proxy_servers[0].breaker.count[0] must be one of timeout, crash, internal_error, " +
+      'server_error, tool_error, received "timeouts"',
+    ],
+  );
+});
