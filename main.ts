@@ -41,7 +41,10 @@ Options:
   --port P                 HTTP port (MCP_SERVER_PORT, default 8787; 0 picks a free port)
   --config FILE            Fleet YAML of upstream servers (MCP_PROXY_CONFIG_PATH)
   --env-file FILE          Read variables from FILE instead of ./.env
-  --no-auth                No credentials on HTTP (loopback only; for development and conformance)
+  --no-auth                No credentials on HTTP (loopback only; for development and conformance):
+                           the caller may use the MCP endpoints, not the admin API nor approvals
+  --no-auth-admin          With --no-auth: the anonymous caller may also use the admin API and
+                           decide approvals (any local process can then add servers, i.e. run commands)
   --demo                   Use the demo fleet (demo/fleet.yaml) when no fleet is configured
   -h, --help               Show this help`,
   scan: SCAN_HELP,
@@ -127,6 +130,7 @@ async function serve(args: string[]): Promise<number> {
         config: { type: "string" },
         "env-file": { type: "string" },
         "no-auth": { type: "boolean" },
+        "no-auth-admin": { type: "boolean" },
         demo: { type: "boolean" },
       },
       strict: true,
@@ -142,6 +146,7 @@ async function serve(args: string[]): Promise<number> {
   if (values.port !== undefined) flags.port = values.port;
   if (values.config !== undefined) flags.config = values.config;
   if (values["no-auth"]) flags.noAuth = true;
+  if (values["no-auth-admin"]) flags.noAuthAdmin = true;
   const env = Deno.env.toObject();
   if (values.demo && flags.config === undefined && !env.MCP_PROXY_CONFIG_PATH) {
     // The demo fleet when nothing else is configured: `deno task start` on a fresh clone.
@@ -231,9 +236,17 @@ function printWhereToConnect(info: StartInfo): void {
   }
   if (token) {
     say();
-    say(`No token was configured, so this one was generated for this run:`);
+    say(`No token was configured, so a client token (scope mcp) was generated for this run.`);
+    say(`Give it to MCP clients (/mcp, /sse):`);
     say(`  Authorization: Bearer ${token}`);
-    say(`Set MCP_SERVER_AUTH_TOKEN to keep a token across restarts.`);
+    say(`Set MCP_SERVER_AUTH_TOKEN to keep a client token across restarts.`);
+  }
+  if (info.generatedAdminToken) {
+    say();
+    say(`Operator token (scope admin), printed only now: for the admin API (/v1/…), the`);
+    say(`dashboard (${info.url}/dashboard) and deciding approvals. Do not give it to clients:`);
+    say(`  Authorization: Bearer ${info.generatedAdminToken}`);
+    say(`Set MCP_ADMIN_TOKEN (or use MCP_AUTH_TOKENS_FILE) to keep one across restarts.`);
   }
   say();
   say(`Try it:`);

@@ -144,7 +144,10 @@ export interface HttpGateway {
   url: string;
 }
 
-/** `main.ts serve --transport http --port 0 --no-auth`; resolves once it prints its URL. */
+/**
+ * `main.ts serve --transport http --port 0 --no-auth --no-auth-admin` (the readiness poll reads
+ * the operator status); resolves once it prints its URL.
+ */
 export async function startHttpGateway(
   name: string,
   fleetPath: string | undefined,
@@ -153,7 +156,17 @@ export async function startHttpGateway(
   const child = spawnChild(
     name,
     Deno.execPath(),
-    [...gatewayArgs(), "--transport", "http", "--host", "127.0.0.1", "--port", "0", "--no-auth"],
+    [
+      ...gatewayArgs(),
+      "--transport",
+      "http",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      "0",
+      "--no-auth",
+      "--no-auth-admin",
+    ],
     {
       env: cleanEnv({ ...(fleetPath ? { MCP_PROXY_CONFIG_PATH: fleetPath } : {}), ...env }),
       cwd: gatewayRoot,

@@ -1,18 +1,22 @@
 /**
  * `/v1/approvals`: pending approvals for operators, and their tokens for the callers that asked.
  *
- * - `GET /v1/approvals[?status=pending]` (admin, operator): requests with their arguments.
- * - `GET /v1/approvals/{id}`: operators see the request; the caller that made it sees its status
- *   and, once approved, its token.
- * - `POST /v1/approvals/{id}/approve` (admin, operator): issues the token.
- * - `POST /v1/approvals/{id}/deny` (admin, operator), optional body `{ "reason": "…" }`.
+ * - `GET /v1/approvals[?status=pending]` (admin, approver, operator): requests with their
+ *   arguments.
+ * - `GET /v1/approvals/{id}`: approvers and operators see the request; the caller that made it
+ *   sees its status and, once approved, its token.
+ * - `POST /v1/approvals/{id}/approve` (admin, approver): issues the token.
+ * - `POST /v1/approvals/{id}/deny` (admin, approver), optional body `{ "reason": "…" }`.
+ *
+ * The requester of an approval can never decide it (the queue refuses with `self_approval`).
  * @module
  */
-import { hasScope, type TokenPayload } from "./auth/token_payload.ts";
+import { hasScope } from "./auth/token_payload.ts";
 import { GatewayError } from "./errors.ts";
 import type { ApprovalQueue, ApprovalStatus } from "./governance/approval_queue.ts";
 import { APPROVAL_TOKEN_META_KEY } from "./governance/tool_governance.ts";
 import { jsonError } from "./http_listener.ts";
+import { refuseScope } from "./operator/admin_scope.ts";
 import type { HttpRoute } from "./plugin_api.ts";
 
 const STATUSES: readonly ApprovalStatus[] = ["pending", "approved", "denied", "expired"];
@@ -30,11 +34,15 @@ export function approvalRoutes(queue: ApprovalQueue): HttpRoute {
       const [id, action, ...rest] = url.pathname.slice("/v1/approvals".length).split("/").filter(
         Boolean,
       );
-      const operator = hasScope(auth, "admin", "operator");
+      // Who may see every request: whoever may decide them, and operators.
+      const overseer = hasScope(auth, "admin", "approver", "operator");
       try {
         if (id === undefined) {
           if (request.method !== "GET") return notAllowed("GET");
-          if (!operator) return forbidden(auth);
+          if (!overseer) {
+            return refuseScope(auth, "approve", "listing approval requests") ??
+              jsonError(403, "forbidden", "Listing approval requests needs scope approver");
+          }
           const status = url.searchParams.get("status");
           if (status !== null && !STATUSES.includes(status as ApprovalStatus)) {
             return jsonError(
@@ -52,7 +60,7 @@ export function approvalRoutes(queue: ApprovalQueue): HttpRoute {
         }
         if (action === undefined) {
           if (request.method !== "GET") return notAllowed("GET");
-          if (operator) {
+          if (overseer) {
             const found = queue.get(id);
             if (!found) return unknown(id);
             return Response.json(found);
@@ -73,7 +81,8 @@ export function approvalRoutes(queue: ApprovalQueue): HttpRoute {
           });
         }
         if (request.method !== "POST") return notAllowed("POST");
-        if (!operator) return forbidden(auth);
+        const refused = refuseScope(auth, "approve", `POST ${url.pathname}`);
+        if (refused) return refused;
         if (action === "approve") {
           const { token, expiresAt } = await queue.approve(id, auth.subject);
           return Response.json({
@@ -101,7 +110,11 @@ export function approvalRoutes(queue: ApprovalQueue): HttpRoute {
         return jsonError(404, "not_found", `Unknown action "${action}"; use /approve or /deny`);
       } catch (error) {
         if (error instanceof GatewayError) {
-          const status = error.code === "not_found" ? 404 : 409;
+          const status = error.code === "not_found"
+            ? 404
+            : error.code === "self_approval"
+            ? 403
+            : 409;
           return jsonError(status, error.code, error.message);
         }
         throw error;
@@ -115,14 +128,6 @@ function unknown(id: string): Response {
     404,
     "not_found",
     `No approval request "${id}"; list them with GET /v1/approvals`,
-  );
-}
-
-function forbidden(auth: TokenPayload): Response {
-  return jsonError(
-    403,
-    "forbidden",
-    `Caller "${auth.subject}" lacks scope admin or operator, which deciding approvals needs`,
   );
 }
 

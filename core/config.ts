@@ -9,6 +9,12 @@
 import { z } from "zod";
 import { readDotenv } from "./dotenv.ts";
 import { GatewayError } from "./errors.ts";
+import {
+  hs256SecretTooShort,
+  JWKS_NEEDS_AUDIENCE,
+  MIN_HS256_SECRET_BYTES,
+} from "./auth/jwt_verifier.ts";
+import { KNOWN_SCOPES } from "./auth/token_payload.ts";
 
 /** The fully resolved configuration. */
 export interface GatewayConfig {
@@ -19,11 +25,25 @@ export interface GatewayConfig {
     transport: "stdio" | "http";
     host: string;
     port: number;
+    /** MCP_SERVER_AUTH_TOKEN: the shared client token. */
     authToken?: string;
+    /** MCP_SERVER_AUTH_SCOPES: the scopes MCP_SERVER_AUTH_TOKEN holds (`mcp` by default). */
+    authScopes: string[];
+    /** MCP_ADMIN_TOKEN: the operator's token, scope `admin`. */
+    adminToken?: string;
     /** `--no-auth`: loopback only, for local development and the conformance suite. */
     authDisabled: boolean;
+    /** `--no-auth-admin`: with `--no-auth`, the anonymous caller also holds scope `admin`. */
+    authDisabledAdmin: boolean;
     tokensFile?: string;
-    jwt: { secret?: string; jwksUrl?: string; issuer?: string; audience?: string };
+    jwt: {
+      secret?: string;
+      jwksUrl?: string;
+      issuer?: string;
+      audience?: string;
+      /** MCP_AUTH_JWT_CLOCK_TOLERANCE: seconds of clock skew allowed on `exp`/`nbf`. */
+      clockToleranceSeconds?: number;
+    };
     allowedHosts: string[];
     allowedOrigins: string[];
     maxMessageBytes: number;
@@ -59,6 +79,8 @@ export interface GatewayConfig {
     /** HMAC key of approval tokens; generated per process when unset (set it for replicas). */
     approvalSecret?: string;
     approvalTtlSeconds: number;
+    /** MCP_MAX_PENDING_APPROVALS_PER_TENANT: pending approval requests one tenant may have. */
+    maxPendingApprovalsPerTenant: number;
     /** Ask the inbound client's user through elicitation/create when it supports it. */
     approvalInBand: boolean;
     /** Audit log file; unset = audit events on the bus only. */
@@ -94,6 +116,8 @@ export interface ConfigFlags {
   config?: string;
   /** MCP_AUTH_DISABLED */
   noAuth?: boolean;
+  /** MCP_AUTH_DISABLED_ADMIN */
+  noAuthAdmin?: boolean;
 }
 
 const FLAG_OF: Record<string, string> = {
@@ -102,6 +126,7 @@ const FLAG_OF: Record<string, string> = {
   MCP_SERVER_PORT: "--port",
   MCP_PROXY_CONFIG_PATH: "--config",
   MCP_AUTH_DISABLED: "--no-auth",
+  MCP_AUTH_DISABLED_ADMIN: "--no-auth-admin",
 };
 
 /** Every variable the gateway reads, with its default and meaning: docs/configuration.md's reference. */
@@ -118,25 +143,57 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
   {
     name: "MCP_SERVER_AUTH_TOKEN",
     default: "(generated and printed at start)",
-    meaning: "Shared bearer token for HTTP; resolves to tenant `default` with scope `admin`",
+    meaning:
+      "Shared client bearer token for HTTP (identity `static-token`, tenant `default`, the scopes of MCP_SERVER_AUTH_SCOPES)",
+  },
+  {
+    name: "MCP_SERVER_AUTH_SCOPES",
+    default: "mcp",
+    meaning: "Comma-separated scopes of MCP_SERVER_AUTH_TOKEN: mcp, approver, operator, admin",
+  },
+  {
+    name: "MCP_ADMIN_TOKEN",
+    default: "(generated and printed at start when no source grants admin)",
+    meaning:
+      "The operator's bearer token (identity `admin-token`, scope `admin`): admin API, dashboard, approvals",
   },
   {
     name: "MCP_AUTH_TOKENS_FILE",
     default: "(none)",
     meaning: "YAML/JSON file of SHA-256-hashed tokens, each with tenant, scopes and subject",
   },
-  { name: "MCP_AUTH_JWT_SECRET", default: "(none)", meaning: "HS256 secret for JWT bearer tokens" },
+  {
+    name: "MCP_AUTH_JWT_SECRET",
+    default: "(none)",
+    meaning: "HS256 secret for JWT bearer tokens; at least 32 bytes",
+  },
   {
     name: "MCP_AUTH_JWKS_URL",
     default: "(none)",
-    meaning: "JWKS URL for asymmetric JWT bearer tokens",
+    meaning: "JWKS URL for asymmetric JWT bearer tokens; needs MCP_AUTH_JWT_AUDIENCE",
   },
   { name: "MCP_AUTH_JWT_ISSUER", default: "(any)", meaning: "Required JWT `iss`" },
-  { name: "MCP_AUTH_JWT_AUDIENCE", default: "(any)", meaning: "Required JWT `aud`" },
+  {
+    name: "MCP_AUTH_JWT_AUDIENCE",
+    default: "(any; required with MCP_AUTH_JWKS_URL)",
+    meaning: "Required JWT `aud`",
+  },
+  {
+    name: "MCP_AUTH_JWT_CLOCK_TOLERANCE",
+    default: "30",
+    meaning: "Seconds of clock skew allowed on JWT `exp` and `nbf` (every JWT must carry `exp`)",
+  },
   {
     name: "MCP_AUTH_DISABLED",
     default: "false",
-    meaning: "Same as `--no-auth`: no credentials on HTTP; refused unless the host is loopback",
+    meaning:
+      "Same as `--no-auth`: no credentials on HTTP, the caller holds scope `mcp` only; refused unless the host is loopback",
+  },
+  {
+    name: "MCP_AUTH_DISABLED_ADMIN",
+    default: "false",
+    meaning:
+      "Same as `--no-auth-admin`: with `--no-auth`, the anonymous caller also holds scope `admin`",
   },
   {
     name: "MCP_ALLOWED_HOSTS",
@@ -240,6 +297,12 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
     meaning: "Seconds an approval request and its token stay valid",
   },
   {
+    name: "MCP_MAX_PENDING_APPROVALS_PER_TENANT",
+    default: "100",
+    meaning:
+      "Approval requests one tenant may have pending at once (approval_queue_full past it; 10,000 in total)",
+  },
+  {
     name: "MCP_APPROVALS_PATH",
     default: "`<fleet file>.approvals.json` (memory only without a fleet file)",
     meaning:
@@ -339,8 +402,24 @@ const ENV_SCHEMA = z.object({
   MCP_SERVER_HOST: text,
   MCP_SERVER_PORT: int("MCP_SERVER_PORT", 0, 65535),
   MCP_SERVER_AUTH_TOKEN: text,
+  MCP_SERVER_AUTH_SCOPES: list.transform((v, ctx) => {
+    if (v === undefined) return undefined;
+    const unknown = v.filter((s) => !(KNOWN_SCOPES as readonly string[]).includes(s));
+    if (unknown.length === 0 && v.length > 0) return v;
+    ctx.addIssue({
+      code: "custom",
+      message: `MCP_SERVER_AUTH_SCOPES must list scopes out of ${KNOWN_SCOPES.join(", ")}` +
+        (unknown.length ? `, received "${unknown.join(", ")}"` : ""),
+    });
+    return z.NEVER;
+  }),
+  MCP_ADMIN_TOKEN: text,
   MCP_AUTH_TOKENS_FILE: text,
-  MCP_AUTH_JWT_SECRET: text,
+  MCP_AUTH_JWT_SECRET: text.refine(
+    (v) => v === undefined || new TextEncoder().encode(v).length >= MIN_HS256_SECRET_BYTES,
+    { error: (iss) => hs256SecretTooShort(new TextEncoder().encode(String(iss.input)).length) },
+  ),
+  MCP_AUTH_JWT_CLOCK_TOLERANCE: int("MCP_AUTH_JWT_CLOCK_TOLERANCE", 0, 600),
   MCP_AUTH_JWKS_URL: text.refine((v) => v === undefined || URL.canParse(v), {
     message:
       "MCP_AUTH_JWKS_URL must be an absolute URL, e.g. https://idp.example.com/.well-known/jwks.json",
@@ -348,6 +427,7 @@ const ENV_SCHEMA = z.object({
   MCP_AUTH_JWT_ISSUER: text,
   MCP_AUTH_JWT_AUDIENCE: text,
   MCP_AUTH_DISABLED: bool("MCP_AUTH_DISABLED"),
+  MCP_AUTH_DISABLED_ADMIN: bool("MCP_AUTH_DISABLED_ADMIN"),
   MCP_ALLOWED_HOSTS: list,
   MCP_ALLOWED_ORIGINS: list,
   MCP_MAX_MESSAGE_BYTES: int("MCP_MAX_MESSAGE_BYTES", 1024, 1024 * 1024 * 1024),
@@ -382,6 +462,7 @@ const ENV_SCHEMA = z.object({
       "MCP_APPROVAL_SECRET must be at least 32 characters; generate one with: openssl rand -hex 32",
   }),
   MCP_APPROVAL_TTL: int("MCP_APPROVAL_TTL", 10, 86_400),
+  MCP_MAX_PENDING_APPROVALS_PER_TENANT: int("MCP_MAX_PENDING_APPROVALS_PER_TENANT", 1, 10_000),
   MCP_APPROVAL_IN_BAND: bool("MCP_APPROVAL_IN_BAND"),
   MCP_APPROVALS_PATH: text,
   MCP_AUDIT_LOG: text,
@@ -410,10 +491,12 @@ export function resolveConfig(
   if (flags.port !== undefined) merged.MCP_SERVER_PORT = flags.port;
   if (flags.config !== undefined) merged.MCP_PROXY_CONFIG_PATH = flags.config;
   if (flags.noAuth) merged.MCP_AUTH_DISABLED = "true";
+  if (flags.noAuthAdmin) merged.MCP_AUTH_DISABLED_ADMIN = "true";
 
   const parsed = ENV_SCHEMA.safeParse(merged);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => {
+  const issues = parsed.success ? crossChecks(parsed.data) : parsed.error.issues;
+  if (!parsed.success || issues.length) {
+    const problems = issues.map((issue) => {
       const variable = String(issue.path[0] ?? "configuration");
       const flag = FLAG_OF[variable];
       const message = issue.message.startsWith(variable)
@@ -444,13 +527,17 @@ export function resolveConfig(
       host: e.MCP_SERVER_HOST ?? "127.0.0.1",
       port: e.MCP_SERVER_PORT ?? 8787,
       ...(e.MCP_SERVER_AUTH_TOKEN === undefined ? {} : { authToken: e.MCP_SERVER_AUTH_TOKEN }),
+      authScopes: e.MCP_SERVER_AUTH_SCOPES ?? ["mcp"],
+      ...(e.MCP_ADMIN_TOKEN === undefined ? {} : { adminToken: e.MCP_ADMIN_TOKEN }),
       authDisabled: e.MCP_AUTH_DISABLED ?? false,
+      authDisabledAdmin: e.MCP_AUTH_DISABLED_ADMIN ?? false,
       ...(e.MCP_AUTH_TOKENS_FILE === undefined ? {} : { tokensFile: e.MCP_AUTH_TOKENS_FILE }),
       jwt: definedOnly({
         secret: e.MCP_AUTH_JWT_SECRET,
         jwksUrl: e.MCP_AUTH_JWKS_URL,
         issuer: e.MCP_AUTH_JWT_ISSUER,
         audience: e.MCP_AUTH_JWT_AUDIENCE,
+        clockToleranceSeconds: e.MCP_AUTH_JWT_CLOCK_TOLERANCE,
       }),
       allowedHosts: e.MCP_ALLOWED_HOSTS ?? [],
       allowedOrigins: e.MCP_ALLOWED_ORIGINS ?? [],
@@ -482,6 +569,7 @@ export function resolveConfig(
     governance: {
       ...(e.MCP_APPROVAL_SECRET === undefined ? {} : { approvalSecret: e.MCP_APPROVAL_SECRET }),
       approvalTtlSeconds: e.MCP_APPROVAL_TTL ?? 600,
+      maxPendingApprovalsPerTenant: e.MCP_MAX_PENDING_APPROVALS_PER_TENANT ?? 100,
       approvalInBand: e.MCP_APPROVAL_IN_BAND ?? true,
       ...(e.MCP_AUDIT_LOG === undefined ? {} : { auditLog: e.MCP_AUDIT_LOG }),
       auditMaxBytes: e.MCP_AUDIT_MAX_BYTES ?? 10 * 1024 * 1024,
@@ -506,6 +594,30 @@ export async function loadConfig(
   const env = options.env ?? Deno.env.toObject();
   const fromFile = await readDotenv(options.envFile ?? ".env");
   return resolveConfig({ ...fromFile, ...env }, flags);
+}
+
+/** Rules that join variables: each issue's path names the variable to change. */
+function crossChecks(e: z.infer<typeof ENV_SCHEMA>): z.core.$ZodIssue[] {
+  const issues: z.core.$ZodIssue[] = [];
+  const issue = (variable: string, message: string) =>
+    issues.push({ code: "custom", path: [variable], message, input: undefined });
+  if (e.MCP_AUTH_JWKS_URL !== undefined && e.MCP_AUTH_JWT_AUDIENCE === undefined) {
+    issue("MCP_AUTH_JWT_AUDIENCE", JWKS_NEEDS_AUDIENCE);
+  }
+  if (e.MCP_ADMIN_TOKEN !== undefined && e.MCP_ADMIN_TOKEN === e.MCP_SERVER_AUTH_TOKEN) {
+    issue(
+      "MCP_ADMIN_TOKEN",
+      "MCP_ADMIN_TOKEN must differ from MCP_SERVER_AUTH_TOKEN: the admin token is the operator's " +
+        "own; generate one with: openssl rand -hex 32",
+    );
+  }
+  if (e.MCP_AUTH_DISABLED_ADMIN && !e.MCP_AUTH_DISABLED) {
+    issue(
+      "MCP_AUTH_DISABLED_ADMIN",
+      "--no-auth-admin only widens --no-auth; give both, or neither",
+    );
+  }
+  return issues;
 }
 
 /** Where approvals persist: the variable, else beside the fleet file; `off` (or no fleet) = memory. */

@@ -25,7 +25,9 @@ Deno.test("resolveConfig resolves an empty environment to the documented default
       transport: "http",
       host: "127.0.0.1",
       port: 8787,
+      authScopes: ["mcp"],
       authDisabled: false,
+      authDisabledAdmin: false,
       jwt: {},
       allowedHosts: [],
       allowedOrigins: [],
@@ -44,6 +46,7 @@ Deno.test("resolveConfig resolves an empty environment to the documented default
     engine: { model: "sampling" },
     governance: {
       approvalTtlSeconds: 600,
+      maxPendingApprovalsPerTenant: 100,
       approvalInBand: true,
       auditMaxBytes: 10 * 1024 * 1024,
       auditIncludeArguments: false,
@@ -75,12 +78,16 @@ Deno.test("resolveConfig reads each variable from the environment", () => {
     MCP_SERVER_HOST: "0.0.0.0",
     MCP_SERVER_PORT: "9000",
     MCP_SERVER_AUTH_TOKEN: "secret-token",
+    MCP_SERVER_AUTH_SCOPES: "mcp, approver",
+    MCP_ADMIN_TOKEN: "admin-secret",
     MCP_AUTH_TOKENS_FILE: "tokens.yaml",
-    MCP_AUTH_JWT_SECRET: "hs-secret",
+    MCP_AUTH_JWT_SECRET: "hs-secret-hs-secret-hs-secret-hs-",
+    MCP_AUTH_JWT_CLOCK_TOLERANCE: "5",
     MCP_AUTH_JWKS_URL: "https://idp.example.com/.well-known/jwks.json",
     MCP_AUTH_JWT_ISSUER: "https://idp.example.com",
     MCP_AUTH_JWT_AUDIENCE: "agent33",
     MCP_AUTH_DISABLED: "yes",
+    MCP_AUTH_DISABLED_ADMIN: "yes",
     MCP_ALLOWED_HOSTS: "a.example, b.example ,",
     MCP_ALLOWED_ORIGINS: "https://a.example",
     MCP_MAX_MESSAGE_BYTES: "2048",
@@ -104,13 +111,17 @@ Deno.test("resolveConfig reads each variable from the environment", () => {
     host: "0.0.0.0",
     port: 9000,
     authToken: "secret-token",
+    authScopes: ["mcp", "approver"],
+    adminToken: "admin-secret",
     authDisabled: true,
+    authDisabledAdmin: true,
     tokensFile: "tokens.yaml",
     jwt: {
-      secret: "hs-secret",
+      secret: "hs-secret-hs-secret-hs-secret-hs-",
       jwksUrl: "https://idp.example.com/.well-known/jwks.json",
       issuer: "https://idp.example.com",
       audience: "agent33",
+      clockToleranceSeconds: 5,
     },
     allowedHosts: ["a.example", "b.example"],
     allowedOrigins: ["https://a.example"],
@@ -131,6 +142,41 @@ Deno.test("resolveConfig reads each variable from the environment", () => {
   assert.equal(config.policyPath, "rules.yaml");
   assert.equal(config.natsUrl, "nats://127.0.0.1:4222");
   assert.deepEqual(config.log, { level: "debug", format: "json" });
+});
+
+Deno.test("resolveConfig refuses an HS256 secret shorter than 32 bytes, naming the variable", () => {
+  const error = configError({ MCP_AUTH_JWT_SECRET: "0123456789abcdef" });
+  assert.match(
+    error.message,
+    /MCP_AUTH_JWT_SECRET is 16 bytes; an HS256 secret needs at least 32 bytes/,
+  );
+});
+
+Deno.test("resolveConfig refuses a JWKS URL without an audience", () => {
+  const error = configError({ MCP_AUTH_JWKS_URL: "https://idp.example/jwks" });
+  assert.match(error.message, /MCP_AUTH_JWKS_URL is set without MCP_AUTH_JWT_AUDIENCE/);
+});
+
+Deno.test("resolveConfig refuses unknown scopes for the static token", () => {
+  const error = configError({ MCP_SERVER_AUTH_SCOPES: "mcp, root" });
+  assert.match(
+    error.message,
+    /MCP_SERVER_AUTH_SCOPES must list scopes out of mcp, approver, operator, admin, received "root"/,
+  );
+});
+
+Deno.test("resolveConfig refuses an admin token equal to the client token", () => {
+  const error = configError({ MCP_SERVER_AUTH_TOKEN: "same", MCP_ADMIN_TOKEN: "same" });
+  assert.match(error.message, /MCP_ADMIN_TOKEN must differ from MCP_SERVER_AUTH_TOKEN/);
+});
+
+Deno.test("resolveConfig refuses --no-auth-admin without --no-auth", () => {
+  const error = configError({}, { noAuthAdmin: true });
+  assert.match(error.message, /--no-auth-admin only widens --no-auth/);
+  assert.equal(
+    resolveConfig({}, { noAuth: true, noAuthAdmin: true }).server.authDisabledAdmin,
+    true,
+  );
 });
 
 Deno.test("resolveConfig accepts sse as an alias of the http transport", () => {

@@ -34,6 +34,8 @@ export type GatewayErrorCode =
   | "approval_denied"
   | "approval_not_pending"
   | "approval_queue_full"
+  /** The requester of an approval tried to decide it. */
+  | "self_approval"
   | "rate_limited"
   | "circuit_open"
   | "upstream_error"
@@ -67,6 +69,7 @@ const RPC_CODE: Record<GatewayErrorCode, number> = {
   approval_denied: ErrorCode.InvalidRequest,
   approval_not_pending: ErrorCode.InvalidRequest,
   approval_queue_full: ErrorCode.InvalidRequest,
+  self_approval: ErrorCode.InvalidRequest,
   rate_limited: ErrorCode.InvalidRequest,
   circuit_open: ErrorCode.InternalError,
   upstream_error: ErrorCode.InternalError,

@@ -23,11 +23,15 @@ import type { TokenPayload } from "./auth/token_payload.ts";
 import type { Logger } from "./logger.ts";
 import type { HttpRoute } from "./plugin_api.ts";
 
-/** The caller when `--no-auth` is in force (loopback only). */
+/**
+ * The caller when `--no-auth` is in force (loopback only): it may use the MCP endpoints and
+ * nothing else unless `--no-auth-admin` is given too (see {@link HttpListenerOptions.anonymous}).
+ */
 export const ANONYMOUS: TokenPayload = {
   tenant: "default",
-  scopes: ["admin"],
+  scopes: ["mcp"],
   subject: "anonymous",
+  anonymous: true,
 };
 
 /** The caller a `public` route's handler gets: no tenant, no scopes. */
@@ -39,6 +43,8 @@ export interface HttpListenerOptions {
   port: number;
   /** `null` when authentication is disabled (`--no-auth`). */
   authenticator: Authenticator | null;
+  /** The caller every request is when `authenticator` is null; {@link ANONYMOUS} by default. */
+  anonymous?: TokenPayload;
   /** Builds the Host/Origin check once the bound port is known (port 0 picks one). */
   hostGuard: (port: number) => (request: Request) => HostVerdict;
   logger: Logger;
@@ -253,7 +259,7 @@ export class HttpListener {
 
     // Static assets only (see HttpRoute.public); the caller gets no scopes.
     if (route.public) return await route.handle(request, PUBLIC_CALLER);
-    let auth = ANONYMOUS;
+    let auth = this.#options.anonymous ?? ANONYMOUS;
     if (this.#options.authenticator) {
       const result = await this.#options.authenticator.authenticate(request);
       if (!result.ok) return unauthorizedResponse(result);

@@ -7,6 +7,8 @@
  */
 import { createAuthenticator } from "./auth/authenticator.ts";
 import { createHostGuard, isLoopbackHost } from "./auth/host_guard.ts";
+import { refuseNonJsonBody } from "./auth/json_body_guard.ts";
+import type { TokenPayload } from "./auth/token_payload.ts";
 import { type BridgeObserver, MCPServiceBridge } from "./bridge.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import type { GatewayConfig } from "./config.ts";
@@ -16,7 +18,7 @@ import { kernelInvoker } from "./engine/kernel_invoker.ts";
 import { GatewayError, serializeError } from "./errors.ts";
 import { type EventBus, InProcessEventBus } from "./event_bus.ts";
 import { SwitchableEventBus } from "./switchable_event_bus.ts";
-import { HttpListener, jsonError, type MountedRoute } from "./http_listener.ts";
+import { ANONYMOUS, HttpListener, jsonError, type MountedRoute } from "./http_listener.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import type {
   HttpRoute,
@@ -52,6 +54,7 @@ import type { PolicySet } from "./governance/policy.ts";
 import { RateLimiter } from "./governance/rate_limiter.ts";
 import { ToolGovernance } from "./governance/tool_governance.ts";
 import { operatorStatusRoute } from "./operator_routes.ts";
+import { refuseScope } from "./operator/admin_scope.ts";
 import { operatorRoutes } from "./operator/routes.ts";
 import { configSecrets } from "./operator/admin_redaction.ts";
 import { redactedRoute } from "./operator/redacted_route.ts";
@@ -83,8 +86,13 @@ export interface StartInfo {
   transport: "stdio" | "http";
   /** Base URL of the HTTP listener. */
   url?: string;
-  /** A bearer token the kernel generated because none was configured. */
+  /** The client bearer token (scope `mcp`) the kernel generated because none was configured. */
   generatedToken?: string;
+  /**
+   * The operator's bearer token (scope `admin`) the kernel generated because no credential
+   * source grants admin; printed once, for the admin API, the dashboard and approvals.
+   */
+  generatedAdminToken?: string;
   /** Plugins that failed to load, with why. */
   pluginFailures: PluginFailure[];
   /** The fleet file and the enabled upstreams starting in the background. */
@@ -225,6 +233,7 @@ export class Kernel {
       bus: this.bus,
       tokens,
       ttlMs: governance.approvalTtlSeconds * 1000,
+      maxPendingPerTenant: governance.maxPendingApprovalsPerTenant,
       ...(this.#approvalStore ? { onChange: () => this.#approvalStore!.save() } : {}),
     });
     this.audit = new AuditLog({
@@ -449,8 +458,9 @@ export class Kernel {
     if (server.transport === "stdio") {
       await this.#startStdio();
     } else {
-      info.url = await this.#startHttp(auth!.authenticator);
+      info.url = await this.#startHttp(auth!.authenticator, auth!.anonymous);
       if (auth!.generatedToken) info.generatedToken = auth!.generatedToken;
+      if (auth!.generatedAdminToken) info.generatedAdminToken = auth!.generatedAdminToken;
     }
     this.#ready = true;
     this.scanner = new GatewayScanner({
@@ -818,15 +828,25 @@ export class Kernel {
             "bind 127.0.0.1 or configure MCP_SERVER_AUTH_TOKEN",
         );
       }
+      const admin = server.authDisabledAdmin;
       this.logger.warn(
-        "AUTHENTICATION IS DISABLED (--no-auth): any local process can call every tool. Use only for development and conformance tests.",
+        admin
+          ? "AUTHENTICATION IS DISABLED (--no-auth --no-auth-admin): any local process can call every tool, decide approvals and change the gateway (add servers, i.e. run commands). Use only for development."
+          : "AUTHENTICATION IS DISABLED (--no-auth): any local process can call every tool; the admin API and approval decisions are refused (add --no-auth-admin to open them). Use only for development and conformance tests.",
       );
-      return { authenticator: null, generatedToken: undefined };
+      const anonymous: TokenPayload = {
+        ...ANONYMOUS,
+        scopes: admin ? ["mcp", "admin"] : ["mcp"],
+      };
+      return { authenticator: null, anonymous };
     }
     let generatedToken: string | undefined;
+    let generatedAdminToken: string | undefined;
     let staticToken = server.authToken;
-    const configured = staticToken !== undefined || server.tokensFile !== undefined ||
-      server.jwt.secret !== undefined || server.jwt.jwksUrl !== undefined;
+    let adminToken = server.adminToken;
+    const jwt = server.jwt.secret !== undefined || server.jwt.jwksUrl !== undefined;
+    const configured = staticToken !== undefined || adminToken !== undefined ||
+      server.tokensFile !== undefined || jwt;
     if (!configured) {
       if (!loopback) {
         throw new GatewayError(
@@ -837,15 +857,28 @@ export class Kernel {
       }
       generatedToken = randomToken();
       staticToken = generatedToken;
-      registerSecrets(this.#secrets.gateway, [...configSecrets(this.config), generatedToken]);
+    }
+    // The client token holds `mcp` only; the operator's is a second token, so the caller that
+    // asks for an approval is never the one that can grant it.
+    const staticScopes = generatedToken ? ["mcp"] : server.authScopes;
+    const adminSource = adminToken !== undefined || server.tokensFile !== undefined || jwt ||
+      staticScopes.includes("admin");
+    if (!adminSource) {
+      generatedAdminToken = randomToken();
+      adminToken = generatedAdminToken;
+    }
+    const generated = [generatedToken, generatedAdminToken].filter((t) => t !== undefined);
+    if (generated.length) {
+      registerSecrets(this.#secrets.gateway, [...configSecrets(this.config), ...generated]);
     }
     const authenticator = await createAuthenticator({
-      ...(staticToken === undefined ? {} : { staticToken }),
+      ...(staticToken === undefined ? {} : { staticToken, staticScopes }),
+      ...(adminToken === undefined ? {} : { adminToken }),
       ...(server.tokensFile === undefined ? {} : { tokensFile: server.tokensFile }),
       ...(server.jwt.secret || server.jwt.jwksUrl ? { jwt: server.jwt } : {}),
       now: () => this.clock.now(),
     });
-    return { authenticator, generatedToken };
+    return { authenticator, generatedToken, generatedAdminToken, anonymous: undefined };
   }
 
   /** With NATS_URL set, the `bus-nats` plugin replaces the in-process bus; failing that is fatal. */
@@ -995,12 +1028,16 @@ export class Kernel {
     transport.done?.then(() => this.stop());
   }
 
-  async #startHttp(authenticator: Awaited<ReturnType<typeof createAuthenticator>> | null) {
+  async #startHttp(
+    authenticator: Awaited<ReturnType<typeof createAuthenticator>> | null,
+    anonymous: TokenPayload | undefined,
+  ) {
     const { server } = this.config;
     const listener = new HttpListener({
       host: server.host,
       port: server.port,
       authenticator,
+      ...(anonymous ? { anonymous } : {}),
       hostGuard: (port) =>
         createHostGuard({
           host: server.host,
@@ -1023,8 +1060,8 @@ export class Kernel {
       }),
     });
     // Operator routes answer through the redacting sink; the MCP routes redact at their errors.
-    listener.mount(redactedRoute(approvalRoutes(this.approvals)));
-    listener.mount(redactedRoute(operatorStatusRoute({
+    listener.mount(redactedRoute(jsonBodiesOnly(approvalRoutes(this.approvals))));
+    listener.mount(redactedRoute(jsonBodiesOnly(operatorStatusRoute({
       system: () => this.bridge.status(),
       servers: () =>
         this.proxy.status().map((s) => ({
@@ -1033,12 +1070,14 @@ export class Kernel {
           quarantined: this.scanner?.quarantinedTools(s.id) ?? [],
         })),
       ready: () => this.#ready && this.#fleetReady,
-    })));
-    for (const route of operatorRoutes(this)) listener.mount(redactedRoute(route));
+    }))));
+    for (const route of operatorRoutes(this)) listener.mount(redactedRoute(jsonBodiesOnly(route)));
     // Mounted even when disabled at start: an operator can enable the interface at runtime.
     for (const transport of this.#transportsOf("http")) {
       this.#transports.push(transport);
-      for (const route of transport.routes ?? []) listener.mount(this.#whileMcpEnabled(route));
+      for (const route of transport.routes ?? []) {
+        listener.mount(mcpScopeOnly(this.#whileMcpEnabled(route)));
+      }
     }
     this.#listener = listener;
     const addr = await listener.start();
@@ -1062,6 +1101,28 @@ export class Kernel {
       },
     };
   }
+}
+
+/** The route, answering 415 to a state-changing request whose body is not JSON. */
+function jsonBodiesOnly(route: HttpRoute): HttpRoute {
+  if (route.public) return route;
+  return {
+    ...route,
+    handle: (request, auth, body) =>
+      Promise.resolve(refuseNonJsonBody(request) ?? route.handle(request, auth, body)),
+  };
+}
+
+/** The MCP transport route, answering 403 to a caller without scope `mcp` (or `admin`). */
+function mcpScopeOnly(route: HttpRoute): HttpRoute {
+  return {
+    ...route,
+    handle: (request, auth, body) =>
+      Promise.resolve(
+        refuseScope(auth, "mcp", `the MCP endpoint ${route.path}`) ??
+          route.handle(request, auth, body),
+      ),
+  };
 }
 
 function randomToken(): string {

@@ -507,7 +507,7 @@ Deno.test("Kernel refuses --no-auth on a non-loopback host", async () => {
   });
 });
 
-Deno.test("Kernel generates a token on loopback when none is configured and requires it on /mcp", async () => {
+Deno.test("Kernel generates a client token and a separate admin token on loopback when none is configured, and requires one on /mcp", async () => {
   const k = kernel({
     env: { MCP_SERVER_AUTH_TOKEN: "", MCP_HTTP_RESPONSE_MODE: "json" },
     pluginDirs: [BUILTIN_PLUGIN_DIR],
@@ -517,6 +517,8 @@ Deno.test("Kernel generates a token on loopback when none is configured and requ
     assert.ok(info.url);
     assert.ok(info.generatedToken);
     assert.match(info.generatedToken, /^[A-Za-z0-9_-]{43}$/);
+    assert.match(info.generatedAdminToken ?? "", /^[A-Za-z0-9_-]{43}$/);
+    assert.notEqual(info.generatedAdminToken, info.generatedToken);
 
     const refused = await initialize(info.url);
     assert.equal(refused.status, 401);
@@ -535,11 +537,12 @@ Deno.test("Kernel generates a token on loopback when none is configured and requ
   });
 });
 
-Deno.test("Kernel uses the configured token and generates none", async () => {
+Deno.test("Kernel uses the configured client token, and generates only the admin token no source grants", async () => {
   const k = kernel({ env: { MCP_HTTP_RESPONSE_MODE: "json" }, pluginDirs: [BUILTIN_PLUGIN_DIR] });
   await using(k, async () => {
     const info = await k.start();
     assert.equal(info.generatedToken, undefined);
+    assert.ok(info.generatedAdminToken);
     const accepted = await initialize(info.url!, "t");
     assert.equal(accepted.status, 200);
     await accepted.body?.cancel();

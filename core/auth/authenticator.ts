@@ -1,6 +1,7 @@
 /**
- * Resolves a request's bearer token to a {@link TokenPayload}, trying the static token, then the
- * tokens file, then JWT; and renders refusals as RFC 6750 responses.
+ * Resolves a request's bearer token to a {@link TokenPayload}, trying the static tokens (the
+ * client token and the admin token), then the tokens file, then JWT; and renders refusals as
+ * RFC 6750 responses.
  * @module
  */
 import { sha256, timingSafeEqual, toHex } from "./digest.ts";
@@ -15,10 +16,14 @@ import { loadTokensFile } from "./tokens_file.ts";
 
 /** Credential sources and injected effects for {@link createAuthenticator}. */
 export interface AuthenticatorOptions {
-  /** MCP_SERVER_AUTH_TOKEN: an admin token for the whole gateway. */
+  /** MCP_SERVER_AUTH_TOKEN: the shared client token. */
   staticToken?: string;
-  /** Tenant the static token acts for; "default" when unset. */
+  /** Tenant the static tokens act for; "default" when unset. */
   staticTenant?: string;
+  /** MCP_SERVER_AUTH_SCOPES: what the static token may do; `["mcp"]` when unset. */
+  staticScopes?: string[];
+  /** MCP_ADMIN_TOKEN: a second static token with scope `admin`, identity `admin-token`. */
+  adminToken?: string;
   /** Path to a YAML or JSON tokens file. */
   tokensFile?: string;
   /** JWT verification by HS256 secret or remote JWKS. */
@@ -51,6 +56,11 @@ export interface Authenticator {
 
 type Failure = Extract<AuthResult, { ok: false }>;
 
+/** The identity (subject) of MCP_SERVER_AUTH_TOKEN, or of the generated client token. */
+export const STATIC_SUBJECT = "static-token";
+/** The identity (subject) of MCP_ADMIN_TOKEN, or of the generated admin token. */
+export const ADMIN_SUBJECT = "admin-token";
+
 const fail = (error: Failure["error"], description: string): Failure => ({
   ok: false,
   status: error === "insufficient_scope" ? 403 : 401,
@@ -60,19 +70,28 @@ const fail = (error: Failure["error"], description: string): Failure => ({
 
 /** Builds an authenticator from the configured sources; throws on a bad tokens file. */
 export async function createAuthenticator(options: AuthenticatorOptions): Promise<Authenticator> {
-  const staticDigest = options.staticToken ? sha256(options.staticToken) : undefined;
-  const staticPayload: TokenPayload = {
-    tenant: options.staticTenant || "default",
-    scopes: ["admin"],
-    subject: "static-token",
-  };
+  const tenant = options.staticTenant || "default";
+  // Each static token is its own identity, so one cannot approve what the other asked for.
+  const statics: { digest: Uint8Array; payload: TokenPayload }[] = [];
+  if (options.staticToken) {
+    statics.push({
+      digest: sha256(options.staticToken),
+      payload: { tenant, scopes: options.staticScopes ?? ["mcp"], subject: STATIC_SUBJECT },
+    });
+  }
+  if (options.adminToken) {
+    statics.push({
+      digest: sha256(options.adminToken),
+      payload: { tenant, scopes: ["admin"], subject: ADMIN_SUBJECT },
+    });
+  }
   const fileTokens = options.tokensFile
     ? await loadTokensFile(options.tokensFile, options.readTextFile)
     : undefined;
   const verifyJwt = jwtVerifierFor(options);
 
   return {
-    configured: Boolean(staticDigest || fileTokens || verifyJwt),
+    configured: Boolean(statics.length || fileTokens || verifyJwt),
     async authenticate(request) {
       const header = request.headers.get("authorization");
       if (header === null) return fail("invalid_request", "missing bearer token");
@@ -85,8 +104,10 @@ export async function createAuthenticator(options: AuthenticatorOptions): Promis
 
       try {
         const digest = sha256(token);
-        if (staticDigest && timingSafeEqual(digest, staticDigest)) {
-          return { ok: true, payload: copy(staticPayload) };
+        for (const known of statics) {
+          if (timingSafeEqual(digest, known.digest)) {
+            return { ok: true, payload: copy(known.payload) };
+          }
         }
         // A Map lookup may leak timing, but only of the hash, which reveals nothing of the token.
         const entry = fileTokens?.get(toHex(digest));
@@ -116,8 +137,8 @@ export function wwwAuthenticate(result: Extract<AuthResult, { ok: false }>): str
 export function unauthorizedResponse(result: Extract<AuthResult, { ok: false }>): Response {
   const hint = result.error === "insufficient_scope"
     ? "use a token that carries the required scope"
-    : 'send "Authorization: Bearer <token>"; the token is printed at start-up or set with ' +
-      "MCP_SERVER_AUTH_TOKEN";
+    : 'send "Authorization: Bearer <token>"; the tokens are printed at start-up or set with ' +
+      "MCP_SERVER_AUTH_TOKEN (clients) and MCP_ADMIN_TOKEN (operators)";
   const body = {
     error: {
       code: result.status === 403 ? "forbidden" : "unauthorized",

@@ -44,12 +44,35 @@ Deno.test("Authenticator refuses a jwt block with claims but no key source", asy
   );
 });
 
-Deno.test("Authenticator resolves the static token to an admin payload for the static tenant", async () => {
+Deno.test("Authenticator resolves the static token to a client (mcp) payload for the static tenant", async () => {
   const auth = await createAuthenticator({ staticToken: "tok-123", staticTenant: "acme" });
   assert.equal(auth.configured, true);
   assert.deepEqual(await auth.authenticate(bearer("Bearer tok-123")), {
     ok: true,
-    payload: { tenant: "acme", scopes: ["admin"], subject: "static-token" },
+    payload: { tenant: "acme", scopes: ["mcp"], subject: "static-token" },
+  });
+});
+
+Deno.test("Authenticator gives the static token the configured scopes", async () => {
+  const auth = await createAuthenticator({
+    staticToken: "tok-123",
+    staticScopes: ["mcp", "operator"],
+  });
+  const result = await auth.authenticate(bearer("Bearer tok-123"));
+  assert.deepEqual(result.ok && result.payload.scopes, ["mcp", "operator"]);
+});
+
+Deno.test("Authenticator resolves the admin token to scope admin under its own identity", async () => {
+  const auth = await createAuthenticator({ staticToken: "client", adminToken: "operator" });
+  assert.deepEqual(await auth.authenticate(bearer("Bearer operator")), {
+    ok: true,
+    payload: { tenant: "default", scopes: ["admin"], subject: "admin-token" },
+  });
+  const client = await auth.authenticate(bearer("Bearer client"));
+  assert.deepEqual(client.ok && client.payload, {
+    tenant: "default",
+    scopes: ["mcp"],
+    subject: "static-token",
   });
 });
 
@@ -196,7 +219,7 @@ Deno.test("Authenticator resolves a valid JWT after the other sources miss", asy
 Deno.test("Authenticator rejects an expired JWT with 401 invalid_token", async () => {
   const auth = await createAuthenticator({ jwt: { secret: SECRET }, now: () => NOW });
   const result = await auth.authenticate(
-    bearer(`Bearer ${await jwt({ tenant: "a" }, NOW / 1000 - 1)}`),
+    bearer(`Bearer ${await jwt({ tenant: "a" }, NOW / 1000 - 60)}`),
   );
   assert.equal(!result.ok && result.status, 401);
   assert.equal(!result.ok && result.error, "invalid_token");
@@ -263,8 +286,9 @@ Deno.test("unauthorizedResponse is a 401 JSON body with a challenge telling what
   assert.deepEqual(await response.json(), {
     error: {
       code: "unauthorized",
-      message: 'Missing bearer token: send "Authorization: Bearer <token>"; the token is printed ' +
-        "at start-up or set with MCP_SERVER_AUTH_TOKEN",
+      message: 'Missing bearer token: send "Authorization: Bearer <token>"; the tokens are ' +
+        "printed at start-up or set with MCP_SERVER_AUTH_TOKEN (clients) and MCP_ADMIN_TOKEN " +
+        "(operators)",
     },
   });
 });

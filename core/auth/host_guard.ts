@@ -1,6 +1,9 @@
 /**
- * DNS-rebinding protection for the Streamable HTTP transport: a browser page on a hostile name
- * that resolves to our address still sends its own Host and Origin, so both are checked.
+ * DNS-rebinding and cross-site protection for the HTTP listener: a browser page on a hostile name
+ * that resolves to our address still sends its own Host and Origin, so both are checked. An Origin
+ * passes when it is listed in MCP_ALLOWED_ORIGINS, or when its scheme is http(s), its host is an
+ * allowed name and its port is the one the request was sent to: a page on another port of the same
+ * machine (any local dev server) is another site and is refused.
  * @module
  */
 
@@ -81,7 +84,11 @@ export function createHostGuard(options: HostGuardOptions): (request: Request) =
     if (origins.has(normalizeOrigin(origin))) return { ok: true };
     const url = parseUrl(origin);
     if (url && (url.protocol === "http:" || url.protocol === "https:")) {
-      if (originNames.has(url.hostname)) return { ok: true };
+      // Host omits the port when it is the scheme's default, as an origin does.
+      const defaultPort = url.protocol === "https:" ? "443" : "80";
+      const originPort = url.port || defaultPort;
+      const requestPort = splitHostPort(host).port ?? defaultPort;
+      if (originNames.has(url.hostname) && originPort === requestPort) return { ok: true };
     }
     return denyOrigin();
   };

@@ -63,16 +63,34 @@ Deno.test("Host guard accepts a request without an Origin header", () => {
   assert.deepEqual(loopback(request({ host: "localhost:8787" })), { ok: true });
 });
 
-Deno.test("Host guard accepts an http(s) Origin on an allowed host at any port", () => {
+Deno.test("Host guard accepts an http(s) Origin on an allowed host at the port the request was sent to", () => {
   for (
     const origin of [
       "http://localhost:8787",
-      "http://localhost:6274",
-      "https://127.0.0.1",
-      "http://[::1]:3000",
+      "http://127.0.0.1:8787",
+      "https://[::1]:8787",
     ]
   ) {
     assert.deepEqual(loopback(request({ host: "localhost:8787", origin })), { ok: true }, origin);
+  }
+  assert.deepEqual(loopback(request({ host: "localhost", origin: "http://localhost" })), {
+    ok: true,
+  });
+});
+
+Deno.test("Host guard rejects an Origin on another port of an allowed host", () => {
+  for (
+    const [host, origin] of [
+      ["localhost:8787", "http://localhost:6274"],
+      ["localhost:8787", "http://localhost"],
+      ["localhost:8787", "https://127.0.0.1"],
+      ["127.0.0.1:8787", "http://[::1]:3000"],
+      ["localhost", "http://localhost:8787"],
+    ]
+  ) {
+    const verdict = loopback(request({ host: host!, origin: origin! }));
+    assert.equal(verdict.ok, false, `${origin} → ${host}`);
+    assert.match(!verdict.ok ? verdict.message : "", /MCP_ALLOWED_ORIGINS/);
   }
 });
 

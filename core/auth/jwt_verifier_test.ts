@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { exportJWK, generateKeyPair, type JWTPayload, jwtVerify, SignJWT } from "jose";
-import { createJwtVerifier, looksLikeJwt, VERIFIED_TTL_MS } from "./jwt_verifier.ts";
+import {
+  createJwtVerifier,
+  DEFAULT_CLOCK_TOLERANCE_SECONDS,
+  looksLikeJwt,
+  VERIFIED_TTL_MS,
+} from "./jwt_verifier.ts";
 
 const SECRET = "s3cret-s3cret-s3cret-s3cret-s3cret";
 const NOW = Date.UTC(2030, 0, 1);
@@ -60,10 +65,55 @@ Deno.test("JWT verifier rejects a token signed with another secret", async () =>
 });
 
 Deno.test("JWT verifier rejects an expired token saying it expired", async () => {
-  const verify = createJwtVerifier({ secret: SECRET }, { now: () => NOW + 301_000 });
+  const past = NOW + 300_000 + DEFAULT_CLOCK_TOLERANCE_SECONDS * 1000 + 1000;
+  const verify = createJwtVerifier({ secret: SECRET }, { now: () => past });
   const verdict = await verify(await hs256({ tenant: "acme" }));
   assert.equal(verdict.ok, false);
   assert.match(!verdict.ok ? verdict.description : "", /^JWT expired at 2030-01-01T00:05:00\.000Z/);
+});
+
+Deno.test("JWT verifier allows the configured clock tolerance past exp, and no more", async () => {
+  const token = await hs256({ tenant: "acme" });
+  const justAfter = () => NOW + 310_000;
+  assert.equal((await createJwtVerifier({ secret: SECRET }, { now: justAfter })(token)).ok, true);
+  const strict = createJwtVerifier({ secret: SECRET, clockToleranceSeconds: 0 }, {
+    now: justAfter,
+  });
+  assert.equal((await strict(token)).ok, false);
+});
+
+Deno.test("JWT verifier refuses a token without exp", async () => {
+  const verify = createJwtVerifier({ secret: SECRET }, { now });
+  const token = await new SignJWT({ tenant: "acme", sub: "alice" })
+    .setProtectedHeader({ alg: "HS256" })
+    .sign(new TextEncoder().encode(SECRET));
+  assert.deepEqual(await verify(token), {
+    ok: false,
+    description: 'JWT has no "exp" claim; the gateway accepts only tokens that expire',
+  });
+});
+
+Deno.test("JWT verifier reads scopes from `scp`, as a string or a list", async () => {
+  const verify = createJwtVerifier({ secret: SECRET }, { now });
+  const fromString = await verify(await hs256({ tenant: "acme", scp: "mcp approver" }));
+  assert.deepEqual(fromString.ok && fromString.payload.scopes, ["mcp", "approver"]);
+  const fromList = await verify(await hs256({ tenant: "acme", scp: ["operator"], scope: "mcp" }));
+  assert.deepEqual(fromList.ok && fromList.payload.scopes, ["mcp", "operator"]);
+});
+
+Deno.test("JWT verifier refuses an HS256 secret shorter than 32 bytes, naming the variable", () => {
+  assert.throws(
+    () => createJwtVerifier({ secret: "0123456789abcdef" }),
+    /MCP_AUTH_JWT_SECRET is 16 bytes; an HS256 secret needs at least 32 bytes/,
+  );
+  assert.doesNotThrow(() => createJwtVerifier({ secret: "x".repeat(32) }));
+});
+
+Deno.test("JWT verifier refuses a JWKS without an audience", () => {
+  assert.throws(
+    () => createJwtVerifier({ jwksUrl: "https://idp.example/jwks" }),
+    /MCP_AUTH_JWKS_URL is set without MCP_AUTH_JWT_AUDIENCE/,
+  );
 });
 
 Deno.test("JWT verifier rejects a token from the wrong issuer", async () => {
@@ -117,12 +167,14 @@ Deno.test("JWT verifier checks ES256 tokens against a served JWKS and rejects ot
     () => Response.json({ keys: [jwk] }),
   );
   try {
-    const verify = createJwtVerifier({ jwksUrl: `http://127.0.0.1:${server.addr.port}/jwks` }, {
-      now,
-    });
+    const verify = createJwtVerifier({
+      jwksUrl: `http://127.0.0.1:${server.addr.port}/jwks`,
+      audience: "agent33",
+    }, { now });
     const sign = (key: CryptoKey) =>
       new SignJWT({ tenant: "acme", scope: "mcp" })
         .setProtectedHeader({ alg: "ES256", kid: "k1" })
+        .setAudience("agent33")
         .setExpirationTime(nowSec + 60)
         .sign(key);
 
@@ -140,7 +192,7 @@ Deno.test("JWT verifier checks ES256 tokens against a served JWKS and rejects ot
 });
 
 Deno.test("JWT verifier with a JWKS refuses HS256 tokens", async () => {
-  const verify = createJwtVerifier({ jwksUrl: "http://127.0.0.1:9/jwks" }, {
+  const verify = createJwtVerifier({ jwksUrl: "http://127.0.0.1:9/jwks", audience: "agent33" }, {
     now,
     fetch: () => Promise.reject(new Error("must not fetch")),
   });
@@ -152,29 +204,27 @@ Deno.test("JWT verifier fetches the JWKS through the injected fetch", async () =
   const { publicKey, privateKey } = await generateKeyPair("ES256");
   const jwk = { ...(await exportJWK(publicKey)), alg: "ES256" };
   const fetched: string[] = [];
-  const verify = createJwtVerifier({ jwksUrl: "https://idp.example/jwks" }, {
+  const verify = createJwtVerifier({ jwksUrl: "https://idp.example/jwks", audience: "agent33" }, {
     now,
     fetch: (input) => {
       fetched.push(String(input));
       return Promise.resolve(Response.json({ keys: [jwk] }));
     },
   });
-  const token = await new SignJWT({ tenant: "acme" }).setProtectedHeader({ alg: "ES256" }).sign(
-    privateKey,
-  );
+  const token = await new SignJWT({ tenant: "acme" }).setProtectedHeader({ alg: "ES256" })
+    .setAudience("agent33").setExpirationTime(nowSec + 60).sign(privateKey);
   assert.equal((await verify(token)).ok, true);
   assert.deepEqual(fetched, ["https://idp.example/jwks"]);
 });
 
 Deno.test("JWT verifier reports an unreachable JWKS without throwing", async () => {
   const { privateKey } = await generateKeyPair("ES256");
-  const verify = createJwtVerifier({ jwksUrl: "https://idp.example/jwks" }, {
+  const verify = createJwtVerifier({ jwksUrl: "https://idp.example/jwks", audience: "agent33" }, {
     now,
     fetch: () => Promise.resolve(new Response("down", { status: 503 })),
   });
-  const token = await new SignJWT({ tenant: "acme" }).setProtectedHeader({ alg: "ES256" }).sign(
-    privateKey,
-  );
+  const token = await new SignJWT({ tenant: "acme" }).setProtectedHeader({ alg: "ES256" })
+    .setAudience("agent33").setExpirationTime(nowSec + 60).sign(privateKey);
   const verdict = await verify(token);
   assert.match(!verdict.ok ? verdict.description : "", /^JWT could not be verified: /);
 });
@@ -210,7 +260,7 @@ Deno.test("A remembered JWT is refused once it expires, even within the 30 s", a
     .setExpirationTime(nowSec + 10)
     .sign(new TextEncoder().encode(SECRET));
   assert.equal((await verify(token)).ok, true);
-  clock.now += 10_000;
+  clock.now += 10_000 + DEFAULT_CLOCK_TOLERANCE_SECONDS * 1000;
   const verdict = await verify(token);
   assert.equal(verdict.ok, false);
   assert.match(!verdict.ok ? verdict.description : "", /^JWT expired/);

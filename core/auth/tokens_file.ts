@@ -1,5 +1,6 @@
 /**
- * The tokens file: hashed bearer tokens, each bound to a tenant, scopes and subject.
+ * The tokens file: hashed bearer tokens, each bound to a tenant, scopes (default `[mcp]`) and a
+ * subject, the token's stable identity (its hash prefix when unnamed).
  *
  * Only SHA-256 hashes are stored so the file can sit in config repos without leaking tokens.
  * Errors name the file and line, because the person reading them is editing that file.
@@ -7,7 +8,7 @@
  */
 import { isNode, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
-import type { TokenPayload } from "./token_payload.ts";
+import { KNOWN_SCOPES, type TokenPayload } from "./token_payload.ts";
 
 const HASH_HINT = "hash the token with: printf %s TOKEN | sha256sum";
 
@@ -24,7 +25,13 @@ const TokenEntry = z.strictObject({
     .regex(/^[0-9a-fA-F]{64}$/, { error: `must be 64 hex characters — ${HASH_HINT}` })
     .transform((s) => s.toLowerCase()),
   tenant: text,
-  scopes: z.array(text, { error: "must be a list of scope names" }).default([]),
+  // A misspelt scope would silently grant nothing: refuse it and say which names exist.
+  scopes: z.array(
+    z.enum(KNOWN_SCOPES, {
+      error: (iss) => `${JSON.stringify(iss.input)} is not a scope; use ${KNOWN_SCOPES.join(", ")}`,
+    }),
+    { error: "must be a list of scope names" },
+  ).default(["mcp"]),
   subject: text.optional(),
 });
 

@@ -24,12 +24,27 @@ Deno.test("parseTokensFile reads JSON too", () => {
   assert.equal(tokens.get(HASH_A)?.tenant, "acme");
 });
 
-Deno.test("parseTokensFile lowercases hashes and derives a subject from the hash when absent", () => {
+Deno.test("parseTokensFile lowercases hashes, derives a subject from the hash and grants mcp when absent", () => {
   const tokens = parseTokensFile(
     `tokens:\n  - sha256: ${"A".repeat(64)}\n    tenant: t\n`,
     "t.yaml",
   );
-  assert.deepEqual(tokens.get(HASH_A), { tenant: "t", scopes: [], subject: "token:aaaaaaaaaaaa" });
+  assert.deepEqual(tokens.get(HASH_A), {
+    tenant: "t",
+    scopes: ["mcp"],
+    subject: "token:aaaaaaaaaaaa",
+  });
+});
+
+Deno.test("parseTokensFile refuses an unknown scope, naming the line and the scopes there are", () => {
+  assert.throws(
+    () =>
+      parseTokensFile(
+        `tokens:\n  - sha256: ${HASH_A}\n    tenant: a\n    scopes: [amdin]\n`,
+        "t.yaml",
+      ),
+    /tokens\[0\]\.scopes\[0\] \(line 4\) "amdin" is not a scope; use mcp, approver, operator, admin/,
+  );
 });
 
 Deno.test("parseTokensFile names the line of a bad hash and how to make one", () => {

@@ -4,7 +4,11 @@
  * A call that needs approval files a request here; an operator approves or denies it; on
  * approval the queue issues a single-use token bound to the request's tenant, tool and
  * arguments hash, which the requester fetches and retries the call with. Requests lapse after
- * a while and are pruned; the queue is bounded so a flood of requests cannot exhaust memory.
+ * a while and are pruned; the queue is bounded, in total and per tenant, so a flood of requests
+ * cannot exhaust memory nor one tenant crowd out the others. The requester of a request can never
+ * decide it (same subject: token identity or JWT `sub`), whatever its scopes — the rule lives here
+ * so every route to a decision obeys it; only in-band approval (the caller's own user answering an
+ * elicitation, allowed where the call pipeline's policy says so) is exempt.
  * Events carry the arguments hash, never the raw arguments and never the token.
  * @module
  */
@@ -19,6 +23,8 @@ import type { EffectClass } from "./policy.ts";
 export const DEFAULT_APPROVAL_REQUEST_TTL_MS = 10 * 60 * 1000;
 /** Default most pending requests at once. */
 export const DEFAULT_MAX_PENDING_APPROVALS = 10_000;
+/** Default most pending requests at once for one tenant (MCP_MAX_PENDING_APPROVALS_PER_TENANT). */
+export const DEFAULT_MAX_PENDING_APPROVALS_PER_TENANT = 100;
 
 /** Where a request stands; `expired` means it lapsed while pending. */
 export type ApprovalStatus = "pending" | "approved" | "denied" | "expired";
@@ -68,6 +74,11 @@ export interface ApprovalQueueOptions {
   /** Most pending requests at once; default {@link DEFAULT_MAX_PENDING_APPROVALS}. */
   maxPending?: number;
   /**
+   * Most pending requests at once for one tenant; default
+   * {@link DEFAULT_MAX_PENDING_APPROVALS_PER_TENANT} (never more than `maxPending`).
+   */
+  maxPendingPerTenant?: number;
+  /**
    * Called after every change worth keeping across a restart (a request filed, approved or
    * denied). An approval waits for the returned promise, so an answered approve is on disk;
    * a rejection is the callee's to report, never the approver's.
@@ -83,6 +94,16 @@ export interface ApprovalRecord extends ApprovalRequest {
 /** The internal record. */
 type Entry = ApprovalRecord;
 
+/** How a decision was made; see {@link ApprovalQueue.approve}. */
+export interface DecisionOptions {
+  /**
+   * The decision is the calling client's own user answering an in-band prompt (elicitation):
+   * the requester ≠ approver rule does not apply. Only the call pipeline sets it, and only where
+   * its policy allows in-band approval.
+   */
+  inBand?: boolean;
+}
+
 /** Pending requests at most this often trigger a full prune scan (clock ms). */
 const PRUNE_INTERVAL_MS = 1000;
 const HASH = /^[0-9a-f]{64}$/;
@@ -94,11 +115,14 @@ export class ApprovalQueue {
   readonly #tokens: ApprovalTokens;
   readonly #ttlMs: number;
   readonly #maxPending: number;
+  readonly #maxPendingPerTenant: number;
   readonly #onChange: (() => void | Promise<void>) | undefined;
   /** Insertion order is creation order, which pruning and eviction rely on. */
   readonly #entries = new Map<string, Entry>();
   /** Pending request id by tenant, subject, tool and hash: identical requests share one. */
   readonly #pendingByCall = new Map<string, string>();
+  /** Pending requests per tenant, kept in step with #pendingByCall. */
+  readonly #pendingPerTenant = new Map<string, number>();
   /** Requests an approve() is issuing a token for: neither approvable nor deniable meanwhile. */
   readonly #deciding = new Set<string>();
   #prunedAt = Number.NEGATIVE_INFINITY;
@@ -112,11 +136,16 @@ export class ApprovalQueue {
     if (!Number.isSafeInteger(maxPending) || maxPending <= 0) {
       throw new RangeError(`maxPending must be a positive integer, got ${maxPending}`);
     }
+    const perTenant = options.maxPendingPerTenant ?? DEFAULT_MAX_PENDING_APPROVALS_PER_TENANT;
+    if (!Number.isSafeInteger(perTenant) || perTenant <= 0) {
+      throw new RangeError(`maxPendingPerTenant must be a positive integer, got ${perTenant}`);
+    }
     this.#clock = options.clock;
     this.#bus = options.bus;
     this.#tokens = options.tokens;
     this.#ttlMs = ttlMs;
     this.#maxPending = maxPending;
+    this.#maxPendingPerTenant = Math.min(perTenant, maxPending);
     this.#onChange = options.onChange;
   }
 
@@ -139,9 +168,7 @@ export class ApprovalQueue {
       const entry: Entry = { ...record };
       if (!this.#held(entry, now)) continue;
       this.#entries.set(entry.id, entry);
-      if (this.#statusOf(entry, now) === "pending") {
-        this.#pendingByCall.set(callKeyOf(entry), entry.id);
-      }
+      if (this.#statusOf(entry, now) === "pending") this.#addPending(entry);
       taken++;
     }
     return taken;
@@ -150,7 +177,8 @@ export class ApprovalQueue {
   /**
    * Files a request for approval and announces it (approval.requested). An identical pending
    * request (same tenant, subject, tool and arguments hash) is returned instead of a new one.
-   * Throws approval_queue_full when `maxPending` requests are pending and none has lapsed.
+   * Throws approval_queue_full when `maxPending` requests are pending, or `maxPendingPerTenant`
+   * of the caller's tenant, and none has lapsed.
    */
   request(input: ApprovalRequestInput): ApprovalRequest {
     for (const field of ["tenant", "subject", "tool"] as const) {
@@ -168,13 +196,24 @@ export class ApprovalQueue {
     const existing = existingId === undefined ? undefined : this.#find(existingId, now);
     if (existing && this.#statusOf(existing, now) === "pending") return snapshot(existing, now);
 
-    if (this.#pendingByCall.size >= this.#maxPending) this.#prune(now, true);
+    const tenantFull = () =>
+      (this.#pendingPerTenant.get(input.tenant) ?? 0) >= this.#maxPendingPerTenant;
+    if (this.#pendingByCall.size >= this.#maxPending || tenantFull()) this.#prune(now, true);
     if (this.#pendingByCall.size >= this.#maxPending) {
       throw new GatewayError(
         "approval_queue_full",
         `${this.#maxPending} approval requests are already waiting; ask an operator to ` +
           "approve or deny some, or retry after older requests lapse",
         { maxPending: this.#maxPending },
+      );
+    }
+    if (tenantFull()) {
+      throw new GatewayError(
+        "approval_queue_full",
+        `Tenant "${input.tenant}" already has ${this.#maxPendingPerTenant} approval requests ` +
+          "waiting (MCP_MAX_PENDING_APPROVALS_PER_TENANT); ask an operator to approve or deny " +
+          "some, or retry after older requests lapse",
+        { tenant: input.tenant, maxPendingPerTenant: this.#maxPendingPerTenant },
       );
     }
     const entry: Entry = {
@@ -191,7 +230,7 @@ export class ApprovalQueue {
       expiresAt: now + this.#ttlMs,
     };
     this.#entries.set(entry.id, entry);
-    this.#pendingByCall.set(callKey, entry.id);
+    this.#addPending(entry);
     this.#evictSettled();
     this.#publish("approval.requested", entry, entry.expiresAt);
     void this.#changed();
@@ -223,12 +262,17 @@ export class ApprovalQueue {
   /**
    * Approves a pending request and issues its single-use token, bound to the request's tenant,
    * tool and arguments hash; announces approval.approved (without the token). Throws not_found,
-   * approval_expired (lapsed before the decision) or approval_not_pending (already decided).
+   * approval_expired (lapsed before the decision), approval_not_pending (already decided) or
+   * self_approval (`by` is the requester, unless `options.inBand`).
    */
-  async approve(id: string, by: string): Promise<{ token: string; expiresAt: number }> {
+  async approve(
+    id: string,
+    by: string,
+    options: DecisionOptions = {},
+  ): Promise<{ token: string; expiresAt: number }> {
     requireApprover(by);
     const now = this.#clock.now();
-    const entry = this.#decidable(id, now);
+    const entry = this.#decidable(id, now, by, options, "approve");
     this.#deciding.add(id);
     let issued: { token: string; expiresAt: number };
     try {
@@ -254,10 +298,10 @@ export class ApprovalQueue {
    * Denies a pending request and announces approval.denied with the reason. Throws like
    * {@link ApprovalQueue.approve}.
    */
-  deny(id: string, by: string, reason?: string): ApprovalRequest {
+  deny(id: string, by: string, reason?: string, options: DecisionOptions = {}): ApprovalRequest {
     requireApprover(by);
     const now = this.#clock.now();
-    const entry = this.#decidable(id, now);
+    const entry = this.#decidable(id, now, by, options, "deny");
     this.#settle(entry, now, by);
     entry.status = "denied";
     if (reason !== undefined && reason !== "") entry.reason = reason;
@@ -327,11 +371,26 @@ export class ApprovalQueue {
     }
   }
 
-  /** The entry if it can be decided now, else the error saying why not. */
-  #decidable(id: string, now: number): Entry {
+  /** The entry if `by` can decide it now, else the error saying why not. */
+  #decidable(
+    id: string,
+    now: number,
+    by: string,
+    options: DecisionOptions,
+    action: "approve" | "deny",
+  ): Entry {
     this.#prune(now, false);
     const entry = this.#find(id, now);
     if (!entry) throw notFound(id);
+    if (options.inBand !== true && by === entry.subject) {
+      throw new GatewayError(
+        "self_approval",
+        `"${by}" asked for approval request "${id}" and so cannot ${action} it, whatever its ` +
+          "scopes; ask another person with scope approver (or admin), using their own token, " +
+          "to decide it",
+        { id, subject: by },
+      );
+    }
     if (this.#deciding.has(id)) {
       throw new GatewayError(
         "approval_not_pending",
@@ -359,9 +418,23 @@ export class ApprovalQueue {
     this.#forgetPending(entry);
   }
 
+  #addPending(entry: Entry): void {
+    const callKey = callKeyOf(entry);
+    const previous = this.#pendingByCall.get(callKey);
+    if (previous === entry.id) return;
+    if (previous === undefined) {
+      this.#pendingPerTenant.set(entry.tenant, (this.#pendingPerTenant.get(entry.tenant) ?? 0) + 1);
+    }
+    this.#pendingByCall.set(callKey, entry.id);
+  }
+
   #forgetPending(entry: Entry): void {
     const callKey = callKeyOf(entry);
-    if (this.#pendingByCall.get(callKey) === entry.id) this.#pendingByCall.delete(callKey);
+    if (this.#pendingByCall.get(callKey) !== entry.id) return;
+    this.#pendingByCall.delete(callKey);
+    const left = (this.#pendingPerTenant.get(entry.tenant) ?? 1) - 1;
+    if (left > 0) this.#pendingPerTenant.set(entry.tenant, left);
+    else this.#pendingPerTenant.delete(entry.tenant);
   }
 
   /** Status now: a pending request past its expiry has lapsed even before pruning sees it. */

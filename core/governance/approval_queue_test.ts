@@ -22,7 +22,14 @@ const INPUT: ApprovalRequestInput = {
 };
 const ALICE = { tenant: "acme", subject: "alice" };
 
-function setup(options: { ttlMs?: number; maxPending?: number; tokenTtlMs?: number } = {}) {
+function setup(
+  options: {
+    ttlMs?: number;
+    maxPending?: number;
+    maxPendingPerTenant?: number;
+    tokenTtlMs?: number;
+  } = {},
+) {
   const clock = new ManualClock(1_700_000_000_000);
   const bus = new InProcessEventBus();
   const events: GatewayEvent[] = [];
@@ -39,6 +46,9 @@ function setup(options: { ttlMs?: number; maxPending?: number; tokenTtlMs?: numb
     tokens,
     ...(options.ttlMs === undefined ? {} : { ttlMs: options.ttlMs }),
     ...(options.maxPending === undefined ? {} : { maxPending: options.maxPending }),
+    ...(options.maxPendingPerTenant === undefined
+      ? {}
+      : { maxPendingPerTenant: options.maxPendingPerTenant }),
   });
   return { clock, bus, events, tokens, queue };
 }
@@ -373,4 +383,53 @@ Deno.test("a request needs a well-formed arguments hash and identity", () => {
   const { queue } = setup();
   assert.throws(() => queue.request({ ...INPUT, argumentsHash: "nope" }), TypeError);
   assert.throws(() => queue.request({ ...INPUT, subject: "" }), TypeError);
+});
+
+Deno.test("the requester of an approval cannot approve or deny it, whatever its scopes", async () => {
+  const { queue } = setup();
+  const { id } = queue.request(INPUT);
+  await assert.rejects(queue.approve(id, "alice"), (error: GatewayError) => {
+    assert.equal(error.code, "self_approval");
+    assert.match(error.message, /"alice" asked for approval request .* cannot approve it/);
+    return true;
+  });
+  assert.equal(code(() => queue.deny(id, "alice")), "self_approval");
+  assert.equal(queue.get(id)?.status, "pending");
+  const { token } = await queue.approve(id, "bob");
+  assert.equal(queue.tokenFor(id, ALICE).token, token);
+});
+
+Deno.test("an in-band decision (the caller's own user answering) is exempt from requester ≠ approver", async () => {
+  const { queue } = setup();
+  const first = queue.request(INPUT);
+  await queue.approve(first.id, "alice", { inBand: true });
+  assert.equal(queue.get(first.id)?.status, "approved");
+  const second = queue.request({ ...INPUT, argumentsHash: "d".repeat(64) });
+  queue.deny(second.id, "alice", "no", { inBand: true });
+  assert.equal(queue.get(second.id)?.status, "denied");
+});
+
+Deno.test("one tenant's pending requests are bounded, and the other tenants still get theirs", async () => {
+  const { queue } = setup({ maxPendingPerTenant: 2 });
+  const hash = (n: number) => n.toString(16).padStart(64, "0");
+  const first = queue.request({ ...INPUT, argumentsHash: hash(1) });
+  queue.request({ ...INPUT, argumentsHash: hash(2) });
+  assert.throws(
+    () => queue.request({ ...INPUT, argumentsHash: hash(3) }),
+    (error: GatewayError) => {
+      assert.equal(error.code, "approval_queue_full");
+      assert.match(
+        error.message,
+        /Tenant "acme" already has 2 .*MCP_MAX_PENDING_APPROVALS_PER_TENANT/,
+      );
+      return true;
+    },
+  );
+  assert.equal(
+    queue.request({ ...INPUT, tenant: "globex", argumentsHash: hash(3) }).status,
+    "pending",
+  );
+  // A decision frees the tenant's slot.
+  await queue.approve(first.id, "bob");
+  assert.equal(queue.request({ ...INPUT, argumentsHash: hash(3) }).status, "pending");
 });

@@ -108,7 +108,9 @@ async function approveInBand(
   }
   const by = `elicitation:${ctx.subject}`;
   if (answer.action !== "accept" || answer.content?.approve !== true) {
-    await approvals.deny(request.id, by, `declined in the client (${answer.action})`);
+    await approvals.deny(request.id, by, `declined in the client (${answer.action})`, {
+      inBand: true,
+    });
     return {
       action: "deny",
       code: "approval_denied",
@@ -117,6 +119,6 @@ async function approveInBand(
       rule: "in-band approval",
     };
   }
-  const { token } = await approvals.approve(request.id, by);
+  const { token } = await approvals.approve(request.id, by, { inBand: true });
   return await governance.check(ctx, target, args, { approvalToken: token });
 }

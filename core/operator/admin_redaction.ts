@@ -12,6 +12,7 @@ import { redactArgs, REDACTED, redactUrl, SECRET_NAME } from "../redact.ts";
 export function redactConfig(config: GatewayConfig): GatewayConfig {
   const copy = structuredClone(config);
   if (copy.server.authToken !== undefined) copy.server.authToken = REDACTED;
+  if (copy.server.adminToken !== undefined) copy.server.adminToken = REDACTED;
   if (copy.server.jwt.secret !== undefined) copy.server.jwt.secret = REDACTED;
   if (copy.governance.approvalSecret !== undefined) copy.governance.approvalSecret = REDACTED;
   if (copy.natsUrl !== undefined) copy.natsUrl = redactUrl(copy.natsUrl);
@@ -23,8 +24,12 @@ export function redactConfig(config: GatewayConfig): GatewayConfig {
 
 /** The secrets in the gateway configuration, for `registerSecrets` (core/redact.ts). */
 export function configSecrets(config: GatewayConfig): string[] {
-  const out = [config.server.authToken, config.server.jwt.secret, config.governance.approvalSecret]
-    .filter((v): v is string => v !== undefined);
+  const out = [
+    config.server.authToken,
+    config.server.adminToken,
+    config.server.jwt.secret,
+    config.governance.approvalSecret,
+  ].filter((v): v is string => v !== undefined);
   const nats = config.natsUrl === undefined ? null : URL.parse(config.natsUrl);
   if (nats?.password) out.push(nats.password, decodeURIComponent(nats.password));
   for (const [key, value] of Object.entries(config.pluginEnv)) {

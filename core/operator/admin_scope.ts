@@ -1,20 +1,31 @@
 /**
- * Who may use the admin API: reading and restarting need scope `operator` (or `admin`), changing
- * the gateway needs `admin`. A refusal names the scope that is missing and the request it guards.
+ * Who may do what over HTTP: the MCP endpoints need scope `mcp`, deciding approvals `approver`,
+ * reading and restarting `operator`, changing the gateway `admin` (which also grants the other
+ * three). A refusal names the scope that is missing and the request it guards.
  * @module
  */
 import { hasScope, type TokenPayload } from "../auth/token_payload.ts";
 import { decodeSegment, invalidPath, jsonError } from "../http_listener.ts";
 
-/** What a request does: `read` and `operate` (restart, approve) are for operators, `admin` changes. */
-export type AdminAccess = "read" | "operate" | "admin";
+/**
+ * What a request does: `mcp` uses the MCP endpoints, `approve` decides an approval, `read` and
+ * `operate` (restart, release) are for operators, `admin` changes the gateway.
+ */
+export type AdminAccess = "mcp" | "approve" | "read" | "operate" | "admin";
 
-/** The scopes that grant each kind of access. */
+/** The scopes that grant each kind of access; the last one is the one to ask for. */
 export const SCOPES_FOR: Readonly<Record<AdminAccess, readonly string[]>> = {
+  mcp: ["admin", "mcp"],
+  approve: ["admin", "approver"],
   read: ["admin", "operator"],
   operate: ["admin", "operator"],
   admin: ["admin"],
 };
+
+/** The hint a `--no-auth` caller gets: the anonymous caller holds scope `mcp` only. */
+export const NO_AUTH_ADMIN_HINT =
+  "with --no-auth the anonymous caller holds scope mcp only; start with --no-auth --no-auth-admin " +
+  "(loopback only) to use the admin API and decide approvals without a token";
 
 /** A 403 naming the missing scope, or undefined when the caller may do `what`. */
 export function refuseScope(
@@ -25,11 +36,11 @@ export function refuseScope(
   const scopes = SCOPES_FOR[access];
   if (hasScope(auth, ...scopes)) return undefined;
   const needed = scopes.join(" or ");
+  const fix = auth.anonymous ? NO_AUTH_ADMIN_HINT : `use a token with scope ${scopes.at(-1)}`;
   return jsonError(
     403,
     "forbidden",
-    `Caller "${auth.subject}" lacks scope ${needed}, which ${what} needs; ` +
-      `use a token with scope ${scopes.at(-1)}`,
+    `Caller "${auth.subject}" lacks scope ${needed}, which ${what} needs; ${fix}`,
     {
       "WWW-Authenticate": `Bearer realm="agent33", error="insufficient_scope", scope="${
         scopes.at(-1)

@@ -6,13 +6,22 @@
  */
 import type { HttpRoute } from "../plugin_api.ts";
 import { GATEWAY_INFO } from "../version.ts";
-import { refuseScope } from "./admin_scope.ts";
+import { refuseScope, SCOPES_FOR } from "./admin_scope.ts";
 
 /** Where the document is served. */
 export const OPENAPI_PATH = "/v1/openapi.json";
 
 type Json = Record<string, unknown>;
-type Scope = "public" | "any" | "operator" | "admin";
+/** Who may call: `overseer` is whoever may see approvals (approvers and operators). */
+type Scope = "public" | "any" | "mcp" | "approver" | "overseer" | "operator" | "admin";
+
+const REQUIRED: Record<Exclude<Scope, "public" | "any">, readonly string[]> = {
+  mcp: SCOPES_FOR.mcp,
+  approver: SCOPES_FOR.approve,
+  overseer: ["admin", "approver", "operator"],
+  operator: SCOPES_FOR.read,
+  admin: SCOPES_FOR.admin,
+};
 
 const ref = (name: string) => ({ $ref: `#/components/responses/${name}` });
 const json = (description: string, schema: Json = { type: "object" }) => ({
@@ -26,14 +35,12 @@ function op(
   scope: Scope,
   extra: { parameters?: Json[]; requestBody?: Json; responses?: Json; description?: string } = {},
 ): Json {
-  const guarded = scope === "operator" || scope === "admin";
+  const guarded = scope !== "public" && scope !== "any";
   return {
     summary,
     ...(extra.description ? { description: extra.description } : {}),
     ...(scope === "public" ? { security: [] } : {}),
-    ...(guarded
-      ? { "x-required-scopes": scope === "admin" ? ["admin"] : ["admin", "operator"] }
-      : {}),
+    ...(guarded ? { "x-required-scopes": [...REQUIRED[scope]] } : {}),
     ...(extra.parameters ? { parameters: extra.parameters } : {}),
     ...(extra.requestBody ? { requestBody: extra.requestBody } : {}),
     responses: {
@@ -93,31 +100,31 @@ export function openApiDocument(): Json {
         }),
       },
       "/mcp": {
-        post: op("MCP Streamable HTTP: a JSON-RPC message (initialize opens a session)", "any", {
+        post: op("MCP Streamable HTTP: a JSON-RPC message (initialize opens a session)", "mcp", {
           requestBody: mcpBody,
           responses: { "200": json("JSON-RPC response or SSE stream"), "503": ref("McpDisabled") },
         }),
-        get: op("MCP Streamable HTTP: the session's server-to-client SSE stream", "any", {
+        get: op("MCP Streamable HTTP: the session's server-to-client SSE stream", "mcp", {
           responses: { "200": { description: "text/event-stream" }, "503": ref("McpDisabled") },
         }),
-        delete: op("MCP Streamable HTTP: end the session", "any", {
+        delete: op("MCP Streamable HTTP: end the session", "mcp", {
           responses: { "200": json("Closed"), "503": ref("McpDisabled") },
         }),
       },
       "/mcp/{server_id}": {
-        post: op("MCP Streamable HTTP for one upstream alone, under its own names", "any", {
+        post: op("MCP Streamable HTTP for one upstream alone, under its own names", "mcp", {
           parameters: [param("server_id", "The upstream server's id", "github")],
           requestBody: mcpBody,
           responses: { "200": json("JSON-RPC response or SSE stream"), "503": ref("McpDisabled") },
         }),
       },
       "/sse": {
-        get: op("Legacy HTTP+SSE (2024-11-05): open the event stream", "any", {
+        get: op("Legacy HTTP+SSE (2024-11-05): open the event stream", "mcp", {
           responses: { "200": { description: "text/event-stream" }, "503": ref("McpDisabled") },
         }),
       },
       "/messages": {
-        post: op("Legacy HTTP+SSE: post a JSON-RPC message to a session", "any", {
+        post: op("Legacy HTTP+SSE: post a JSON-RPC message to a session", "mcp", {
           parameters: [{
             name: "sessionId",
             in: "query",
@@ -153,7 +160,7 @@ export function openApiDocument(): Json {
         get: op("Gateway counts and, per upstream, state, breaker and health", "operator"),
       },
       "/v1/approvals": {
-        get: op("Approval requests", "operator", {
+        get: op("Approval requests", "overseer", {
           parameters: [{
             name: "status",
             in: "query",
@@ -172,13 +179,13 @@ export function openApiDocument(): Json {
         ),
       },
       "/v1/approvals/{id}/approve": {
-        post: op("Approve: issues the single-use token", "operator", {
+        post: op("Approve: issues the single-use token (never by the requester)", "approver", {
           parameters: [approvalId],
           responses: { "200": json("Approved, with the token"), "404": ref("NotFound") },
         }),
       },
       "/v1/approvals/{id}/deny": {
-        post: op("Deny, with an optional reason", "operator", {
+        post: op("Deny, with an optional reason (never by the requester)", "approver", {
           parameters: [approvalId],
           requestBody: { content: { "application/json": { schema: { type: "object" } } } },
           responses: { "200": json("Denied"), "404": ref("NotFound") },
@@ -317,7 +324,9 @@ export function openApiDocument(): Json {
         bearer: {
           type: "http",
           scheme: "bearer",
-          description: "MCP_SERVER_AUTH_TOKEN, a tokens-file token, or a JWT (scope claim)",
+          description:
+            "MCP_SERVER_AUTH_TOKEN (clients), MCP_ADMIN_TOKEN (operators), a tokens-file token, " +
+            "or a JWT (scope/scp claim). Scopes: mcp, approver, operator, admin (admin grants all)",
         },
       },
       schemas: {

@@ -142,7 +142,7 @@ Deno.test("agent_invoke pauses at a destructive step and resumes with the approv
 
           const approved = await fetch(`${gateway.url}/v1/approvals/${id}/approve`, {
             method: "POST",
-            headers: { Authorization: `Bearer ${gateway.token}` },
+            headers: { Authorization: `Bearer ${gateway.adminToken}` },
           });
           const { token } = await approved.json();
 

@@ -182,8 +182,8 @@ Deno.test("A Streamable HTTP session cannot be used with another caller's creden
     MCP_HTTP_RESPONSE_MODE: "json",
   });
   try {
-    const alice = await jwt({ tenant: "acme", sub: "alice" });
-    const mallory = await jwt({ tenant: "acme", sub: "mallory" });
+    const alice = await jwt({ tenant: "acme", sub: "alice", scope: "mcp" });
+    const mallory = await jwt({ tenant: "acme", sub: "mallory", scope: "mcp" });
     const opened = await initialize(gateway, mcpHeaders(alice));
     const session = opened.headers.get("mcp-session-id")!;
     await opened.body?.cancel();

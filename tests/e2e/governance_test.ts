@@ -128,9 +128,10 @@ Deno.test("A destructive call needs approval: approve via the API, retry with th
       })).json();
       assert.deepEqual(listed.approvals.map((a: { id: string }) => a.id), [request.id]);
 
+      // Another identity decides: the requester's own token may not (see auth_test.ts).
       const approved = await fetch(`${gateway.url}/v1/approvals/${request.id}/approve`, {
         method: "POST",
-        headers: { Authorization: `Bearer ${gateway.token}` },
+        headers: { Authorization: `Bearer ${gateway.adminToken}` },
       });
       assert.equal(approved.status, 200);
       const { token } = await approved.json();
@@ -160,7 +161,7 @@ Deno.test("A destructive call needs approval: approve via the API, retry with th
   });
 });
 
-Deno.test("The caller that asked can fetch its token once an operator approves", async () => {
+Deno.test("The caller that asked can fetch its token once an approver approves", async () => {
   await withGovernedGateway(POLICY, async ({ gateway }) => {
     const bob = await jwt("acme", "bob");
     const client = await clientFor(gateway, bob);
@@ -179,9 +180,9 @@ Deno.test("The caller that asked can fetch its token once an operator approves",
         method: "POST",
         headers: { Authorization: `Bearer ${bob}` },
       });
-      assert.equal(decide.status, 403, "a caller without operator scope cannot approve");
+      assert.equal(decide.status, 403, "a caller without approver scope cannot approve");
       await decide.body?.cancel();
-      const operator = await jwt("ops", "carol", "operator");
+      const operator = await jwt("ops", "carol", "approver");
       const approved = await fetch(`${gateway.url}/v1/approvals/${id}/approve`, {
         method: "POST",
         headers: { Authorization: `Bearer ${operator}` },

@@ -13,6 +13,8 @@ import { initializeRequest } from "../support/gateway.ts";
 const ROOT = new URL("../../", import.meta.url).pathname;
 const DENO_JSON = `${ROOT}deno.json`;
 const TOKEN = "shutdown-test-token";
+/** The operator's token: the admin API and approvals (the client token holds scope mcp only). */
+const ADMIN_TOKEN = "shutdown-test-admin-token";
 const APPROVAL_SECRET = "an-approval-secret-for-the-restart-test-0123456789";
 const META = "agent33/approval_token";
 
@@ -47,6 +49,7 @@ async function spawnHttpGateway(
     env: {
       NO_COLOR: "1",
       MCP_SERVER_AUTH_TOKEN: TOKEN,
+      MCP_ADMIN_TOKEN: ADMIN_TOKEN,
       MCP_HTTP_RESPONSE_MODE: "json",
       ...env,
     },
@@ -161,7 +164,7 @@ async function admin(url: string, method: string, path: string, body?: unknown):
   const response = await fetch(`${url}${path}`, {
     method,
     headers: {
-      Authorization: `Bearer ${TOKEN}`,
+      Authorization: `Bearer ${ADMIN_TOKEN}`,
       ...(body === undefined ? {} : { "Content-Type": "application/json" }),
     },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),

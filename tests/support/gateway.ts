@@ -14,12 +14,19 @@ export interface TestGateway {
   kernel: Kernel;
   info: StartInfo;
   url: string;
+  /** MCP_SERVER_AUTH_TOKEN, with scope admin unless MCP_SERVER_AUTH_SCOPES says otherwise. */
   token: string;
+  /** MCP_ADMIN_TOKEN: a second identity (`admin-token`), e.g. to approve what `token` asked for. */
+  adminToken: string;
   logs: string[];
   stop(): Promise<void>;
 }
 
-/** Starts a gateway on a free port with the given variables (a static token "test-token" unless set). */
+/**
+ * Starts a gateway on a free port with the given variables: unless set, a static token
+ * "test-token" holding scope admin (one token for everything a test does) and an admin token
+ * "test-admin-token", the other identity a test needs to approve what the first one asked for.
+ */
 export async function startGateway(
   env: Record<string, string> = {},
   options: { noAuth?: boolean; pluginDirs?: string[]; keepLog?: (line: string) => boolean } = {},
@@ -31,8 +38,17 @@ export async function startGateway(
     sink: (line) => void (keep(line) && logs.push(line)),
   });
   const token = env.MCP_SERVER_AUTH_TOKEN ?? "test-token";
+  const adminToken = env.MCP_ADMIN_TOKEN ?? "test-admin-token";
   const config = resolveConfig(
-    { MCP_SERVER_PORT: "0", ...(options.noAuth ? {} : { MCP_SERVER_AUTH_TOKEN: token }), ...env },
+    {
+      MCP_SERVER_PORT: "0",
+      ...(options.noAuth ? {} : {
+        MCP_SERVER_AUTH_TOKEN: token,
+        MCP_SERVER_AUTH_SCOPES: "admin",
+        MCP_ADMIN_TOKEN: adminToken,
+      }),
+      ...env,
+    },
     options.noAuth ? { noAuth: true } : {},
   );
   const kernel = new Kernel({
@@ -41,7 +57,7 @@ export async function startGateway(
     ...(options.pluginDirs ? { pluginDirs: options.pluginDirs } : {}),
   });
   const info = await kernel.start();
-  return { kernel, info, url: info.url!, token, logs, stop: () => kernel.stop() };
+  return { kernel, info, url: info.url!, token, adminToken, logs, stop: () => kernel.stop() };
 }
 
 /** An SDK client connected over Streamable HTTP. */

@@ -56,13 +56,18 @@ function h(tag, props = {}, ...children) {
 
 class AuthError extends Error {}
 
-/** Calls the API with the token; a 401 or 403 signs out with a message saying why. */
-async function api(path, init = {}) {
+/**
+ * Calls the API with the token; a 401 or 403 signs out with a message saying why. A decision
+ * (`decision: true`) refused with 403 (no approver scope, or the operator's own request) is
+ * reported instead: the token still serves the rest of the dashboard.
+ */
+async function api(path, { decision = false, ...init } = {}) {
   const response = await fetch(path, {
     ...init,
     cache: "no-store",
     headers: { ...init.headers, Authorization: `Bearer ${state.token}` },
   });
+  if (decision && response.status === 403) throw new Error(await errorMessage(response));
   if (response.status === 401 || response.status === 403) {
     const message = await errorMessage(response);
     signOut(
@@ -468,6 +473,7 @@ async function decide(approval, action, button) {
       method: "POST",
       headers: { "Content-Type": "application/json" },
       body: "{}",
+      decision: true,
     });
     toast(`${action === "approve" ? "Approved" : "Denied"} ${approval.tool}`);
   } catch (error) {
