@@ -8,6 +8,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { MCPServiceBridge } from "../core/bridge.ts";
+import { CallPipeline } from "../core/call_pipeline.ts";
 import { systemClock } from "../core/clock.ts";
 import { DefinitionRegistry } from "../core/definition_registry.ts";
 import { InProcessEventBus } from "../core/event_bus.ts";
@@ -83,8 +84,7 @@ export async function benchToolsList(
     bus,
     pageSize: upstreams * toolsPerUpstream + 10,
     proxy,
-    governance,
-    approvals,
+    pipeline: new CallPipeline({ tools, proxy, governance, approvals }),
     approvalInBand: false,
     discovery: new ToolDiscovery({
       governance,

@@ -36,15 +36,18 @@ import { z } from "zod";
 import type { Clock } from "./clock.ts";
 import type { Definition, DefinitionRegistry } from "./definition_registry.ts";
 import { GatewayError, toMcpError } from "./errors.ts";
-import { redactDeep } from "./redact.ts";
 import type { EventBus } from "./event_bus.ts";
 import type { Logger } from "./logger.ts";
 import { paginate } from "./pagination.ts";
-import type { ServedSession, SessionInfo, ToolCallContext } from "./plugin_api.ts";
-import type { ApprovalQueue } from "./governance/approval_queue.ts";
-import { gateCall } from "./governance/call_gate.ts";
-import type { ToolGovernance, ToolTarget } from "./governance/tool_governance.ts";
-import type { CatalogView, ProxyManager } from "./proxy/proxy_manager.ts";
+import type { NativeTool, ServedSession, SessionInfo, ToolCallContext } from "./plugin_api.ts";
+import { type CallPipeline, type CallScope, inBandAllowed, refusal } from "./call_pipeline.ts";
+import { approveInBand } from "./governance/in_band_approval.ts";
+import {
+  APPROVAL_TOKEN_META_KEY,
+  type ItemTarget,
+  type ToolGovernance,
+} from "./governance/tool_governance.ts";
+import { type CatalogView, PROXY_URI_PREFIX, type ProxyManager } from "./proxy/proxy_manager.ts";
 import type { Candidate, ToolDiscovery } from "./tool_discovery.ts";
 import type { ToolRegistry } from "./tool_registry.ts";
 import {
@@ -128,11 +131,12 @@ export interface MCPServiceBridgeOptions {
   pageSize: number;
   /** The upstream fleet, when one is configured. */
   proxy?: ProxyManager;
-  /** The gate every tool call passes. */
-  governance: ToolGovernance;
-  /** Pending approvals, for in-band approval. */
-  approvals: ApprovalQueue;
-  /** Ask the client's user through elicitation/create when an approval is needed. */
+  /** The one path of every tool call (resolve, quarantine, escalation, governance, forward). */
+  pipeline: CallPipeline;
+  /**
+   * In-band approval (elicitation) at all: false turns it off on every transport; true leaves
+   * it to {@link inBandAllowed} (stdio: on; HTTP: the tenant's `approval: in_band`).
+   */
   approvalInBand: boolean;
   /** Progressive tool discovery (search mode). */
   discovery: ToolDiscovery;
@@ -286,6 +290,7 @@ export class MCPServiceBridge {
 
   #createServer(live: LiveSession): Server {
     const o = this.#options;
+    const governance: ToolGovernance = o.pipeline.governance;
     const { info } = live;
     const view = this.#view(info);
     const native = info.upstream === undefined; // a /mcp/<id> session sees one upstream alone
@@ -319,29 +324,64 @@ export class MCPServiceBridge {
     const policyName = (name: string) =>
       info.upstream === undefined ? name : o.proxy!.qualifiedName(info.upstream, name);
 
+    // Resources and prompts: the names policies use are the aggregated ones, on /mcp/<id> too.
+    const itemTarget = (
+      kind: ItemTarget["kind"],
+      name: string,
+      server: string | undefined,
+    ): ItemTarget => ({
+      kind,
+      name: info.upstream === undefined || server === undefined
+        ? name
+        : kind === "prompt"
+        ? o.proxy!.qualifiedName(server, name)
+        : `${PROXY_URI_PREFIX}${server}/${name}`,
+      ...(server === undefined ? {} : { server }),
+    });
+    /** Throws the refusal when the tenant may not use the item. */
+    const requireAccess = (kind: ItemTarget["kind"], name: string, server: string | undefined) => {
+      const item = itemTarget(kind, name, server);
+      const verdict = governance.access(caller, item);
+      if (verdict.action !== "allow") throw toMcpError(refusal(verdict, item, caller));
+    };
+    const mayList = (kind: ItemTarget["kind"], name: string, server: string | undefined) =>
+      governance.access(caller, itemTarget(kind, name, server)).action === "allow";
+    const resourceServer = (uri: string) => view?.resolveResource(uri)?.handle.id;
+    const scope: CallScope = {
+      ...(view ? { view } : {}),
+      native,
+      policyName,
+    };
     // A tenant sees only what it may call (the same rules as a call, minus arguments).
     const nativeTools = () =>
       (native ? o.toolRegistry.list() : []).filter((t) =>
-        o.governance.visible(caller, { name: t.name, descriptor: t })
+        governance.visible(caller, { name: t.name, descriptor: t })
       );
     // The visible list only changes with the fleet's tools or the policy: computed once per pair
     // (the aggregate and the policy set are replaced, never mutated, when they change).
     let visibleMemo: { tools: readonly Tool[]; policies: object; result: Candidate[] } | undefined;
     const proxiedTools = (): Candidate[] => {
       const tools = view?.tools() ?? [];
-      const policies = o.governance.policies;
+      const policies = governance.policies;
       if (visibleMemo?.tools === tools && visibleMemo.policies === policies) {
         return visibleMemo.result;
       }
-      const result = tools.flatMap((tool) => {
-        const server = view!.resolveTool(tool.name)?.handle.id;
-        const target = {
-          name: policyName(tool.name),
-          descriptor: tool,
-          ...(server === undefined ? {} : { server }),
-        };
-        return o.governance.visible(caller, target)
-          ? [{ tool, ...(server ? { server } : {}) }]
+      const result = tools.flatMap((tool): Candidate[] => {
+        const route = view!.resolveTool(tool.name);
+        if (!route) return [];
+        const server = route.handle.id;
+        const target = o.pipeline.proxiedTarget(
+          policyName(tool.name),
+          server,
+          route.original,
+          tool,
+        );
+        return governance.visible(caller, target)
+          ? [{
+            tool: o.pipeline.listed(tool, target),
+            server,
+            ...(target.escalation === undefined ? {} : { escalation: target.escalation }),
+          }]
           : [];
       });
       visibleMemo = { tools, policies, result };
@@ -400,7 +440,6 @@ export class MCPServiceBridge {
       const { name, arguments: rawArgs } = request.params;
       const args = rawArgs ?? {};
       const progressToken = request.params._meta?.progressToken;
-      const gate = { server, extra, inBand: o.approvalInBand };
       if (searchMode() && o.discovery.isMetaTool(name)) {
         try {
           const { result, changed } = o.discovery.call(live.id, caller, name, args, proxiedTools());
@@ -410,64 +449,50 @@ export class MCPServiceBridge {
           throw toMcpError(error);
         }
       }
-      const tool = native ? o.toolRegistry.get(name) : undefined;
-      if (!tool) {
-        const route = view?.resolveTool(name);
-        if (!route) {
-          throw toMcpError(
-            new GatewayError(
-              "unknown_tool",
-              `Unknown tool "${name}"; call tools/list for the names`,
-              {
-                tool: name,
-              },
-            ),
-          );
-        }
-        const quarantine = o.proxy?.quarantineReason(route.handle.id, route.original);
-        if (quarantine) {
-          throw toMcpError(
-            new GatewayError(
-              "quarantined",
-              `Tool "${name}" is quarantined by the scanner: ${quarantine}. An operator releases it with POST /v1/scanner/release`,
-              { tool: name, server: route.handle.id },
-            ),
-          );
-        }
-        // A proxied tool is not implicitly trusted: the same gate, plus its connector boundary.
-        let descriptor = route.tool ??
-          route.handle.catalog.tools.find((t) => t.name === route.original);
-        // A tool the scanner flagged (below quarantine) is governed as destructive: approval.
-        if (descriptor && o.proxy?.escalationReason(route.handle.id, route.original)) {
-          descriptor = {
-            ...descriptor,
-            annotations: { ...descriptor.annotations, destructiveHint: true },
-          };
-        }
-        const target: ToolTarget = {
-          name: policyName(name),
-          server: route.handle.id,
-          ...(descriptor ? { descriptor } : {}),
-        };
-        await gateCall(o.governance, o.approvals, caller, target, args, request.params._meta, gate);
-        const ctx = upstreamCallContext(session, extra, progressToken, route.handle.id);
-        try {
-          const result = await route.handle.callTool(route.original, args, ctx);
-          // A tool's error result is a diagnostic too; a successful result is left alone.
-          return result.isError === true ? redactDeep(result) : result;
-        } catch (error) {
-          throw toMcpError(error);
-        }
+      const token = request.params._meta?.[APPROVAL_TOKEN_META_KEY];
+      const inBand = server.getClientCapabilities()?.elicitation &&
+        inBandAllowed({
+          enabled: o.approvalInBand,
+          transport: info.transport,
+          tenantApprovalBy: governance.tenantPolicy(caller.tenant)?.approvalBy,
+        });
+      try {
+        return await o.pipeline.call({
+          caller,
+          name,
+          args,
+          scope,
+          ...(typeof token === "string" ? { approvalToken: token } : {}),
+          ...(inBand
+            ? {
+              approveInBand: (verdict, target, callArgs) =>
+                approveInBand(
+                  governance,
+                  o.pipeline.approvals,
+                  caller,
+                  target,
+                  callArgs,
+                  verdict,
+                  extra,
+                ),
+            }
+            : {}),
+          upstream: (route) => upstreamCallContext(session, extra, progressToken, route.handle.id),
+          runNative: (tool) => runNative(tool, request, extra),
+        });
+      } catch (error) {
+        throw toMcpError(error);
       }
-      await gateCall(
-        o.governance,
-        o.approvals,
-        caller,
-        { name, descriptor: tool },
-        args,
-        request.params._meta,
-        gate,
-      );
+    };
+
+    const runNative = async (
+      tool: NativeTool,
+      request: ToolCallRequest,
+      extra: HandlerExtra,
+    ): Promise<CallToolResult> => {
+      const { name } = request.params;
+      const args = request.params.arguments ?? {};
+      const progressToken = request.params._meta?.progressToken;
       const ctx: ToolCallContext = {
         auth: info.auth,
         signal: extra.signal,
@@ -512,7 +537,12 @@ export class MCPServiceBridge {
 
     handle(server, ListResourcesRequestSchema, (request) => {
       return guard(() => {
-        const resources = [...(native ? this.#resources() : []), ...(view?.resources() ?? [])];
+        const resources = [
+          ...(native ? this.#resources() : []).filter((r) => mayList("resource", r.uri, undefined)),
+          ...(view?.resources() ?? []).filter((r) =>
+            mayList("resource", r.uri, resourceServer(r.uri))
+          ),
+        ];
         const page = paginate(resources, request.params?.cursor, o.pageSize);
         return { resources: page.items, ...cursor(page.nextCursor) };
       });
@@ -521,8 +551,12 @@ export class MCPServiceBridge {
     handle(server, ListResourceTemplatesRequestSchema, (request) => {
       return guard(() => {
         const templates = [
-          ...(native ? resourceTemplates() : []),
-          ...(view?.resourceTemplates() ?? []),
+          ...(native ? resourceTemplates() : []).filter((t) =>
+            mayList("resource", t.uriTemplate, undefined)
+          ),
+          ...(view?.resourceTemplates() ?? []).filter((t) =>
+            mayList("resource", t.uriTemplate, resourceServer(t.uriTemplate))
+          ),
         ];
         const page = paginate(templates, request.params?.cursor, o.pageSize);
         return { resourceTemplates: page.items, ...cursor(page.nextCursor) };
@@ -533,6 +567,7 @@ export class MCPServiceBridge {
       const { uri } = request.params;
       const route = view?.resolveResource(uri);
       if (route && (!native || !uri.startsWith("agent33://"))) {
+        requireAccess("resource", uri, route.handle.id);
         const ctx = upstreamCallContext(session, extra, undefined, route.handle.id);
         try {
           const result = await route.handle.readResource(route.original, ctx);
@@ -546,6 +581,7 @@ export class MCPServiceBridge {
         }
       }
       return guard(() => {
+        requireAccess("resource", uri, undefined);
         const text = this.#readResource(uri);
         return { contents: [{ uri, mimeType: "application/json", text }] };
       });
@@ -563,6 +599,7 @@ export class MCPServiceBridge {
           ),
         );
       }
+      requireAccess("resource", uri, route.handle.id);
       const key = `${route.handle.id}\u0000${route.original}`;
       live.subscriptions.set(key, uri);
       try {
@@ -597,8 +634,12 @@ export class MCPServiceBridge {
     handle(server, ListPromptsRequestSchema, (request) => {
       return guard(() => {
         const prompts = [
-          ...(native ? this.#prompts().map((p) => p.prompt) : []),
-          ...(view?.prompts() ?? []),
+          ...(native ? this.#prompts().map((p) => p.prompt) : []).filter((p) =>
+            mayList("prompt", p.name, undefined)
+          ),
+          ...(view?.prompts() ?? []).filter((p) =>
+            mayList("prompt", p.name, view?.resolvePrompt(p.name)?.handle.id)
+          ),
         ];
         const page = paginate(prompts, request.params?.cursor, o.pageSize);
         return { prompts: page.items, ...cursor(page.nextCursor) };
@@ -611,6 +652,7 @@ export class MCPServiceBridge {
       if (!found) {
         const route = view?.resolvePrompt(name);
         if (route) {
+          requireAccess("prompt", name, route.handle.id);
           try {
             return await route.handle.getPrompt(
               route.original,
@@ -623,6 +665,7 @@ export class MCPServiceBridge {
         }
       }
       return guard(() => {
+        if (found) requireAccess("prompt", name, undefined);
         if (!found) {
           throw new GatewayError(
             "not_found",
@@ -656,6 +699,9 @@ export class MCPServiceBridge {
           ? undefined
           : view?.resolvePrompt(ref.name))
         : view?.resolveResource(ref.uri);
+      // Completion reveals what a prompt or resource holds: the same access as using it.
+      if (ref.type === "ref/prompt") requireAccess("prompt", ref.name, route?.handle.id);
+      else requireAccess("resource", ref.uri, route?.handle.id);
       if (route) {
         const upstreamRef = ref.type === "ref/prompt"
           ? { type: "ref/prompt" as const, name: route.original }

@@ -81,7 +81,10 @@ export interface GatewayConfig {
     approvalTtlSeconds: number;
     /** MCP_MAX_PENDING_APPROVALS_PER_TENANT: pending approval requests one tenant may have. */
     maxPendingApprovalsPerTenant: number;
-    /** Ask the inbound client's user through elicitation/create when it supports it. */
+    /**
+     * In-band approval at all (MCP_APPROVAL_IN_BAND): false turns it off everywhere; true leaves
+     * it to the transport (stdio) and the tenant's policy (HTTP, `approval: in_band`).
+     */
     approvalInBand: boolean;
     /** Audit log file; unset = audit events on the bus only. */
     auditLog?: string;
@@ -311,7 +314,8 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
   {
     name: "MCP_APPROVAL_IN_BAND",
     default: "true",
-    meaning: "Ask the client's user via elicitation/create when it supports it",
+    meaning:
+      "In-band approval (elicitation/create): on for stdio; over HTTP only for tenants whose policy says `approval: in_band`. `false` turns it off on every transport",
   },
   {
     name: "MCP_AUDIT_LOG",

@@ -14,6 +14,7 @@ import { type Clock, systemClock } from "./clock.ts";
 import type { GatewayConfig } from "./config.ts";
 import { DefinitionRegistry } from "./definition_registry.ts";
 import { Engine } from "./engine/engine.ts";
+import { CallPipeline } from "./call_pipeline.ts";
 import { kernelInvoker } from "./engine/kernel_invoker.ts";
 import { GatewayError, serializeError } from "./errors.ts";
 import { type EventBus, InProcessEventBus } from "./event_bus.ts";
@@ -252,6 +253,13 @@ export class Kernel {
       audit: this.audit,
       clock: this.clock,
     });
+    // One call path for clients (the bridge), agents and workflows (the engine) alike.
+    const pipeline = new CallPipeline({
+      tools: this.tools,
+      proxy: this.proxy,
+      governance: this.governance,
+      approvals: this.approvals,
+    });
     this.bridge = new MCPServiceBridge({
       toolRegistry: this.tools,
       agentRegistry: this.agents,
@@ -262,8 +270,7 @@ export class Kernel {
       bus: this.bus,
       pageSize: options.config.server.pageSize,
       proxy: this.proxy,
-      governance: this.governance,
-      approvals: this.approvals,
+      pipeline,
       approvalInBand: governance.approvalInBand,
       observer: {
         toolCall: (record) => {
@@ -286,7 +293,7 @@ export class Kernel {
       },
       defaultModel: options.config.engine.model,
       registries: { agents: this.agents, skills: this.skills, workflows: this.workflows },
-      invoker: kernelInvoker({ tools: this.tools, proxy: this.proxy, governance: this.governance }),
+      invoker: kernelInvoker({ pipeline, tools: this.tools, proxy: this.proxy }),
       models: () => this.pluginsOf("model") as ModelProvider[],
       logger: this.logger.child("engine"),
     });

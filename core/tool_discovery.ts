@@ -19,6 +19,8 @@ export type DiscoveryMode = "legacy" | "search";
 export interface Candidate {
   tool: Tool;
   server?: string;
+  /** The scanner's escalation of the tool (call_pipeline.ts): governed as destructive. */
+  escalation?: string;
 }
 
 /** Input and annotations shared by tool_activate and tool_deactivate. */
@@ -133,16 +135,19 @@ export class ToolDiscovery {
         name: c.tool.name,
         descriptor: c.tool,
         ...(c.server ? { server: c.server } : {}),
+        ...(c.escalation === undefined ? {} : { escalation: c.escalation }),
       })
     );
     if (name === "tool_search") {
       const query = String(args.query ?? "");
       const k = typeof args.k === "number" ? args.k : 8;
-      const results = this.#search(callable, query, k).map(({ tool, server }) => ({
+      const policy = this.#policy(ctx.tenant);
+      const results = this.#search(callable, query, k).map(({ tool, server, escalation }) => ({
         name: tool.name,
         ...(server ? { server } : {}),
         description: oneLine(tool.description ?? tool.title ?? ""),
-        effect: effectClassOf(tool.name, tool.annotations, this.#policy(ctx.tenant)).effect,
+        // The effect class the call pipeline governs it by, scanner escalation included.
+        effect: effectClassOf(tool.name, tool.annotations, policy, escalation).effect,
         active: this.#activation.isActive(session, tool.name),
       }));
       return {

@@ -52,8 +52,24 @@ export type ApprovalTokenFailureCode =
 
 /** The outcome of {@link ApprovalTokens.verify}. */
 export type ApprovalVerification =
-  | { ok: true; requestId: string }
+  | { ok: true; requestId: string; redemption: Redemption }
   | { ok: false; code: ApprovalTokenFailureCode; reason: string };
+
+/** What redeeming a verified token uses up: its nonce, remembered until the token expires. */
+export interface Redemption {
+  nonce: string;
+  expiresAt: number;
+}
+
+/** Options of {@link ApprovalTokens.verify}. */
+export interface VerifyOptions {
+  /**
+   * Consume the nonce once everything else holds (default true). With false the caller redeems
+   * it with {@link ApprovalTokens.redeem} when the call is actually made, so a call refused or
+   * never sent afterwards leaves the token usable.
+   */
+  consume?: boolean;
+}
 
 /** The signed payload; short keys keep tokens short. */
 interface Payload {
@@ -144,7 +160,11 @@ export class ApprovalTokens {
    * Only a token that passes everything consumes its nonce, so presenting a token with the
    * wrong call does not burn it. Rejects only if the nonce store fails (fail closed).
    */
-  async verify(token: string, expected: ApprovalExpectation): Promise<ApprovalVerification> {
+  async verify(
+    token: string,
+    expected: ApprovalExpectation,
+    options: VerifyOptions = {},
+  ): Promise<ApprovalVerification> {
     const parsed = await this.#authenticate(token);
     if ("code" in parsed) return parsed;
     const payload = parsed.payload;
@@ -178,14 +198,16 @@ export class ApprovalTokens {
           `with exactly the approved arguments or ${RENEW} for these`,
       );
     }
-    if (!(await this.#nonces.consume(payload.n, payload.exp))) {
-      return fail(
-        "approval_replayed",
-        `The approval token was already used; an approval is good for one call, so ${RENEW} ` +
-          `for "${expected.tool}"`,
-      );
+    const redemption = { nonce: payload.n, expiresAt: payload.exp };
+    if (options.consume !== false && !(await this.redeem(redemption))) {
+      return replayed(expected.tool);
     }
-    return { ok: true, requestId: payload.r };
+    return { ok: true, requestId: payload.r, redemption };
+  }
+
+  /** Uses up a verified token's nonce: true the first time only (rejects if the store fails). */
+  async redeem(redemption: Redemption): Promise<boolean> {
+    return await this.#nonces.consume(redemption.nonce, redemption.expiresAt);
   }
 
   /** Shape, encoding and signature; the payload is parsed only once the signature holds. */
@@ -249,6 +271,15 @@ function fail(
   reason: string,
 ): Extract<ApprovalVerification, { ok: false }> {
   return { ok: false, code, reason };
+}
+
+/** The refusal of a token whose nonce was used before. */
+export function replayed(tool: string): Extract<ApprovalVerification, { ok: false }> {
+  return fail(
+    "approval_replayed",
+    `The approval token was already used; an approval is good for one call, so ${RENEW} ` +
+      `for "${tool}"`,
+  );
 }
 
 function invalid(reason: string): Extract<ApprovalVerification, { ok: false }> {

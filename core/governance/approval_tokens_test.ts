@@ -33,6 +33,12 @@ function b64url(text: string): string {
   return btoa(text).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
 }
 
+/** The request id of a verification that passed (fails the test otherwise). */
+function granted(v: ApprovalVerification): string {
+  assert.ok(v.ok, `expected the token to verify, got ${JSON.stringify(v)}`);
+  return v.requestId;
+}
+
 function unb64url(text: string): string {
   return atob(text.replaceAll("-", "+").replaceAll("_", "/"));
 }
@@ -42,7 +48,7 @@ Deno.test("an issued token verifies for the exact call and yields its request id
   const { token, expiresAt } = await tokens.issue(GRANT);
   assert.equal(expiresAt, clock.now() + 10 * 60 * 1000, "default lifetime is ten minutes");
   assert.match(token, /^v1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/);
-  assert.deepEqual(await tokens.verify(token, EXPECTED), { ok: true, requestId: "req-1" });
+  assert.equal(granted(await tokens.verify(token, EXPECTED)), "req-1");
 });
 
 Deno.test("the token payload binds tenant, tool, hash, expiry, a 128-bit nonce and the request", async () => {
@@ -118,7 +124,18 @@ Deno.test("a mismatched presentation does not burn the nonce", async () => {
   refusal(await tokens.verify(token, { ...EXPECTED, tool: "other" }));
   refusal(await tokens.verify(token, { ...EXPECTED, tenant: "other" }));
   refusal(await tokens.verify(token, { ...EXPECTED, argumentsHash: OTHER_HASH }));
-  assert.deepEqual(await tokens.verify(token, EXPECTED), { ok: true, requestId: "req-1" });
+  assert.equal(granted(await tokens.verify(token, EXPECTED)), "req-1");
+});
+
+Deno.test("a token verified without consuming stays redeemable exactly once", async () => {
+  const { tokens } = setup();
+  const { token } = await tokens.issue(GRANT);
+  const first = await tokens.verify(token, EXPECTED, { consume: false });
+  const again = await tokens.verify(token, EXPECTED, { consume: false });
+  assert.ok(first.ok && again.ok, "checking alone uses nothing up");
+  assert.equal(await tokens.redeem(first.redemption), true);
+  assert.equal(await tokens.redeem(again.redemption), false, "the nonce is single-use");
+  assert.equal(refusal(await tokens.verify(token, EXPECTED)).code, "approval_replayed");
 });
 
 Deno.test("an invalid token never consumes a nonce", async () => {

@@ -51,6 +51,15 @@ export interface RateLimitRule extends GlobRule {
   burst: number;
 }
 
+/** Allow and deny globs over resource URIs or prompt names (the names a client uses). */
+export interface ItemRules {
+  allow: GlobRule[];
+  deny: GlobRule[];
+}
+
+/** Who may approve a tenant's calls: an operator through the approvals API, or the caller in-band. */
+export type ApprovalBy = "operator" | "in_band";
+
 /** One tenant's policy (tenant `*` applies to every tenant not listed). */
 export interface TenantPolicy {
   tenant: string;
@@ -61,6 +70,15 @@ export interface TenantPolicy {
   effects: EffectRule[];
   /** Effect classes that need an approval token; default `destructive` only. */
   approval: ReadonlySet<EffectClass>;
+  /**
+   * Who approves over HTTP: `operator` (default) or `in_band` (the calling client's user,
+   * through elicitation). Stdio sessions approve in-band whatever this says.
+   */
+  approvalBy: ApprovalBy;
+  /** Resources (by the URI a client reads) this tenant may list and read. */
+  resources: ItemRules;
+  /** Prompts (by the name a client gets) this tenant may list and get. */
+  prompts: ItemRules;
   /** Every matching rule applies. */
   arguments: ArgumentRule[];
   /** Every matching rule applies. */

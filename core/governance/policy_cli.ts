@@ -9,7 +9,10 @@
  * @module
  */
 import { parseArgs } from "node:util";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import { listedTarget } from "../call_pipeline.ts";
 import { systemClock } from "../clock.ts";
 import { GatewayError } from "../errors.ts";
 import { InProcessEventBus } from "../event_bus.ts";
@@ -64,7 +67,15 @@ Options (explain):
   --annotations JSON   The tool's MCP annotations, e.g. '{"readOnlyHint":true}'
   --json               Print the verdict as JSON
 
+Options (explain, test): the tools as the gateway serves them, instead of --annotations
+  --descriptors FILE   A tools/list result saved as JSON ({"tools": [...]}, or the list alone):
+                       the tool's annotations, inputSchema and scanner escalation apply
+  --gateway URL        Read tools/list from a running gateway (e.g. http://127.0.0.1:3000/mcp)
+  --token T            The bearer token for --gateway (default MCP_GATEWAY_TOKEN)
+
 Decisions are dry runs: no approval request is filed, no rate limit is used, nothing is audited.
+A tool found in the descriptors is decided as the gateway decides it: a tool the scanner
+escalated (listed with _meta["agent33/escalation"]) is destructive, and the reason says so.
 Exit codes: 0 ok, 1 invalid policy or failed cases, 2 usage.`;
 
 /** The subject the offline checks act as (the gateway takes it from the caller's token). */
@@ -216,23 +227,113 @@ function serverOf(call: Call, separator: string): { id?: string; inferred: boole
     : { inferred: false };
 }
 
-/** Decides one call as the gateway would, without side effects. */
-async function decide(
-  governance: ToolGovernance,
-  call: Call,
-  server: string | undefined,
-): Promise<Verdict> {
-  const target: ToolTarget = {
+/** The target governance decides on: the listed descriptor when known, else the flags. */
+function targetOf(call: Call, server: string | undefined, listed: Tool | undefined): ToolTarget {
+  // From a listing, exactly what the gateway's pipeline decides on (escalation included).
+  if (listed && call.annotations === undefined) return listedTarget(call.tool, server, listed);
+  return {
     name: call.tool,
     ...(server === undefined ? {} : { server }),
-    // The tool's inputSchema is unknown offline: only the policy's argument rules apply.
+    // Without descriptors the inputSchema is unknown: only the policy's argument rules apply.
     ...(call.annotations === undefined
       ? {}
       : { descriptor: { annotations: call.annotations } as ToolTarget["descriptor"] }),
   };
+}
+
+/** Decides one call as the gateway would, without side effects. */
+async function decide(
+  governance: ToolGovernance,
+  call: Call,
+  target: ToolTarget,
+): Promise<Verdict> {
   return await governance.check({ tenant: call.tenant, subject: SUBJECT }, target, call.args, {
     dryRun: true,
   });
+}
+
+/** Where tool descriptors come from: a tools/list snapshot file or a running gateway. */
+interface DescriptorSource {
+  descriptors?: string | undefined;
+  gateway?: string | undefined;
+  token?: string | undefined;
+}
+
+/**
+ * The tools by name from `--descriptors` or `--gateway`; an empty map when neither is given, a
+ * string (the problem) when they cannot be read.
+ */
+async function readDescriptors(
+  source: DescriptorSource,
+  io: PolicyCliIo,
+): Promise<Map<string, Tool> | string> {
+  if (source.descriptors !== undefined && source.gateway !== undefined) {
+    return "give --descriptors or --gateway, not both";
+  }
+  let tools: unknown;
+  if (source.descriptors !== undefined) {
+    let text: string;
+    try {
+      text = await Deno.readTextFile(source.descriptors);
+    } catch (error) {
+      return `Cannot read --descriptors "${source.descriptors}": ${(error as Error).message}`;
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (error) {
+      return `--descriptors "${source.descriptors}" is not JSON (${(error as Error).message})`;
+    }
+    tools = Array.isArray(value) ? value : (value as { tools?: unknown } | null)?.tools;
+  } else if (source.gateway !== undefined) {
+    const listed = await listGateway(source.gateway, source.token ?? io.env.MCP_GATEWAY_TOKEN);
+    if (typeof listed === "string") return listed;
+    tools = listed;
+  } else {
+    return new Map();
+  }
+  if (!Array.isArray(tools)) {
+    return 'the descriptors must be a tools/list result ({"tools": [...]}) or a list of tools';
+  }
+  const byName = new Map<string, Tool>();
+  for (const tool of tools) {
+    if (tool && typeof tool === "object" && typeof (tool as Tool).name === "string") {
+      byName.set((tool as Tool).name, tool as Tool);
+    }
+  }
+  return byName;
+}
+
+/** Every tool a running gateway lists (all pages), or the problem. */
+async function listGateway(url: string, token: string | undefined): Promise<Tool[] | string> {
+  let endpoint: URL;
+  try {
+    endpoint = new URL(url);
+  } catch {
+    return `--gateway must be the gateway's MCP URL, e.g. http://127.0.0.1:3000/mcp, received "${url}"`;
+  }
+  const client = new Client({ name: "agent33-policy-cli", version: "1" });
+  try {
+    await client.connect(
+      new StreamableHTTPClientTransport(endpoint, {
+        ...(token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : {}),
+      }),
+    );
+    const tools: Tool[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < 1000; page++) {
+      const result = await client.listTools(cursor === undefined ? {} : { cursor });
+      tools.push(...result.tools);
+      cursor = result.nextCursor;
+      if (cursor === undefined) break;
+    }
+    return tools;
+  } catch (error) {
+    return `Cannot read tools/list from --gateway ${url}: ${(error as Error).message}` +
+      (token ? "" : " (no token: pass --token or set MCP_GATEWAY_TOKEN)");
+  } finally {
+    await client.close().catch(() => {});
+  }
 }
 
 function tenantPolicy(policies: PolicySet, tenant: string): TenantPolicy | undefined {
@@ -266,6 +367,9 @@ async function explain(args: string[], io: PolicyCliIo): Promise<number> {
         server: { type: "string" },
         annotations: { type: "string" },
         json: { type: "boolean" },
+        descriptors: { type: "string" },
+        gateway: { type: "string" },
+        token: { type: "string" },
       },
     }));
   if (typeof parsed === "number") return parsed;
@@ -299,9 +403,28 @@ async function explain(args: string[], io: PolicyCliIo): Promise<number> {
     ...(values.server === undefined ? {} : { server: values.server }),
   };
   const server = serverOf(call, io.env.MCP_PROXY_TOOL_SEPARATOR ?? DEFAULT_SEPARATOR);
-  const verdict = await decide(offlineGovernance(policies), call, server.id);
+  const descriptors = await readDescriptors(values, io);
+  if (typeof descriptors === "string") {
+    io.err(descriptors);
+    return 1;
+  }
+  const listed = descriptors.get(call.tool);
+  if (descriptors.size > 0 && !listed) {
+    io.err(
+      `Tool "${call.tool}" is not in the descriptors (${descriptors.size} tools); it is hidden ` +
+        "from this caller, not served, or named differently (use the name tools/list shows)",
+    );
+    return 1;
+  }
+  const target = targetOf(call, server.id, listed);
+  const verdict = await decide(offlineGovernance(policies), call, target);
   const policy = tenantPolicy(policies, call.tenant);
-  const effect = effectClassOf(call.tool, call.annotations, policy);
+  const effect = effectClassOf(
+    call.tool,
+    target.descriptor?.annotations,
+    policy,
+    target.escalation,
+  );
 
   if (values.json) {
     io.out(JSON.stringify(
@@ -325,6 +448,7 @@ async function explain(args: string[], io: PolicyCliIo): Promise<number> {
   io.out(`call:        ${call.tool} for tenant "${call.tenant}", ${where}`);
   io.out(`policy:      ${policies.files.join(", ") || "the built-in default"}`);
   io.out(`effect:      ${effect.effect}, by ${effect.rule}`);
+  if (listed) io.out(`descriptor:  from ${values.descriptors ?? values.gateway}`);
   io.out(`decided by:  ${verdict.rule ?? "no single rule (see the reason)"}`);
   if (verdict.action !== "allow") io.out(`reason:      ${verdict.reason}`);
   if (verdict.action === "approval_required") {
@@ -362,12 +486,26 @@ function meets(verdict: Verdict, testCase: PolicyTestCase): boolean {
 }
 
 async function test(args: string[], io: PolicyCliIo): Promise<number> {
-  const parsed = parseFlags(io, () => parseArgs({ args, options: { path: { type: "string" } } }));
+  const parsed = parseFlags(io, () =>
+    parseArgs({
+      args,
+      options: {
+        path: { type: "string" },
+        descriptors: { type: "string" },
+        gateway: { type: "string" },
+        token: { type: "string" },
+      },
+    }));
   if (typeof parsed === "number") return parsed;
   const path = policyPath(parsed.values.path, io);
   const policies = await load(path, io);
   const tests = await loadCases(path, io);
   if (!policies || !tests) return 1;
+  const descriptors = await readDescriptors(parsed.values, io);
+  if (typeof descriptors === "string") {
+    io.err(descriptors);
+    return 1;
+  }
   const governance = offlineGovernance(policies);
   const separator = io.env.MCP_PROXY_TOOL_SEPARATOR ?? DEFAULT_SEPARATOR;
   let passed = 0;
@@ -382,7 +520,12 @@ async function test(args: string[], io: PolicyCliIo): Promise<number> {
         : { annotations: testCase.annotations as Tool["annotations"] }),
       ...(testCase.server === undefined ? {} : { server: testCase.server }),
     };
-    const verdict = await decide(governance, call, serverOf(call, separator).id);
+    const server = serverOf(call, separator).id;
+    const verdict = await decide(
+      governance,
+      call,
+      targetOf(call, server, descriptors.get(call.tool)),
+    );
     const at = `${testCase.file}:${testCase.line} ${testCase.name}`;
     if (meets(verdict, testCase)) {
       passed++;

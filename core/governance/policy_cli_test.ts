@@ -200,3 +200,96 @@ Deno.test("an unknown policy subcommand exits 2 with usage", async () => {
   assert.match(err, /^Unknown policy command "frobnicate"/);
   assert.match(err, /Usage: main\.ts policy check\|explain\|test/);
 });
+
+/** A tools/list snapshot: fs__write_file as an upstream annotates it, and one escalated tool. */
+const SNAPSHOT = JSON.stringify({
+  tools: [
+    {
+      name: "fs__write_file",
+      inputSchema: { type: "object", properties: { path: { type: "string" } } },
+      annotations: { destructiveHint: true },
+    },
+    {
+      name: "fs__read_file",
+      inputSchema: { type: "object" },
+      annotations: { readOnlyHint: true, destructiveHint: true },
+      _meta: { "agent33/escalation": "scanner finding hidden-instructions (high)" },
+    },
+  ],
+});
+
+Deno.test("policy explain --descriptors decides with the listed annotations, as the live call does", async () => {
+  await withPolicyDir({
+    "p.yaml": 'tenants:\n  "*": { approval: [destructive] }\n',
+    "tools.json": SNAPSHOT,
+  }, async (dir) => {
+    const bare = await run([
+      "explain",
+      "--path",
+      `${dir}/p.yaml`,
+      "--tenant",
+      "t",
+      "--tool",
+      "fs__write_file",
+    ]);
+    assert.match(bare.out, /^verdict: +allow/m, "without descriptors the annotations are unknown");
+    const live = await run([
+      "explain",
+      "--path",
+      `${dir}/p.yaml`,
+      "--tenant",
+      "t",
+      "--tool",
+      "fs__write_file",
+      "--descriptors",
+      `${dir}/tools.json`,
+    ]);
+    assert.equal(live.code, 0, live.err);
+    assert.match(live.out, /^verdict: +approval_required/m);
+    assert.match(live.out, /^effect: +destructive, by annotation destructiveHint/m);
+  });
+});
+
+Deno.test("policy explain and test name the scanner escalation of a listed tool", async () => {
+  await withPolicyDir({
+    "p.yaml": 'tenants:\n  "*": { approval: [destructive] }\n',
+    "p.test.yaml":
+      "cases:\n  - name: the escalated read needs approval\n    tenant: t\n    tool: fs__read_file\n    expect: approval_required\n",
+    "tools.json": SNAPSHOT,
+  }, async (dir) => {
+    const explained = await run([
+      "explain",
+      "--path",
+      `${dir}/p.yaml`,
+      "--tenant",
+      "t",
+      "--tool",
+      "fs__read_file",
+      "--descriptors",
+      `${dir}/tools.json`,
+    ]);
+    assert.match(explained.out, /^verdict: +approval_required/m);
+    assert.match(explained.out, /scanner escalation: scanner finding hidden-instructions \(high\)/);
+    const tested = await run([
+      "test",
+      "--path",
+      `${dir}/p.yaml`,
+      "--descriptors",
+      `${dir}/tools.json`,
+    ]);
+    assert.equal(tested.code, 0, tested.out);
+    const missing = await run([
+      "explain",
+      "--path",
+      `${dir}/p.yaml`,
+      "--tenant",
+      "t",
+      "--tool",
+      "fs__other",
+      "--descriptors",
+      `${dir}/tools.json`,
+    ]);
+    assert.equal(missing.code, 1);
+    assert.match(missing.err, /"fs__other" is not in the descriptors/);
+  });
+});

@@ -14,6 +14,10 @@
  *         per_page: { maximum: 50 }
  *     rate_limits:
  *       "github__*": { per_minute: 60, burst: 10 }
+ *     resources: { allow: ["proxy://github/*"], deny: ["proxy://github/secrets/*"] }
+ *     prompts: ["github__*"]         # a list is an allowlist
+ *   beta:
+ *     approval: { effects: [write, destructive], by: in_band }   # or `approval: in_band`
  * connectors:
  *   github: { tenants: [acme], effects: [read, write] }
  * ```
@@ -36,12 +40,14 @@ import {
   type YamlSource,
 } from "../yaml_source.ts";
 import {
+  type ApprovalBy,
   type ArgumentRule,
   type ConnectorPolicy,
   EFFECT_CLASSES,
   type EffectClass,
   type EffectRule,
   type GlobRule,
+  type ItemRules,
   type PolicySet,
   type RateLimitRule,
   type RuleSource,
@@ -92,6 +98,9 @@ function defaultTenant(source: RuleSource): TenantPolicy {
     deny: [],
     effects: [],
     approval: new Set<EffectClass>(["destructive"]),
+    approvalBy: "operator",
+    resources: { allow: [], deny: [] },
+    prompts: { allow: [], deny: [] },
     arguments: [],
     rateLimits: [],
     alwaysActive: [],
@@ -121,7 +130,12 @@ const TENANT_KEYS = [
   "rate_limits",
   "discovery",
   "always_active",
+  "resources",
+  "prompts",
 ];
+const APPROVAL_KEYS = ["effects", "by"];
+const APPROVERS: readonly ApprovalBy[] = ["operator", "in_band"];
+const ITEM_KEYS = ["allow", "deny"];
 const DISCOVERY_MODES = ["legacy", "search"];
 const RATE_KEYS = ["per_minute", "burst"];
 const CONNECTOR_KEYS = ["tenants", "effects"];
@@ -191,6 +205,9 @@ const FORMATS = [
 ];
 // Globs match tool names, so anything outside the MCP tool-name alphabet could never match.
 const GLOB_PATTERN = /^[A-Za-z0-9_.\-*?]+$/;
+// Resource globs match URIs: any visible character, no spaces or control characters.
+const URI_GLOB_PATTERN = /^[\x21-\x7e]+$/;
+const MAX_GLOB_CHARS = 1024;
 const SERVER_ID = /^[a-z0-9][a-z0-9_-]*$/;
 const POLICY_FILE = /\.ya?ml$/;
 const TEST_FILE = /\.test\.ya?ml$/;
@@ -418,9 +435,9 @@ class PolicyReader {
     const allow = this.#globList(rules.allow, [...at, "allow"], "allow");
     const deny = this.#globList(rules.deny, [...at, "deny"], "deny");
     const effects = this.#effects(rules.effects, [...at, "effects"]);
-    const approval = Object.hasOwn(rules, "approval")
-      ? this.#effectList(rules.approval, [...at, "approval"], "[destructive], or [] for none")
-      : new Set<EffectClass>(["destructive"]);
+    const { effects: approval, by: approvalBy } = this.#approval(rules, [...at, "approval"]);
+    const resources = this.#itemRules(rules.resources, [...at, "resources"], "resource");
+    const prompts = this.#itemRules(rules.prompts, [...at, "prompts"], "prompt");
     const argumentRules = this.#argumentRules(rules.arguments, [...at, "arguments"]);
     const rateLimits = this.#rateLimits(rules.rate_limits, [...at, "rate_limits"]);
     const discovery = rules.discovery;
@@ -448,6 +465,9 @@ class PolicyReader {
       deny,
       effects,
       approval,
+      approvalBy,
+      resources,
+      prompts,
       arguments: argumentRules,
       rateLimits,
       ...(discovery === undefined ? {} : { discovery: discovery as "legacy" | "search" }),
@@ -844,6 +864,122 @@ class PolicyReader {
       return undefined;
     }
     return value;
+  }
+
+  /**
+   * `approval:` as a list of effect classes (who approves: operator), one approver
+   * (`operator` | `in_band`, effect classes left at [destructive]) or `{ effects, by }`.
+   */
+  #approval(
+    rules: Record<string, unknown>,
+    at: YamlPath,
+  ): { effects: Set<EffectClass> | undefined; by: ApprovalBy } {
+    const fallback = () => new Set<EffectClass>(["destructive"]);
+    if (!Object.hasOwn(rules, "approval")) return { effects: fallback(), by: "operator" };
+    const value = rules.approval;
+    const example = "[destructive], or [] for none";
+    if (Array.isArray(value)) {
+      return { effects: this.#effectList(value, at, example), by: "operator" };
+    }
+    if (typeof value === "string" && APPROVERS.includes(value as ApprovalBy)) {
+      return { effects: fallback(), by: value as ApprovalBy };
+    }
+    if (typeof value === "string") {
+      this.#problem(
+        at,
+        `must be a list of effect classes (read, write, destructive), e.g. ${example}, or who ` +
+          `approves (${APPROVERS.join(" or ")}), received ${describe(value)}` +
+          (EFFECT_CLASSES.includes(value as EffectClass) ? `; write [${value}]` : ""),
+      );
+      return { effects: undefined, by: "operator" };
+    }
+    if (!isMapping(value)) {
+      this.#problem(
+        at,
+        `must be a list of effect classes (e.g. ${example}), an approver (${
+          APPROVERS.join(" or ")
+        }) or { effects: [destructive], by: operator }, received ${describe(value)}`,
+      );
+      return { effects: undefined, by: "operator" };
+    }
+    this.#knownKeys(value, at, APPROVAL_KEYS);
+    const effects = Object.hasOwn(value, "effects")
+      ? this.#effectList(value.effects, [...at, "effects"], example)
+      : fallback();
+    const by = value.by === undefined ? "operator" : this.#approver(value.by, [...at, "by"]);
+    return { effects, by: by ?? "operator" };
+  }
+
+  #approver(value: unknown, at: YamlPath): ApprovalBy | undefined {
+    if (APPROVERS.includes(value as ApprovalBy)) return value as ApprovalBy;
+    this.#problem(
+      at,
+      `must name who approves: operator (the approvals API, the default) or in_band (the ` +
+        `calling client's user, through elicitation), received ${describe(value)}`,
+    );
+    return undefined;
+  }
+
+  /** `resources:` / `prompts:` as a list (an allowlist) or `{ allow, deny }`. */
+  #itemRules(value: unknown, at: YamlPath, kind: "resource" | "prompt"): ItemRules {
+    if (value === undefined || value === null) return { allow: [], deny: [] };
+    if (Array.isArray(value)) return { allow: this.#itemGlobs(value, at, kind, "allow"), deny: [] };
+    if (!isMapping(value)) {
+      this.#problem(
+        at,
+        `must be a list of ${kind} globs (an allowlist) or { allow: [...], deny: [...] }, received ${
+          describe(value)
+        }`,
+      );
+      return { allow: [], deny: [] };
+    }
+    this.#knownKeys(value, at, ITEM_KEYS);
+    return {
+      allow: this.#itemGlobs(value.allow, [...at, "allow"], kind, "allow"),
+      deny: this.#itemGlobs(value.deny, [...at, "deny"], kind, "deny"),
+    };
+  }
+
+  #itemGlobs(
+    value: unknown,
+    at: YamlPath,
+    kind: "resource" | "prompt",
+    verb: "allow" | "deny",
+  ): GlobRule[] {
+    if (value === undefined || value === null) return [];
+    const example = kind === "resource" ? '["proxy://memory/*"]' : '["memory__*"]';
+    if (!Array.isArray(value)) {
+      this.#problem(
+        at,
+        `must be a list of ${kind} globs, e.g. ${example}, received ${describe(value)}`,
+      );
+      return [];
+    }
+    return value.flatMap((item: unknown, index) => {
+      const where = [...at, index];
+      if (kind === "prompt") {
+        const glob = this.#glob(item, where, false);
+        return glob === undefined
+          ? []
+          : [this.#globRule(glob, where, `prompts ${verb} ${JSON.stringify(glob)}`)];
+      }
+      if (typeof item !== "string" || item === "") {
+        this.#problem(
+          where,
+          `must be a resource URI glob such as "proxy://memory/*", received ${describe(item)}`,
+        );
+        return [];
+      }
+      if (item.length > MAX_GLOB_CHARS || !URI_GLOB_PATTERN.test(item)) {
+        this.#problem(
+          where,
+          `${JSON.stringify(item.slice(0, 80))} is not a valid resource URI glob: use at most ` +
+            `${MAX_GLOB_CHARS} visible characters (no spaces), with * and ? as wildcards`,
+        );
+        return [];
+      }
+      return [this.#globRule(item, where, `resources ${verb} ${JSON.stringify(item)}`)];
+    });
   }
 
   #globRule(glob: string, at: YamlPath, text: string): GlobRule {

@@ -347,7 +347,7 @@ Deno.test("parsePolicies rejects wrong types with what was received", () => {
       "p.yaml:6: tenants.acme.arguments must be a mapping of tool-name globs to argument rules, received 1",
       "p.yaml:7: tenants.acme.rate_limits.x must be a mapping like { per_minute: 60, burst: 10 }, received 60",
       "p.yaml:8: tenants.beta must be a mapping of rules (allow, deny, effects, approval, arguments, " +
-      "rate_limits, discovery, always_active), received a list",
+      "rate_limits, discovery, always_active, resources, prompts), received a list",
     ],
   );
 });
@@ -371,7 +371,8 @@ connectors:
   );
   assert.deepEqual(problemsOf("tenants:\n  acme:\n    approval: destructive\n"), [
     "p.yaml:3: tenants.acme.approval must be a list of effect classes (read, write, destructive), " +
-    'e.g. [destructive], or [] for none, received "destructive"',
+    'e.g. [destructive], or [] for none, or who approves (operator or in_band), received "destructive"; ' +
+    "write [destructive]",
   ]);
 });
 
@@ -771,4 +772,62 @@ Deno.test("parsePolicies reads a tenant's discovery mode and always_active globs
   const acme = tenant(good, "acme");
   assert.equal(acme.discovery, "search");
   assert.equal(acme.alwaysActive[0]?.match("system_status"), true);
+});
+
+Deno.test("parsePolicies reads approval as effect classes, an approver, or { effects, by }", () => {
+  const policies = parsePolicies([{
+    path: "p.yaml",
+    text: `tenants:
+  a: { approval: [write, destructive] }
+  b: { approval: in_band }
+  c: { approval: { effects: [destructive], by: in_band } }
+  d: {}
+`,
+  }]);
+  const of = (t: string) => policies.tenants.get(t)!;
+  assert.deepEqual([...of("a").approval], ["write", "destructive"]);
+  assert.equal(of("a").approvalBy, "operator");
+  assert.deepEqual([...of("b").approval], ["destructive"]);
+  assert.equal(of("b").approvalBy, "in_band");
+  assert.equal(of("c").approvalBy, "in_band");
+  assert.equal(of("d").approvalBy, "operator", "an operator approves by default");
+  assert.deepEqual(
+    problemsOf("tenants:\n  a:\n    approval: { by: client, effect: [write] }\n"),
+    [
+      'p.yaml:3: tenants.a.approval.effect is not a known field; did you mean "effects"?',
+      "p.yaml:3: tenants.a.approval.by must name who approves: operator (the approvals API, the " +
+      'default) or in_band (the calling client\'s user, through elicitation), received "client"',
+    ],
+  );
+});
+
+Deno.test("parsePolicies reads resources: and prompts: as an allowlist or { allow, deny }", () => {
+  const policies = parsePolicies([{
+    path: "p.yaml",
+    text: `tenants:
+  a:
+    resources: ["proxy://memory/*"]
+    prompts: { deny: ["memory__*"] }
+`,
+  }]);
+  const a = policies.tenants.get("a")!;
+  assert.ok(a.resources.allow[0]!.match("proxy://memory/graph"));
+  assert.equal(a.resources.allow[0]!.source.line, 3);
+  assert.ok(a.prompts.deny[0]!.match("memory__summary"));
+  assert.deepEqual(a.prompts.allow, []);
+  assert.deepEqual(
+    problemsOf(`tenants:
+  a:
+    resources: { allow: "proxy://x/*", block: [] }
+    prompts: ["has space"]
+  b:
+    resources: ["proxy://x/ y"]
+`),
+    [
+      "p.yaml:3: tenants.a.resources.block is not a known field; known fields are allow, deny",
+      'p.yaml:3: tenants.a.resources.allow must be a list of resource globs, e.g. ["proxy://memory/*"], received "proxy://x/*"',
+      'p.yaml:4: tenants.a.prompts[0] "has space" is not a valid tool-name glob: it contains " "; tool names use letters, digits, _ . and -, with * and ? as wildcards',
+      'p.yaml:6: tenants.b.resources[0] "proxy://x/ y" is not a valid resource URI glob: use at most 1024 visible characters (no spaces), with * and ? as wildcards',
+    ],
+  );
 });

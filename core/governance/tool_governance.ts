@@ -9,7 +9,7 @@ import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Clock } from "../clock.ts";
 import { compileSchema } from "../schema_validator.ts";
 import type { ApprovalQueue } from "./approval_queue.ts";
-import type { ApprovalTokens } from "./approval_tokens.ts";
+import { type ApprovalTokens, type Redemption, replayed } from "./approval_tokens.ts";
 import type { AuditLog } from "./audit_log.ts";
 import { argumentsHash } from "./canonical_json.ts";
 import {
@@ -38,6 +38,17 @@ export interface ToolTarget {
   server?: string;
   /** The descriptor, for annotations and inputSchema (absent when unknown, e.g. a hidden tool). */
   descriptor?: Pick<Tool, "inputSchema" | "annotations">;
+  /** Why the scanner escalated this tool (its finding): its calls are governed as destructive. */
+  escalation?: string;
+}
+
+/** A resource or prompt being listed or used: its tenant globs and connector boundary apply. */
+export interface ItemTarget {
+  kind: "resource" | "prompt";
+  /** The URI (resources) or name (prompts) the caller uses. */
+  name: string;
+  /** The upstream server id of a proxied item: its connector boundary applies. */
+  server?: string;
 }
 
 /** Every code a denial carries. Stable: clients and tests match on them. */
@@ -68,7 +79,13 @@ export interface ApprovalSummary {
 
 /** The decision on one call. */
 export type Verdict =
-  | { action: "allow"; effect: EffectClass; rule: string }
+  | {
+    action: "allow";
+    effect: EffectClass;
+    rule: string;
+    /** With {@link CheckOptions.deferRedeem}: the token to redeem when the call is sent. */
+    redemption?: Redemption;
+  }
   | {
     action: "deny";
     code: DenyCode;
@@ -143,12 +160,20 @@ export function precedence(f: Facts): Decision {
   return { action: "allow" };
 }
 
-/** The effect class of a call: a policy override, else the tool's annotations, else `write`. */
+/**
+ * The effect class of a call: a scanner escalation (destructive), else a policy override, else
+ * the tool's annotations, else `write`.
+ */
 export function effectClassOf(
   name: string,
   annotations: Tool["annotations"] | undefined,
   policy: TenantPolicy | undefined,
+  escalation?: string,
 ): { effect: EffectClass; rule: string } {
+  // The scanner found something in the tool's definition: nothing may make it look harmless.
+  if (escalation !== undefined) {
+    return { effect: "destructive", rule: `scanner escalation: ${escalation}` };
+  }
   // Annotations are hints from the tool's author: they may make a call stricter than the
   // policy says, never looser. An absent hint is no hint.
   const hint: EffectClass | undefined = annotations?.destructiveHint === true
@@ -191,6 +216,12 @@ export interface CheckOptions {
   approvalToken?: string;
   /** Decide without side effects: no rate-limit use, no approval request, no audit (`policy explain`). */
   dryRun?: boolean;
+  /**
+   * Leave a valid token unredeemed: the allow verdict carries its `redemption`, and the caller
+   * redeems it with {@link ToolGovernance.redeem} only when the call is really sent (after the
+   * circuit breaker admitted it). Without it a token is redeemed when the verdict is allow.
+   */
+  deferRedeem?: boolean;
 }
 
 /** The gate. */
@@ -213,10 +244,20 @@ export class ToolGovernance {
     this.#policies = policies;
   }
 
+  /** The tenant's policy (its own, else `*`), or undefined when it has none. */
+  tenantPolicy(tenant: string): TenantPolicy | undefined {
+    return this.#tenant(tenant);
+  }
+
   /** Whether the tenant may see the tool in tools/list: the same rules as a call, minus arguments. */
   visible(ctx: CallContext, target: ToolTarget): boolean {
     const policy = this.#tenant(ctx.tenant);
-    const { effect } = effectClassOf(target.name, target.descriptor?.annotations, policy);
+    const { effect } = effectClassOf(
+      target.name,
+      target.descriptor?.annotations,
+      policy,
+      target.escalation,
+    );
     const facts = this.#facts(ctx, target, policy, effect);
     const decision = precedence({
       ...facts,
@@ -259,6 +300,7 @@ export class ToolGovernance {
       target.name,
       target.descriptor?.annotations,
       policy,
+      target.escalation,
     );
     const facts = this.#facts(ctx, target, policy, effect);
     const hash = await argumentsHash(args);
@@ -277,22 +319,32 @@ export class ToolGovernance {
 
     let tokenFailure: { code: DenyCode; reason: string } | undefined;
     let token: Facts["token"] = "none";
+    let redemption: Redemption | undefined;
     if (facts.requiresApproval && options.approvalToken !== undefined && !options.dryRun) {
+      // Checked without redeeming: a call refused for another reason (a rate limit) keeps it.
       const verified = await this.#options.tokens.verify(options.approvalToken, {
         tenant: ctx.tenant,
         tool: target.name,
         argumentsHash: hash,
-      });
+      }, { consume: false });
       token = verified.ok ? "valid" : "invalid";
-      if (!verified.ok) tokenFailure = { code: verified.code, reason: verified.reason };
+      if (verified.ok) redemption = verified.redemption;
+      else tokenFailure = { code: verified.code, reason: verified.reason };
     }
 
-    const decision = precedence({
+    let decision = precedence({
       ...facts,
       invalidArguments: problems.length > 0,
       rateLimited: limited !== undefined,
       token,
     });
+    if (decision.action === "allow" && redemption && !options.deferRedeem) {
+      if (!(await this.#options.tokens.redeem(redemption))) {
+        tokenFailure = replayed(target.name);
+        decision = { action: "deny", code: "token" };
+      }
+      redemption = undefined;
+    }
     const verdict = this.#verdict(decision, {
       ctx,
       target,
@@ -306,8 +358,137 @@ export class ToolGovernance {
       args,
       options,
     });
+    if (verdict.action === "allow" && redemption) verdict.redemption = redemption;
     if (!options.dryRun) this.#audit(ctx, target, verdict, hash, args);
     return verdict;
+  }
+
+  /**
+   * Redeems the token of an allow verdict from a `deferRedeem` check, as the call is sent:
+   * undefined when the call may go (or needed no token), else the `approval_replayed` denial
+   * (another call redeemed it meanwhile), which is audited.
+   */
+  async redeem(
+    ctx: CallContext,
+    target: ToolTarget,
+    verdict: Verdict & { action: "allow" },
+    args: Record<string, unknown>,
+  ): Promise<Verdict | undefined> {
+    if (!verdict.redemption) return undefined;
+    let ok: boolean;
+    try {
+      ok = await this.#options.tokens.redeem(verdict.redemption);
+    } catch (error) {
+      return {
+        action: "deny",
+        code: "policy_error",
+        reason: `The approval token for "${target.name}" could not be redeemed (${
+          error instanceof Error ? error.message : String(error)
+        }); the call is refused`,
+      };
+    }
+    if (ok) return undefined;
+    const failure = replayed(target.name);
+    const denial: Verdict = {
+      action: "deny",
+      code: failure.code,
+      reason: failure.reason,
+      effect: verdict.effect,
+      rule: "approval token",
+    };
+    this.#audit(ctx, target, denial, await argumentsHash(args), args);
+    return denial;
+  }
+
+  /**
+   * Whether the tenant may list and use a resource or prompt: unknown tenant, the connector
+   * boundary (tenant, and `read` through its effect classes) and the tenant's `resources:` /
+   * `prompts:` globs, in the precedence of tool calls. Never throws.
+   */
+  access(ctx: CallContext, item: ItemTarget): Verdict {
+    const policy = this.#tenant(ctx.tenant);
+    const effect: EffectClass = "read";
+    const facts = this.#facts(
+      ctx,
+      { name: item.name, ...(item.server === undefined ? {} : { server: item.server }) },
+      policy,
+      effect,
+    );
+    const globs = policy?.[item.kind === "resource" ? "resources" : "prompts"];
+    const decision = precedence({
+      ...facts,
+      denied: globs?.deny.some((r) => r.match(item.name)) ?? false,
+      hasAllowList: (globs?.allow.length ?? 0) > 0,
+      allowed: globs?.allow.some((r) => r.match(item.name)) ?? false,
+      invalidArguments: false,
+      rateLimited: false,
+      requiresApproval: false,
+      token: "none",
+    });
+    const noun = item.kind === "resource" ? "Resource" : "Prompt";
+    const key = item.kind === "resource" ? "resources" : "prompts";
+    if (decision.action !== "deny") {
+      const allowRule = globs?.allow.find((r) => r.match(item.name));
+      return {
+        action: "allow",
+        effect,
+        rule: allowRule ? ruleText(allowRule) : `no ${key} allowlist: allowed by default`,
+      };
+    }
+    const connector = item.server === undefined
+      ? undefined
+      : this.#policies.connectors.get(item.server);
+    const deny = (code: DenyCode, reason: string, rule?: string): Verdict => ({
+      action: "deny",
+      code,
+      reason,
+      effect,
+      ...(rule === undefined ? {} : { rule }),
+    });
+    switch (decision.code) {
+      case "unknown_tenant":
+        return deny(
+          "unknown_tenant",
+          `Tenant "${ctx.tenant}" has no policy; add it (or a "*" entry) under tenants: in ${
+            this.#policies.files.join(", ") || "the policy files"
+          }`,
+        );
+      case "connector_denied":
+      case "effect_not_allowed": {
+        const rule = `${connector!.source.file}:${connector!.source.line} ${
+          connector!.source.text
+        }`;
+        return deny(
+          decision.code,
+          decision.code === "connector_denied"
+            ? `Tenant "${ctx.tenant}" may not reach upstream "${item.server}" (connector boundary, ${rule}); ask an operator to add it to connectors.${item.server}.tenants`
+            : `Upstream "${item.server}" allows only ${
+              [...connector!.effects].join(", ")
+            } calls, and reading ${item.kind}s is read (${rule})`,
+          rule,
+        );
+      }
+      case "tool_denied": {
+        const rule = globs!.deny.find((r) => r.match(item.name))!;
+        return deny(
+          "tool_denied",
+          `${noun} "${item.name}" is denied for tenant "${ctx.tenant}" by ${ruleText(rule)}`,
+          ruleText(rule),
+        );
+      }
+      default: {
+        const rule = `${policy!.source.file}:${policy!.source.line} ${key} allowlist of tenant ${
+          policy!.tenant
+        }`;
+        return deny(
+          "not_allowed",
+          `${noun} "${item.name}" is not in tenant "${ctx.tenant}"'s ${key} allowlist (${
+            globs!.allow.map((r) => r.glob).join(", ")
+          }; ${rule})`,
+          rule,
+        );
+      }
+    }
   }
 
   #tenant(tenant: string): TenantPolicy | undefined {
@@ -423,11 +604,11 @@ export class ToolGovernance {
       return { action: "allow", effect, rule };
     }
     if (decision.action === "approval_required") {
-      const reason =
-        `Tool "${tool}" is ${effect} and tenant "${ctx.tenant}" needs an approval for ${effect} calls`;
       const rule = `${policy!.source.file}:${policy!.source.line} approval [${
         [...policy!.approval].join(", ")
       }]`;
+      const reason = `Tool "${tool}" is ${effect} (${c.effectRule}) and tenant "${ctx.tenant}" ` +
+        `needs an approval for ${effect} calls (${rule})`;
       // A dry run (policy explain) decides without queueing a request.
       const request = c.options.dryRun
         ? { id: "(dry run)", expiresAt: 0 }
@@ -466,12 +647,16 @@ export class ToolGovernance {
             this.#policies.files.join(", ") || "the policy files"
           }`,
         );
-      case "connector_denied":
+      case "connector_denied": {
+        const rule = `${connector!.source.file}:${connector!.source.line} ${
+          connector!.source.text
+        }`;
         return deny(
           "connector_denied",
-          `Tenant "${ctx.tenant}" may not reach upstream "${target.server}" (connector boundary); ask an operator to add it to connectors.${target.server}.tenants`,
-          connector && `${connector.source.file}:${connector.source.line} ${connector.source.text}`,
+          `Tenant "${ctx.tenant}" may not reach upstream "${target.server}" (connector boundary, ${rule}); ask an operator to add it to connectors.${target.server}.tenants`,
+          rule,
         );
+      }
       case "effect_not_allowed":
         return deny(
           "effect_not_allowed",
@@ -488,14 +673,18 @@ export class ToolGovernance {
           ruleText(rule),
         );
       }
-      case "not_allowed":
+      case "not_allowed": {
+        const rule = `${policy!.source.file}:${policy!.source.line} allowlist of tenant ${
+          policy!.tenant
+        }`;
         return deny(
           "not_allowed",
           `Tool "${tool}" is not in tenant "${ctx.tenant}"'s allowlist (${
             policy!.allow.map((r) => r.glob).join(", ")
-          })`,
-          `${policy!.source.file}:${policy!.source.line} allowlist of tenant ${policy!.tenant}`,
+          }; ${rule})`,
+          rule,
         );
+      }
       case "invalid_arguments":
         return deny(
           "invalid_arguments",

@@ -276,3 +276,84 @@ Deno.test("ToolGovernance.check with dryRun decides without creating requests or
     );
   }
 });
+
+Deno.test("ToolGovernance keeps an approval token when a rate limit refuses the approved call", async () => {
+  const { governance, approvals, clock } = setup(POLICY.replace(
+    '"gh__search": { per_minute: 2 }',
+    '"gh__drop_*": { per_minute: 1 }',
+  ));
+  const target = tool("gh__drop_table", {
+    descriptor: { inputSchema: { type: "object" }, annotations: { destructiveHint: true } },
+  });
+  const first = await governance.check(acme, target, { table: "users" }); // uses the one call
+  const { request } = first as Extract<Verdict, { action: "approval_required" }>;
+  const { token } = await approvals.approve(request.id, "operator");
+  denied(
+    await governance.check(acme, target, { table: "users" }, { approvalToken: token }),
+    "rate_limited",
+  );
+  clock.advance(60_000);
+  const retried = await governance.check(acme, target, { table: "users" }, {
+    approvalToken: token,
+  });
+  assert.equal(retried.action, "allow", "the token survives a refusal for another reason");
+});
+
+Deno.test("ToolGovernance with deferRedeem redeems the token only through redeem(), once", async () => {
+  const { governance, approvals } = setup();
+  const target = tool("gh__drop_table", {
+    descriptor: { inputSchema: { type: "object" }, annotations: { destructiveHint: true } },
+  });
+  const args = { table: "users" };
+  const first = await governance.check(acme, target, args);
+  const { request } = first as Extract<Verdict, { action: "approval_required" }>;
+  const { token } = await approvals.approve(request.id, "operator");
+  const options = { approvalToken: token, deferRedeem: true };
+  const a = await governance.check(acme, target, args, options);
+  const b = await governance.check(acme, target, args, options);
+  assert.ok(a.action === "allow" && b.action === "allow" && a.redemption, "checks use nothing");
+  assert.equal(await governance.redeem(acme, target, a, args), undefined);
+  denied((await governance.redeem(acme, target, b, args))!, "approval_replayed");
+});
+
+Deno.test("ToolGovernance governs a scanner-escalated tool as destructive and names the finding", async () => {
+  const { governance } = setup();
+  const target = tool("gh__list", {
+    descriptor: { inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
+    escalation: "scanner finding hidden-instructions (high)",
+  });
+  const verdict = await governance.check(acme, target, {});
+  assert.equal(verdict.action, "approval_required");
+  assert.match(
+    (verdict as { reason: string }).reason,
+    /destructive \(scanner escalation: scanner finding hidden-instructions \(high\)\)/,
+  );
+  // Through a connector that lets no destructive call pass, the finding is the reason given.
+  const fs = await governance.check(acme, { ...target, name: "fs__list", server: "fs" }, {});
+  denied(fs, "effect_not_allowed");
+  assert.match((fs as { reason: string }).reason, /scanner escalation/);
+});
+
+Deno.test("ToolGovernance.access applies resources:/prompts: globs and the connector boundary", () => {
+  const { governance } = setup(`
+tenants:
+  acme:
+    resources: { allow: ["proxy://gh/*", "agent33://*"], deny: ["proxy://gh/secret/*"] }
+    prompts: ["gh__*"]
+  globex: {}
+connectors:
+  gh: { tenants: [acme], effects: [read] }
+`);
+  const globex = { tenant: "globex", subject: "g" };
+  const access = (ctx: CallContext, kind: "resource" | "prompt", name: string, server?: string) =>
+    governance.access(ctx, { kind, name, ...(server ? { server } : {}) });
+  assert.equal(access(acme, "resource", "proxy://gh/readme", "gh").action, "allow");
+  denied(access(acme, "resource", "proxy://gh/secret/key", "gh"), "tool_denied");
+  denied(access(acme, "resource", "proxy://fs/x", "fs"), "not_allowed");
+  denied(access(acme, "prompt", "fs__summarize", "fs"), "not_allowed");
+  assert.equal(access(acme, "prompt", "gh__triage", "gh").action, "allow");
+  const boundary = access(globex, "resource", "proxy://gh/readme", "gh");
+  denied(boundary, "connector_denied");
+  assert.match((boundary as { reason: string }).reason, /policies\/test\.yaml:\d+ connector gh/);
+  denied(access({ tenant: "nobody", subject: "n" }, "prompt", "x"), "unknown_tenant");
+});

@@ -66,6 +66,12 @@ export interface UpstreamCallContext {
   sessionId?: string;
   /** The caller's own bearer token; set only for `auth: passthrough` upstreams, never logged. */
   bearer?: string;
+  /**
+   * Runs once the circuit breaker admitted the call, just before it is sent (the call pipeline
+   * redeems an approval token here, so a call the breaker refuses keeps its token). A rejection
+   * fails the call without sending it and without counting against the upstream.
+   */
+  admitted?: () => Promise<void>;
 }
 
 /** The latest health check. */
@@ -485,6 +491,14 @@ export class ChildServerHandle {
     }
     const permit = this.breaker.tryAcquire();
     if (!permit.ok) throw permit.error;
+    if (ctx.admitted) {
+      try {
+        await ctx.admitted();
+      } catch (error) {
+        permit.abandon();
+        throw error;
+      }
+    }
     const callMs = this.server.timeouts.callMs;
     this.#active.push(ctx);
     const sending = { ctx, keys: [] as string[] };

@@ -205,8 +205,40 @@ Deno.test("The caller that asked can fetch its token once an approver approves",
   });
 });
 
-Deno.test("A client that supports elicitation approves in-band; declining refuses with approval_denied", async () => {
+Deno.test("Over HTTP a caller cannot approve its own call in-band by default: the request waits for an operator", async () => {
   await withGovernedGateway(POLICY, async ({ gateway }) => {
+    const asked: string[] = [];
+    const client = await clientFor(gateway, gateway.token, (message) => {
+      asked.push(message);
+      return { action: "accept", content: { approve: true } };
+    });
+    try {
+      await client.callTool({ name: "memory__create_entities", arguments: entity });
+      const refused = await client.callTool({
+        name: "memory__delete_entities",
+        arguments: deletion,
+      })
+        .then(
+          () => assert.fail("the caller approved its own destructive call"),
+          (e: McpError) => e,
+        );
+      assert.equal((refused.data as { code: string }).code, "approval_required");
+      assert.deepEqual(asked, [], "the client was never asked");
+      const id = (refused.data as { request: { id: string } }).request.id;
+      assert.equal(gateway.kernel.approvals.get(id)?.status, "pending", "queued for an operator");
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+Deno.test("A tenant whose policy says approval: in_band approves in-band over HTTP; declining refuses with approval_denied", async () => {
+  const policy = POLICY.replace(
+    "      memory__read_graph: read\n    approval: [destructive]",
+    "      memory__read_graph: read\n    approval: { effects: [destructive], by: in_band }",
+  );
+  assert.match(policy, /by: in_band/);
+  await withGovernedGateway(policy, async ({ gateway }) => {
     const asked: string[] = [];
     let answer = true;
     const client = await clientFor(gateway, gateway.token, (message) => {

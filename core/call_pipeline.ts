@@ -1,0 +1,278 @@
+/**
+ * The call pipeline: the one path every tool call takes, from an MCP client (the bridge), an
+ * agent or workflow (the engine's kernel invoker) or a search-mode session alike:
+ *
+ *   resolve → quarantine → scanner escalation → governance → approval token → breaker → forward
+ *
+ * Governance checks an approval token without redeeming it; the token is redeemed only once the
+ * call is really sent (the rate limit passed, the circuit breaker admitted it), so an approved
+ * call refused for another reason, or not sent because its upstream is down, can be retried with
+ * the same token. Refusals are {@link GatewayError}s with the same code and message whoever calls.
+ * @module
+ */
+import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import { GatewayError, type GatewayErrorCode } from "./errors.ts";
+import type { ApprovalQueue } from "./governance/approval_queue.ts";
+import {
+  APPROVAL_TOKEN_META_KEY,
+  type CallContext,
+  type ToolGovernance,
+  type ToolTarget,
+  type Verdict,
+} from "./governance/tool_governance.ts";
+import type { NativeTool } from "./plugin_api.ts";
+import type { UpstreamCallContext } from "./proxy/child_server_handle.ts";
+import type { CatalogView, ProxyManager, Route } from "./proxy/proxy_manager.ts";
+import { redactDeep } from "./redact.ts";
+import type { ToolRegistry } from "./tool_registry.ts";
+
+/** The `_meta` key of a listed tool the scanner escalated: the finding, in words. */
+export const ESCALATION_META_KEY = "agent33/escalation";
+
+/** What a caller can reach: the catalog it sees and whether native tools are in it. */
+export interface CallScope {
+  /** The upstream catalog (the aggregate, or one upstream alone on `/mcp/<server_id>`). */
+  view?: CatalogView;
+  /** Native tools are in scope (false on `/mcp/<server_id>`). */
+  native: boolean;
+  /** The name policies use for a tool name the caller used (aggregated names on scoped views). */
+  policyName?: (name: string) => string;
+}
+
+/** A tool name resolved to what serves it, with the target governance decides on. */
+export type ResolvedCall =
+  | { kind: "native"; tool: NativeTool; target: ToolTarget }
+  | { kind: "proxied"; route: Route; target: ToolTarget };
+
+/** An in-band approver: asks the caller's user; returns the verdict after their answer. */
+export type InBandApprover = (
+  verdict: Verdict & { action: "approval_required" },
+  target: ToolTarget,
+  args: Record<string, unknown>,
+) => Promise<Verdict>;
+
+/** One call through the pipeline. */
+export interface PipelineCall {
+  caller: CallContext;
+  /** The name the caller used. */
+  name: string;
+  args: Record<string, unknown>;
+  scope: CallScope;
+  /** The approval token the call carries (`_meta["agent33/approval_token"]`). */
+  approvalToken?: string;
+  /** Set when this caller may approve in-band (see {@link inBandAllowed}). */
+  approveInBand?: InBandApprover;
+  /** Runs an allowed native tool with the caller's context. */
+  runNative(tool: NativeTool): Promise<CallToolResult>;
+  /** The context a forwarded call carries back to its caller (progress, logs, relays). */
+  upstream(route: Route): UpstreamCallContext;
+}
+
+/** What the pipeline is built from. */
+export interface CallPipelineOptions {
+  tools: ToolRegistry;
+  proxy?: ProxyManager;
+  governance: ToolGovernance;
+  approvals: ApprovalQueue;
+}
+
+/** The one call path. */
+export class CallPipeline {
+  readonly #options: CallPipelineOptions;
+
+  constructor(options: CallPipelineOptions) {
+    this.#options = options;
+  }
+
+  /** The approvals queue in-band approvers answer. */
+  get approvals(): ApprovalQueue {
+    return this.#options.approvals;
+  }
+
+  /** The gate. */
+  get governance(): ToolGovernance {
+    return this.#options.governance;
+  }
+
+  /**
+   * Resolves a name (native first, then the scope's upstreams) and refuses a quarantined tool;
+   * throws `unknown_tool` or `quarantined`.
+   */
+  resolve(name: string, scope: CallScope): ResolvedCall {
+    const native = scope.native ? this.#options.tools.get(name) : undefined;
+    if (native) return { kind: "native", tool: native, target: { name, descriptor: native } };
+    const route = scope.view?.resolveTool(name);
+    if (!route) {
+      throw new GatewayError(
+        "unknown_tool",
+        `Unknown tool "${name}"; call tools/list for the names`,
+        { tool: name },
+      );
+    }
+    const server = route.handle.id;
+    const quarantine = this.#options.proxy?.quarantineReason(server, route.original);
+    if (quarantine) {
+      throw new GatewayError(
+        "quarantined",
+        `Tool "${name}" is quarantined by the scanner: ${quarantine}. An operator releases it ` +
+          "with POST /v1/scanner/release",
+        { tool: name, server },
+      );
+    }
+    const descriptor = route.tool ??
+      route.handle.catalog.tools.find((t) => t.name === route.original);
+    return {
+      kind: "proxied",
+      route,
+      target: this.proxiedTarget(
+        scope.policyName?.(name) ?? name,
+        server,
+        route.original,
+        descriptor,
+      ),
+    };
+  }
+
+  /** The target of a proxied tool: its connector boundary and the scanner's escalation apply. */
+  proxiedTarget(
+    name: string,
+    server: string,
+    original: string,
+    descriptor: Pick<Tool, "inputSchema" | "annotations"> | undefined,
+  ): ToolTarget {
+    const escalation = this.#options.proxy?.escalationReason(server, original);
+    return {
+      name,
+      server,
+      ...(descriptor ? { descriptor } : {}),
+      ...(escalation === undefined ? {} : { escalation }),
+    };
+  }
+
+  /**
+   * A proxied tool as tools/list shows it: an escalated tool says so (destructiveHint and the
+   * finding under `_meta["agent33/escalation"]`), so clients and `policy explain --descriptors`
+   * see what governance decides on.
+   */
+  listed(tool: Tool, target: ToolTarget): Tool {
+    if (target.escalation === undefined) return tool;
+    return {
+      ...tool,
+      annotations: { ...tool.annotations, destructiveHint: true },
+      _meta: { ...tool._meta, [ESCALATION_META_KEY]: target.escalation },
+    };
+  }
+
+  /** Decides a call without side effects, as the gateway would (`policy explain`). */
+  async explain(caller: CallContext, target: ToolTarget, args: Record<string, unknown>) {
+    return await this.#options.governance.check(caller, target, args, { dryRun: true });
+  }
+
+  /**
+   * Runs one call through every stage; resolves with the tool's result, throws the refusal as a
+   * {@link GatewayError} (or the upstream's own error, passed through).
+   */
+  async call(call: PipelineCall): Promise<CallToolResult> {
+    const resolved = this.resolve(call.name, call.scope);
+    const verdict = await this.admit(call, resolved.target);
+    const { governance } = this.#options;
+    const redeem = async () => {
+      const refused = await governance.redeem(call.caller, resolved.target, verdict, call.args);
+      if (refused) throw refusal(refused, resolved.target, call.caller);
+    };
+    if (resolved.kind === "native") {
+      await redeem();
+      return await call.runNative(resolved.tool);
+    }
+    const { route } = resolved;
+    // The token is redeemed inside the breaker's admission: a call it refuses keeps the token.
+    const ctx: UpstreamCallContext = { ...call.upstream(route), admitted: redeem };
+    const result = await route.handle.callTool(route.original, call.args, ctx);
+    // A tool's error result is a diagnostic too; a successful result is left alone.
+    return result.isError === true ? redactDeep(result) : result;
+  }
+
+  /**
+   * Governance and approval for a resolved call: the allow verdict (its token not yet redeemed),
+   * or the refusal thrown.
+   */
+  async admit(call: PipelineCall, target: ToolTarget): Promise<Verdict & { action: "allow" }> {
+    const { governance } = this.#options;
+    let verdict = await governance.check(call.caller, target, call.args, {
+      ...(call.approvalToken === undefined ? {} : { approvalToken: call.approvalToken }),
+      deferRedeem: true,
+    });
+    if (verdict.action === "approval_required" && call.approveInBand) {
+      verdict = await call.approveInBand(verdict, target, call.args);
+    }
+    if (verdict.action === "allow") return verdict;
+    throw refusal(verdict, target, call.caller);
+  }
+}
+
+/**
+ * The target of a tool as a listing shows it (tools/list of the gateway, or a snapshot of it):
+ * the descriptor, and the scanner's escalation from `_meta["agent33/escalation"]`. What
+ * `policy explain --descriptors` decides on, the same fields the live pipeline fills in.
+ */
+export function listedTarget(name: string, server: string | undefined, tool: Tool): ToolTarget {
+  const escalation = tool._meta?.[ESCALATION_META_KEY];
+  return {
+    name,
+    ...(server === undefined ? {} : { server }),
+    descriptor: {
+      inputSchema: tool.inputSchema,
+      ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
+    },
+    ...(typeof escalation === "string" ? { escalation } : {}),
+  };
+}
+
+/** Who may approve in-band (through elicitation) on a transport, by default and by policy. */
+export interface InBandPolicy {
+  /** `MCP_APPROVAL_IN_BAND=false` turns it off everywhere; it never turns it on for HTTP. */
+  enabled: boolean;
+  transport: string;
+  /** The tenant's `approval.by` (`in_band` lets its HTTP callers approve their own calls). */
+  tenantApprovalBy: "operator" | "in_band" | undefined;
+}
+
+/**
+ * Whether the calling client may approve its own call in-band: over stdio the client is the
+ * desktop user who started the gateway (trusted), so yes by default; over HTTP only for a tenant
+ * whose policy says `approval: in_band` — otherwise the request waits for an operator.
+ */
+export function inBandAllowed(policy: InBandPolicy): boolean {
+  if (!policy.enabled) return false;
+  if (policy.transport === "stdio") return true;
+  return policy.tenantApprovalBy === "in_band";
+}
+
+/** The error a refused call carries: the verdict's code, and the rule that refused it. */
+export function refusal(verdict: Verdict, target: ToolTarget, caller: CallContext): GatewayError {
+  if (verdict.action === "approval_required") {
+    const { request } = verdict;
+    return new GatewayError(
+      "approval_required",
+      `${verdict.reason}. Approval request ${request.id}: an operator approves it with ` +
+        `POST /v1/approvals/${request.id}/approve; then retry the same call with the token in ` +
+        `_meta["${APPROVAL_TOKEN_META_KEY}"] (GET /v1/approvals/${request.id} returns it to you once approved)`,
+      { request, tokenMetaKey: APPROVAL_TOKEN_META_KEY, rule: verdict.rule },
+    );
+  }
+  if (verdict.action !== "deny") {
+    throw new TypeError("refusal() needs a deny or approval_required verdict");
+  }
+  const named = verdict.rule === undefined || verdict.reason.includes(verdict.rule);
+  return new GatewayError(
+    verdict.code as GatewayErrorCode,
+    named ? verdict.reason : `${verdict.reason} (refused by ${verdict.rule})`,
+    {
+      tool: target.name,
+      tenant: caller.tenant,
+      ...(verdict.effect ? { effect: verdict.effect } : {}),
+      ...(verdict.rule ? { rule: verdict.rule } : {}),
+      ...(verdict.retryAfterMs === undefined ? {} : { retryAfterMs: verdict.retryAfterMs }),
+    },
+  );
+}
