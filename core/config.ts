@@ -58,6 +58,14 @@ export interface GatewayConfig {
     httpSessionIdleMs: number;
     /** MCP_HTTP_BODY_TIMEOUT_MS: how long an HTTP request body may take to arrive. */
     bodyTimeoutMs: number;
+    /** MCP_MAX_SESSIONS: MCP sessions open at once, every transport and tenant together. */
+    maxSessions: number;
+    /** MCP_MAX_SESSIONS_PER_TENANT: MCP sessions one tenant may hold open at once. */
+    maxSessionsPerTenant: number;
+    /** MCP_SSE_MAX_QUEUE_BYTES: bytes a legacy SSE session may have waiting for its reader. */
+    sseMaxQueueBytes: number;
+    /** MCP_SSE_MAX_QUEUE_MESSAGES: messages a legacy SSE session may have waiting for its reader. */
+    sseMaxQueueMessages: number;
   };
   proxy: {
     configPath?: string;
@@ -236,6 +244,30 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
     default: "1800",
     meaning:
       "Streamable HTTP sessions with no request and no open stream for this long are closed (clients that leave without DELETE); 0 keeps them",
+  },
+  {
+    name: "MCP_MAX_SESSIONS",
+    default: "1000",
+    meaning:
+      "MCP sessions open at once (Streamable HTTP, SSE and stdio together); a new one past it gets HTTP 503 with JSON-RPC error -32000",
+  },
+  {
+    name: "MCP_MAX_SESSIONS_PER_TENANT",
+    default: "250",
+    meaning:
+      "MCP sessions one tenant may hold open at once, so one tenant cannot take them all; past it, HTTP 503 with JSON-RPC error -32000",
+  },
+  {
+    name: "MCP_SSE_MAX_QUEUE_BYTES",
+    default: "16777216",
+    meaning:
+      "Bytes a legacy SSE session may have queued for a client that does not read its /sse stream; past it the session is ended (one message larger than this still goes out alone)",
+  },
+  {
+    name: "MCP_SSE_MAX_QUEUE_MESSAGES",
+    default: "10000",
+    meaning:
+      "Messages a legacy SSE session may have queued for its reader; past it the session is ended",
   },
   {
     name: "MCP_HTTP_BODY_TIMEOUT_MS",
@@ -442,6 +474,10 @@ const ENV_SCHEMA = z.object({
   MCP_SHUTDOWN_GRACE_MS: int("MCP_SHUTDOWN_GRACE_MS", 0, 600_000),
   MCP_HTTP_BODY_TIMEOUT_MS: int("MCP_HTTP_BODY_TIMEOUT_MS", 100, 3_600_000),
   MCP_HTTP_SESSION_IDLE_SECONDS: int("MCP_HTTP_SESSION_IDLE_SECONDS", 0, 7 * 86_400),
+  MCP_MAX_SESSIONS: int("MCP_MAX_SESSIONS", 1, 1_000_000),
+  MCP_MAX_SESSIONS_PER_TENANT: int("MCP_MAX_SESSIONS_PER_TENANT", 1, 1_000_000),
+  MCP_SSE_MAX_QUEUE_BYTES: int("MCP_SSE_MAX_QUEUE_BYTES", 1024, 1024 * 1024 * 1024),
+  MCP_SSE_MAX_QUEUE_MESSAGES: int("MCP_SSE_MAX_QUEUE_MESSAGES", 1, 1_000_000),
   MCP_PROXY_CONFIG_PATH: text,
   MCP_PROXY_HEALTH_CHECK_INTERVAL: int("MCP_PROXY_HEALTH_CHECK_INTERVAL", 1, 86_400),
   MCP_PROXY_TOOL_SEPARATOR: text.refine((v) => v === undefined || /^[A-Za-z0-9_.-]{1,8}$/.test(v), {
@@ -553,6 +589,10 @@ export function resolveConfig(
       shutdownGraceMs: e.MCP_SHUTDOWN_GRACE_MS ?? 10_000,
       bodyTimeoutMs: e.MCP_HTTP_BODY_TIMEOUT_MS ?? 30_000,
       httpSessionIdleMs: (e.MCP_HTTP_SESSION_IDLE_SECONDS ?? 1800) * 1000,
+      maxSessions: e.MCP_MAX_SESSIONS ?? 1000,
+      maxSessionsPerTenant: e.MCP_MAX_SESSIONS_PER_TENANT ?? 250,
+      sseMaxQueueBytes: e.MCP_SSE_MAX_QUEUE_BYTES ?? 16 * 1024 * 1024,
+      sseMaxQueueMessages: e.MCP_SSE_MAX_QUEUE_MESSAGES ?? 10_000,
     },
     proxy: {
       ...(e.MCP_PROXY_CONFIG_PATH === undefined ? {} : { configPath: e.MCP_PROXY_CONFIG_PATH }),

@@ -41,6 +41,7 @@ export type GatewayErrorCode =
   | "upstream_error"
   | "timeout"
   | "shutting_down"
+  | "session_limit"
   | "internal";
 
 /** JSON-RPC error code for each gateway code (server-side failures are -32603, never -32700/-32602). */
@@ -75,6 +76,7 @@ const RPC_CODE: Record<GatewayErrorCode, number> = {
   upstream_error: ErrorCode.InternalError,
   timeout: ErrorCode.RequestTimeout,
   shutting_down: -32000,
+  session_limit: -32000,
   internal: ErrorCode.InternalError,
 };
 

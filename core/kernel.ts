@@ -60,6 +60,7 @@ import { operatorRoutes } from "./operator/routes.ts";
 import { configSecrets } from "./operator/admin_redaction.ts";
 import { redactedRoute } from "./operator/redacted_route.ts";
 import { forgetSecrets, registerSecrets, serverSecrets } from "./redact.ts";
+import { SessionAdmission } from "./session_admission.ts";
 import { processStdio } from "./stdio_pipes.ts";
 import { loadFleetConfig, parseFleetConfig } from "./proxy/fleet_config.ts";
 import { watchFile } from "./file_watcher.ts";
@@ -184,11 +185,13 @@ export class Kernel {
   #fleetQueue: Promise<unknown> = Promise.resolve();
   /** Owners of this kernel's registered secrets (core/redact.ts): its own, the fleet's, the last fleet's. */
   #secrets = { gateway: {}, fleet: {}, previousFleet: {} };
+  #admission: SessionAdmission;
 
   constructor(options: KernelOptions) {
     this.#options = options;
     this.config = options.config;
     registerSecrets(this.#secrets.gateway, configSecrets(options.config));
+    this.#admission = new SessionAdmission(options.config.server);
     this.logger = options.logger ??
       createLogger({ level: options.config.log.level, format: options.config.log.format });
     this.clock = options.clock ?? systemClock;
@@ -646,7 +649,15 @@ export class Kernel {
    * them at), and requests still unanswered can be answered when a drain gives up on them.
    */
   async #serveGated(transport: Transport, info: SessionInfo): Promise<ServedSession> {
-    const served = await this.bridge.serve(transport, info);
+    // Admitted before the bridge builds a server for it; throws session_limit when full.
+    const release = this.#admission.admit(info.auth.tenant);
+    let served: ServedSession;
+    try {
+      served = await this.bridge.serve(transport, info);
+    } catch (error) {
+      release();
+      throw error;
+    }
     const pending = new Map<string | number, string>();
     const send = transport.send.bind(transport);
     const gate: SessionGate = { pending, send: (message) => transport.send(message) };
@@ -688,6 +699,7 @@ export class Kernel {
     };
     const closed = transport.onclose;
     transport.onclose = () => {
+      release();
       this.#gates.delete(gate);
       pending.clear();
       this.#wakeIfAnswered();
@@ -960,6 +972,8 @@ export class Kernel {
               httpResponseMode: this.config.server.httpResponseMode,
               stdioTenant: this.config.server.stdioTenant,
               httpSessionIdleMs: this.config.server.httpSessionIdleMs,
+              sseMaxQueueBytes: this.config.server.sseMaxQueueBytes,
+              sseMaxQueueMessages: this.config.server.sseMaxQueueMessages,
             },
             serve: (transport, session) => this.#serveGated(transport, session),
             // A getter: only the stdio transport takes the process's streams, and only once.

@@ -100,6 +100,10 @@ export interface TransportSettings {
   stdioTenant: string;
   /** Streamable HTTP sessions idle this long (no request, no open stream) are closed; 0 = never. */
   httpSessionIdleMs: number;
+  /** Bytes a legacy SSE session may have waiting for its reader before it is ended. */
+  sseMaxQueueBytes: number;
+  /** Messages a legacy SSE session may have waiting for its reader before it is ended. */
+  sseMaxQueueMessages: number;
 }
 
 /** Describes one inbound MCP session to the bridge. */
@@ -431,4 +435,5 @@ export function definePlugin<T extends PluginManifest>(manifest: T): T {
 export { StreamTransport } from "./stream_transport.ts";
 export { isJsonRpcMessage, isObject, isRequestId } from "./jsonrpc_shape.ts";
 export { serializeMessage } from "./wire_json.ts";
+export { sessionLimitResponse } from "./session_admission.ts";
 export type { StreamTransportOptions } from "./stream_transport.ts";

@@ -5,8 +5,10 @@
  */
 import {
   definePlugin,
+  GatewayError,
   isJsonRpcMessage,
   type ServedSession,
+  sessionLimitResponse,
   type TokenPayload,
 } from "../../core/plugin_api.ts";
 import { SseSessionTransport } from "./sse_session_transport.ts";
@@ -33,14 +35,34 @@ export default definePlugin({
   create(ctx) {
     const sessions = new Map<string, Session>();
     const max = ctx.settings.maxMessageBytes;
+    const limits = {
+      maxBytes: ctx.settings.sseMaxQueueBytes,
+      maxMessages: ctx.settings.sseMaxQueueMessages,
+    };
 
     async function connect(_request: Request, auth: TokenPayload): Promise<Response> {
-      const transport = new SseSessionTransport("/messages");
-      const served = await ctx.serve(transport, {
-        transport: "sse",
-        auth,
-        sessionId: transport.sessionId,
-      });
+      const transport = new SseSessionTransport("/messages", limits);
+      let served: ServedSession;
+      try {
+        served = await ctx.serve(transport, {
+          transport: "sse",
+          auth,
+          sessionId: transport.sessionId,
+        });
+      } catch (error) {
+        await transport.close();
+        if (error instanceof GatewayError && error.code === "session_limit") {
+          return sessionLimitResponse(error);
+        }
+        throw error;
+      }
+      transport.onoverflow = ({ queuedBytes, queuedMessages, limit }) =>
+        ctx.logger.warn(
+          "ended a legacy SSE session whose client does not read its /sse stream: " +
+            `${queuedMessages} message(s), ${queuedBytes} bytes unread ` +
+            (limit === "bytes" ? "(MCP_SSE_MAX_QUEUE_BYTES)" : "(MCP_SSE_MAX_QUEUE_MESSAGES)"),
+          { session: transport.sessionId, tenant: auth.tenant, subject: auth.subject },
+        );
       sessions.set(transport.sessionId, { transport, owner: auth, served });
       // Chained, not replaced: the SDK Server installed its own onclose in connect(), and the
       // bridge's session (its calls, subscriptions, session.closed event) ends through it.

@@ -10,7 +10,9 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import {
   definePlugin,
+  GatewayError,
   type ServedSession,
+  sessionLimitResponse,
   type TimerHandle,
   type TokenPayload,
 } from "../../core/plugin_api.ts";
@@ -208,6 +210,10 @@ export default definePlugin({
         });
       } catch (error) {
         await transport.close();
+        // Full (MCP_MAX_SESSIONS, MCP_MAX_SESSIONS_PER_TENANT): a retryable 503, not a 404.
+        if (error instanceof GatewayError && error.code === "session_limit") {
+          return sessionLimitResponse(error);
+        }
         return rpcError(404, -32001, (error as Error).message);
       }
       const response = await transport.handleRequest(request, { parsedBody: body });

@@ -6,7 +6,13 @@
  * still good exactly once.
  */
 import assert from "node:assert/strict";
-import { FrameReader, spawnStdioGateway } from "../support/child_gateway.ts";
+import {
+  FrameReader,
+  type HttpChild,
+  readyz,
+  spawnHttpChild,
+  spawnStdioGateway,
+} from "../support/child_gateway.ts";
 import { eventually, faultServer, fixture, writeFleet } from "../support/fleet.ts";
 import { initializeRequest } from "../support/gateway.ts";
 
@@ -26,83 +32,17 @@ function slowServer(id: string, marker = "agent33-shutdown-test"): string {
   return faultServer(id, { args: [marker] });
 }
 
-/** A gateway child process serving HTTP on a free port. */
-interface HttpChild {
-  url: string;
-  pid: number;
-  status: Promise<Deno.CommandStatus>;
-  /** Everything written to stderr so far. */
-  log(): string;
-  signal(signal: Deno.Signal): void;
-  /** Waits for the exit and the end of stderr; kills the child first if it still runs. */
-  close(): Promise<Deno.CommandStatus>;
-}
-
-/** Spawns the gateway; resolves once it is ready, or once stderr matches `until` when given. */
-async function spawnHttpGateway(
-  env: Record<string, string>,
-  until?: RegExp,
-): Promise<HttpChild> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", `${ROOT}main.ts`, "serve", "--transport", "http", "--port", "0"],
-    cwd: ROOT,
-    env: {
-      NO_COLOR: "1",
+/** The gateway on HTTP as a child, with this file's token, answering POSTs as JSON. */
+function spawnHttpGateway(env: Record<string, string>, until?: RegExp): Promise<HttpChild> {
+  return spawnHttpChild(
+    {
       MCP_SERVER_AUTH_TOKEN: TOKEN,
       MCP_ADMIN_TOKEN: ADMIN_TOKEN,
       MCP_HTTP_RESPONSE_MODE: "json",
       ...env,
     },
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  let text = "";
-  const listening = Promise.withResolvers<string>();
-  const pump = (async () => {
-    for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
-      text += chunk;
-      const match = until ? until.exec(text) : /listening on (http:\/\/\S+)/.exec(text);
-      if (match) listening.resolve(match[1] ?? "");
-    }
-  })();
-  const status = child.status;
-  let exited = false;
-  void status.then(() => {
-    exited = true;
-    listening.reject(new Error(`the gateway exited before listening:\n${text}`));
-  });
-  const handle: HttpChild = {
-    url: "",
-    pid: child.pid,
-    status,
-    log: () => text,
-    signal: (signal) => child.kill(signal),
-    async close() {
-      if (!exited) child.kill("SIGKILL");
-      const result = await status;
-      await pump;
-      return result;
-    },
-  };
-  try {
-    handle.url = await listening.promise;
-    if (until) return handle;
-    await eventually(
-      async () => (await readyz(handle.url)).status === 200,
-      "the gateway to be ready",
-      60_000,
-    );
-  } catch (error) {
-    await handle.close();
-    throw error;
-  }
-  return handle;
-}
-
-async function readyz(url: string): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(`${url}/readyz`);
-  return { status: response.status, body: await response.json() };
+    until,
+  );
 }
 
 /** Opens a Streamable HTTP session (JSON response mode); returns the headers for its requests. */

@@ -3,6 +3,8 @@
  * @module
  */
 
+import { eventually } from "./fleet.ts";
+
 const ROOT = new URL("../../", import.meta.url).pathname;
 
 /** A gateway child process speaking MCP on its stdin/stdout. */
@@ -79,4 +81,85 @@ export class FrameReader {
   async cancel(): Promise<void> {
     await this.#reader.cancel();
   }
+}
+
+/** A gateway child process serving HTTP on a free port. */
+export interface HttpChild {
+  url: string;
+  pid: number;
+  status: Promise<Deno.CommandStatus>;
+  /** Everything written to stderr so far. */
+  log(): string;
+  signal(signal: Deno.Signal): void;
+  /** Waits for the exit and the end of stderr; kills the child first if it still runs. */
+  close(): Promise<Deno.CommandStatus>;
+}
+
+/**
+ * Spawns `main.ts serve --transport http --port 0` with `env`; resolves once it is ready, or once
+ * stderr matches `until` when given.
+ */
+export async function spawnHttpChild(
+  env: Record<string, string>,
+  until?: RegExp,
+): Promise<HttpChild> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", `${ROOT}main.ts`, "serve", "--transport", "http", "--port", "0"],
+    cwd: ROOT,
+    env: {
+      NO_COLOR: "1",
+      ...env,
+    },
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  let text = "";
+  const listening = Promise.withResolvers<string>();
+  const pump = (async () => {
+    for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
+      text += chunk;
+      const match = until ? until.exec(text) : /listening on (http:\/\/\S+)/.exec(text);
+      if (match) listening.resolve(match[1] ?? "");
+    }
+  })();
+  const status = child.status;
+  let exited = false;
+  void status.then(() => {
+    exited = true;
+    listening.reject(new Error(`the gateway exited before listening:\n${text}`));
+  });
+  const handle: HttpChild = {
+    url: "",
+    pid: child.pid,
+    status,
+    log: () => text,
+    signal: (signal) => child.kill(signal),
+    async close() {
+      if (!exited) child.kill("SIGKILL");
+      const result = await status;
+      await pump;
+      return result;
+    },
+  };
+  try {
+    handle.url = await listening.promise;
+    if (until) return handle;
+    await eventually(
+      async () => (await readyz(handle.url)).status === 200,
+      "the gateway to be ready",
+      60_000,
+    );
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+  return handle;
+}
+
+export async function readyz(
+  url: string,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const response = await fetch(`${url}/readyz`);
+  return { status: response.status, body: await response.json() };
 }
