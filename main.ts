@@ -228,7 +228,7 @@ function printWhereToConnect(info: StartInfo): void {
   say(`  Streamable HTTP: ${info.url}/mcp`);
   say(`  Legacy SSE:      ${info.url}/sse`);
   say(`  Health:          ${info.url}/healthz  ${info.url}/readyz`);
-  say(`  Fleet status:    ${info.url}/v1/operator/status`);
+  say(`  Fleet status:    ${info.url}/v1/operator/status (operator token)`);
   if (info.fleet) {
     say();
     say(`Upstreams from ${info.fleet.path}: ${info.fleet.servers.join(", ") || "none enabled"}`);

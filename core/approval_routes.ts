@@ -60,25 +60,22 @@ export function approvalRoutes(queue: ApprovalQueue): HttpRoute {
         }
         if (action === undefined) {
           if (request.method !== "GET") return notAllowed("GET");
-          if (overseer) {
-            const found = queue.get(id);
-            if (!found) return unknown(id);
-            return Response.json(found);
-          }
-          // The caller that made the request: its status, and its token once approved.
           const found = queue.get(id);
-          if (!found || found.tenant !== auth.tenant || found.subject !== auth.subject) {
-            return unknown(id);
+          // The caller that made the request (whatever else it may do): its status, and its
+          // token once approved.
+          if (found && found.tenant === auth.tenant && found.subject === auth.subject) {
+            const view = overseer ? found : { id, status: found.status };
+            if (found.status !== "approved") return Response.json(view);
+            const { token, expiresAt } = queue.tokenFor(id, auth);
+            return Response.json({
+              ...view,
+              token,
+              expiresAt,
+              metaKey: APPROVAL_TOKEN_META_KEY,
+            });
           }
-          if (found.status !== "approved") return Response.json({ id, status: found.status });
-          const { token, expiresAt } = queue.tokenFor(id, auth);
-          return Response.json({
-            id,
-            status: found.status,
-            token,
-            expiresAt,
-            metaKey: APPROVAL_TOKEN_META_KEY,
-          });
+          if (!found || !overseer) return unknown(id);
+          return Response.json(found);
         }
         if (request.method !== "POST") return notAllowed("POST");
         const refused = refuseScope(auth, "approve", `POST ${url.pathname}`);

@@ -1,7 +1,8 @@
 /**
  * Attacks on the admin routes over real sockets (raw HTTP where a client library would tidy the
  * request up): path traversal in route params, header and YAML injection through ids, JSON fields
- * and query values, oversized bodies, and slow-loris clients. Each is refused with its status and
+ * and query values, oversized bodies, slow-loris clients, and what a browser page can send
+ * cross-site (a body that is not JSON, an Origin on another port). Each is refused with its status and
  * a stable code, and nothing reaches a service: the fleet file stays byte-for-byte the same, no
  * backup is written, the fleet is not re-applied.
  */
@@ -34,9 +35,10 @@ interface Setup {
 async function withGateway(
   env: Record<string, string>,
   fn: (setup: Setup) => Promise<void>,
+  options: { noAuth?: boolean; noAuthAdmin?: boolean } = {},
 ): Promise<void> {
   const fleet = await writeFleet(FLEET);
-  const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path, ...env });
+  const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path, ...env }, options);
   const events: GatewayEvent[] = [];
   gateway.kernel.bus.subscribe((e) => events.push(e));
   try {
@@ -386,4 +388,79 @@ Deno.test("Connections that never finish their headers block no other client and
       for (const conn of lingering) conn.close();
     }
   });
+});
+
+/** A fleet entry a hostile page would like to add: a server that runs a shell command. */
+const PWN = JSON.stringify({ id: "pwn", command: ["sh", "-c", "touch /tmp/agent33-pwned"] });
+
+Deno.test("An admin request whose body is not JSON is refused with 415 before any handler (no cross-site form or no-cors fetch)", async () => {
+  await withGateway({}, async (setup) => {
+    const url = `${setup.gateway.url}/v1/mcp/proxy/servers`;
+    const auth = { Authorization: `Bearer ${setup.gateway.token}` };
+    for (
+      const [what, init] of [
+        ["text/plain", { headers: { ...auth, "Content-Type": "text/plain" }, body: PWN }],
+        [
+          "a form",
+          {
+            headers: { ...auth, "Content-Type": "application/x-www-form-urlencoded" },
+            body: PWN,
+          },
+        ],
+        ["a body without a type", { headers: auth, body: new Blob([PWN]) }],
+      ] as const
+    ) {
+      const answer = await fetch(url, { method: "POST", ...init });
+      assert.equal(answer.status, 415, what);
+      const body = await answer.json();
+      assert.equal(body.error.code, "unsupported_media_type", what);
+      assert.match(body.error.message, /Content-Type: application\/json/, what);
+    }
+    const approve = await fetch(`${setup.gateway.url}/v1/approvals/x/approve`, {
+      method: "POST",
+      headers: { ...auth, "Content-Type": "text/plain" },
+      body: "{}",
+    });
+    assert.equal(approve.status, 415, "approval decisions too");
+    await approve.body?.cancel();
+    // JSON with a charset parameter is JSON: it reaches the handler (which refuses the entry).
+    const json = await fetch(url, {
+      method: "POST",
+      headers: { ...auth, "Content-Type": "application/json; charset=utf-8" },
+      body: JSON.stringify({ id: "bad id!" }),
+    });
+    assert.equal(json.status, 400);
+    await json.body?.cancel();
+  });
+});
+
+Deno.test("A page on another localhost port cannot use the admin API, even under --no-auth --no-auth-admin", async () => {
+  await withGateway({}, async (setup) => {
+    const url = `${setup.gateway.url}/v1/mcp/proxy/servers`;
+    const post = (origin: string) =>
+      fetch(url, {
+        method: "POST",
+        headers: { Origin: origin, "Content-Type": "application/json" },
+        body: PWN,
+      });
+    for (
+      const origin of [
+        `http://localhost:${setup.port + 1}`,
+        `http://127.0.0.1:${setup.port === 3000 ? 3001 : 3000}`,
+        "http://localhost",
+      ]
+    ) {
+      const answer = await post(origin);
+      assert.equal(answer.status, 403, origin);
+      assert.match((await answer.json()).error.message, /Origin .* is not allowed/, origin);
+    }
+    // The gateway's own origin (the dashboard) passes the check and reaches the handler.
+    const own = await fetch(url, {
+      method: "POST",
+      headers: { Origin: `http://127.0.0.1:${setup.port}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ id: "bad id!" }),
+    });
+    assert.equal(own.status, 400);
+    await own.body?.cancel();
+  }, { noAuth: true, noAuthAdmin: true });
 });

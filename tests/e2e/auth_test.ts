@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { SignJWT } from "jose";
+import { APPROVAL_TOKEN_META_KEY } from "../../core/governance/tool_governance.ts";
+import { openApiDocument } from "../../core/operator/openapi.ts";
+import { faultServer, writeFleet } from "../support/fleet.ts";
 import {
+  connectHttp,
   initializeRequest,
   mcpHeaders,
   startGateway,
@@ -106,8 +113,39 @@ const refusals: [string, (g: TestGateway) => Promise<Response>, number, RegExp][
     /expired/i,
   ],
   [
+    "a JWT without exp",
+    async (g) =>
+      initialize(
+        g,
+        mcpHeaders(
+          await new SignJWT({ tenant: "acme", sub: "alice", scope: "mcp" })
+            .setProtectedHeader({ alg: "HS256" })
+            .setIssuedAt()
+            .sign(new TextEncoder().encode(SECRET)),
+        ),
+      ),
+    401,
+    /no "exp" claim/,
+  ],
+  [
+    "a token without scope mcp on the MCP endpoint",
+    async (g) => initialize(g, mcpHeaders(await jwt({ tenant: "acme", scope: "operator" }))),
+    403,
+    /lacks scope admin or mcp, which the MCP endpoint \/mcp needs/,
+  ],
+  [
     "a wrong Origin",
     (g) => initialize(g, mcpHeaders(g.token, { Origin: "https://evil.example" })),
+    403,
+    /origin/i,
+  ],
+  [
+    "an Origin on another localhost port",
+    (g) =>
+      initialize(
+        g,
+        mcpHeaders(g.token, { Origin: `http://localhost:${Number(new URL(g.url).port) + 1}` }),
+      ),
     403,
     /origin/i,
   ],
@@ -201,3 +239,290 @@ Deno.test("A Streamable HTTP session cannot be used with another caller's creden
     await gateway.stop();
   }
 });
+
+// ---------------------------------------------------------------------------------------------
+// Approvals a caller cannot grant itself
+
+const DESTRUCTIVE_POLICY = `
+tenants:
+  "*":
+    effects:
+      "slow__*": destructive
+    approval: [destructive]
+`;
+
+/** A gateway over the fault fixture whose `slow` tool needs approval, with JWTs accepted. */
+async function withApprovalGateway(fn: (gateway: TestGateway) => Promise<void>): Promise<void> {
+  const fleet = await writeFleet(`proxy_servers:${faultServer("slow")}`);
+  await Deno.writeTextFile(`${fleet.dir}/policy.yaml`, DESTRUCTIVE_POLICY);
+  const gateway = await startGateway({
+    MCP_PROXY_CONFIG_PATH: fleet.path,
+    MCP_POLICY_PATH: `${fleet.dir}/policy.yaml`,
+    MCP_AUTH_JWT_SECRET: SECRET,
+  });
+  try {
+    await gateway.kernel.fleetStarted;
+    await fn(gateway);
+  } finally {
+    await gateway.stop();
+    await fleet.remove();
+  }
+}
+
+/** Calls `slow__slow`, which must need approval; returns the approval request's id. */
+async function requestApproval(client: Client, ms: number): Promise<string> {
+  const refused = await client.callTool({ name: "slow__slow", arguments: { ms } }).then(
+    () => assert.fail("slow__slow must need approval"),
+    (e: McpError) => e,
+  );
+  assert.equal((refused.data as { code: string }).code, "approval_required");
+  return (refused.data as { request: { id: string } }).request.id;
+}
+
+function decide(gateway: TestGateway, id: string, action: "approve" | "deny", token: string) {
+  return fetch(`${gateway.url}/v1/approvals/${id}/${action}`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+    body: "{}",
+  });
+}
+
+async function assertSelfApproval(response: Response, what: string): Promise<void> {
+  assert.equal(response.status, 403, what);
+  const body = await response.json();
+  assert.equal(body.error.code, "self_approval", what);
+  assert.match(body.error.message, /asked for approval request .* cannot (approve|deny) it/, what);
+}
+
+Deno.test("The requester cannot approve or deny its own request through /v1/approvals, even holding scope admin", async () => {
+  await withApprovalGateway(async (gateway) => {
+    const client = await connectHttp(gateway); // static token: scope admin, identity static-token
+    try {
+      const id = await requestApproval(client, 1);
+      await assertSelfApproval(await decide(gateway, id, "approve", gateway.token), "approve");
+      await assertSelfApproval(await decide(gateway, id, "deny", gateway.token), "deny");
+      const listed = await (await fetch(`${gateway.url}/v1/approvals/${id}`, {
+        headers: { Authorization: `Bearer ${gateway.adminToken}` },
+      })).json();
+      assert.equal(listed.status, "pending");
+      assert.equal(listed.subject, "static-token");
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+Deno.test("A different token with the requester's JWT sub cannot approve; a different approver can, and the requester's retry with the token works", async () => {
+  await withApprovalGateway(async (gateway) => {
+    const alice = await jwt({ tenant: "acme", sub: "alice", scope: "mcp approver" });
+    const client = new Client({ name: "alice", version: "1.0.0" });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${gateway.url}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${alice}` } },
+      }),
+    );
+    try {
+      const id = await requestApproval(client, 2);
+      await assertSelfApproval(await decide(gateway, id, "approve", alice), "the same token");
+      // Another token, other scopes, other tenant even: the same person.
+      const aliceAgain = await jwt({ tenant: "ops", sub: "alice", scope: "approver admin" });
+      assert.notEqual(aliceAgain, alice);
+      await assertSelfApproval(await decide(gateway, id, "approve", aliceAgain), "the same sub");
+
+      const bob = await jwt({ tenant: "ops", sub: "bob", scope: "approver" });
+      const approved = await decide(gateway, id, "approve", bob);
+      assert.equal(approved.status, 200);
+      await approved.body?.cancel();
+      const mine = await (await fetch(`${gateway.url}/v1/approvals/${id}`, {
+        headers: { Authorization: `Bearer ${alice}` },
+      })).json();
+      assert.equal(mine.status, "approved");
+      const done = await client.callTool({
+        name: "slow__slow",
+        arguments: { ms: 2 },
+        _meta: { [APPROVAL_TOKEN_META_KEY]: mine.token },
+      });
+      assert.deepEqual(done.content, [{ type: "text", text: "slept 2" }]);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// The two tokens of `deno task start`
+
+const ROOT = new URL("../../", import.meta.url).pathname;
+
+/** `main.ts serve` over HTTP with no credential configured; `stderr` is what it printed. */
+async function spawnUnconfigured(
+  args: string[] = [],
+  env: Record<string, string> = {},
+): Promise<{ child: Deno.ChildProcess; stderr: () => string; done: Promise<string> }> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      `${ROOT}main.ts`,
+      "serve",
+      "--transport",
+      "http",
+      "--port",
+      "0",
+      "--env-file",
+      "/dev/null",
+      ...args,
+    ],
+    cwd: ROOT,
+    clearEnv: true,
+    env: {
+      NO_COLOR: "1",
+      HOME: Deno.env.get("HOME") ?? "/tmp",
+      PATH: Deno.env.get("PATH")!,
+      ...env,
+    },
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  let text = "";
+  const done = (async () => {
+    for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) text += chunk;
+    return text;
+  })();
+  return { child, stderr: () => text, done };
+}
+
+Deno.test("deno task start prints a client token that holds mcp only: 403 on every admin route; the separate admin token works", async () => {
+  const { child, stderr, done } = await spawnUnconfigured();
+  try {
+    const deadline = Date.now() + 30_000;
+    while (!/Try it:/.test(stderr())) {
+      if (Date.now() > deadline) throw new Error(`no start-up printout: ${stderr()}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const printed = stderr();
+    const url = /listening on (http:\/\/\S+)/.exec(printed)![1]!;
+    const client = /MCP clients \(\/mcp, \/sse\):\n\s+Authorization: Bearer (\S+)/.exec(printed)
+      ?.[1];
+    const admin = /Do not give it to clients:\n\s+Authorization: Bearer (\S+)/.exec(printed)?.[1];
+    assert.ok(client && admin, printed);
+    assert.notEqual(client, admin);
+
+    // The client token is what MCP clients use.
+    const sdk = new Client({ name: "start-token", version: "1.0.0" });
+    await sdk.connect(
+      new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${client}` } },
+      }),
+    );
+    assert.ok((await sdk.listTools()).tools.some((t) => t.name === "system_status"));
+    await sdk.close();
+
+    // Every guarded operation of the route table, by the client token: 403 naming the scope.
+    const paths = openApiDocument().paths as Record<
+      string,
+      Record<string, Record<string, unknown>>
+    >;
+    let guarded = 0;
+    for (const [path, operations] of Object.entries(paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const scopes = operation["x-required-scopes"] as string[] | undefined;
+        if (!scopes || scopes.includes("mcp")) continue;
+        guarded++;
+        const target = url + path.replace(/\{[^}]+\}/g, "nope");
+        const send = (token: string) =>
+          fetch(target, {
+            method: method.toUpperCase(),
+            headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+            ...(method === "get" ? {} : { body: "{}" }),
+          });
+        const refused = await send(client);
+        assert.equal(refused.status, 403, `${method} ${path}`);
+        assert.match((await refused.json()).error.message, /lacks scope/, `${method} ${path}`);
+        if (method === "get") {
+          const allowed = await send(admin);
+          assert.ok(![401, 403].includes(allowed.status), `${method} ${path}: ${allowed.status}`);
+          await allowed.body?.cancel();
+        }
+      }
+    }
+    assert.ok(guarded >= 25, `the route table has ${guarded} guarded operations`);
+  } finally {
+    child.kill("SIGTERM");
+    await child.status;
+    await done;
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+// --no-auth and --no-auth-admin
+
+Deno.test("--no-auth grants mcp only: MCP works, the admin API and approvals answer 403 naming --no-auth-admin", async () => {
+  const gateway = await startGateway({}, { noAuth: true });
+  try {
+    const client = await connectHttp(gateway);
+    assert.ok((await client.listTools()).tools.some((t) => t.name === "system_status"));
+    await client.close();
+    for (
+      const [method, path] of [
+        ["GET", "/v1/operator/status"],
+        ["POST", "/v1/mcp/proxy/servers"],
+        ["GET", "/v1/approvals"],
+        ["POST", "/v1/approvals/x/approve"],
+      ]
+    ) {
+      const answer = await fetch(`${gateway.url}${path}`, {
+        method,
+        headers: { "Content-Type": "application/json" },
+        ...(method === "POST" ? { body: "{}" } : {}),
+      });
+      assert.equal(answer.status, 403, `${method} ${path}`);
+      assert.match((await answer.json()).error.message, /--no-auth-admin/, `${method} ${path}`);
+    }
+  } finally {
+    await gateway.stop();
+  }
+});
+
+Deno.test("--no-auth --no-auth-admin also opens the admin API", async () => {
+  const gateway = await startGateway({}, { noAuth: true, noAuthAdmin: true });
+  try {
+    const status = await fetch(`${gateway.url}/v1/operator/status`);
+    assert.equal(status.status, 200);
+    await status.body?.cancel();
+    const client = await connectHttp(gateway);
+    assert.ok((await client.listTools()).tools.length > 0);
+    await client.close();
+  } finally {
+    await gateway.stop();
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+// JWT settings refused at start
+
+for (
+  const [what, env, message] of [
+    [
+      "a JWKS URL without an audience",
+      { MCP_AUTH_JWKS_URL: "https://idp.example/.well-known/jwks.json" },
+      /MCP_AUTH_JWKS_URL is set without MCP_AUTH_JWT_AUDIENCE/,
+    ],
+    [
+      "an HS256 secret of 16 bytes",
+      { MCP_AUTH_JWT_SECRET: "0123456789abcdef" },
+      /MCP_AUTH_JWT_SECRET is 16 bytes; an HS256 secret needs at least 32 bytes/,
+    ],
+  ] as const
+) {
+  Deno.test(`The gateway refuses to start with ${what}, saying why`, async () => {
+    const { child, done } = await spawnUnconfigured([], env);
+    const status = await child.status;
+    const stderr = await done;
+    assert.equal(status.code, 1, stderr);
+    assert.match(stderr, /Cannot start: /);
+    assert.match(stderr, message);
+    assert.doesNotMatch(stderr, /listening on/);
+  });
+}

@@ -29,7 +29,13 @@ export interface TestGateway {
  */
 export async function startGateway(
   env: Record<string, string> = {},
-  options: { noAuth?: boolean; pluginDirs?: string[]; keepLog?: (line: string) => boolean } = {},
+  options: {
+    noAuth?: boolean;
+    /** With `noAuth`: `--no-auth-admin` too (the anonymous caller may use the admin API). */
+    noAuthAdmin?: boolean;
+    pluginDirs?: string[];
+    keepLog?: (line: string) => boolean;
+  } = {},
 ): Promise<TestGateway> {
   const logs: string[] = [];
   const keep = options.keepLog ?? (() => true);
@@ -49,7 +55,7 @@ export async function startGateway(
       }),
       ...env,
     },
-    options.noAuth ? { noAuth: true } : {},
+    options.noAuth ? { noAuth: true, ...(options.noAuthAdmin ? { noAuthAdmin: true } : {}) } : {},
   );
   const kernel = new Kernel({
     config,
