@@ -218,6 +218,7 @@ export class MCPServiceBridge {
     server.onclose = () => {
       live.lane?.abortAll();
       this.#options.discovery.forget(id);
+      void this.#options.proxy?.endSession(id);
       if (this.#sessions.delete(id)) {
         this.#options.bus.publish({
           type: "session.closed",

@@ -43,6 +43,10 @@ export function redactServer(server: FleetServer): FleetServer {
   const copy = structuredClone(server);
   for (const key of Object.keys(copy.headers)) copy.headers[key] = REDACTED;
   for (const key of Object.keys(copy.env)) copy.env[key] = REDACTED;
+  for (const own of Object.values(copy.tenants ?? {})) {
+    for (const key of Object.keys(own.headers)) own.headers[key] = REDACTED;
+    for (const key of Object.keys(own.env)) own.env[key] = REDACTED;
+  }
   if (copy.url !== undefined) copy.url = redactUrl(copy.url);
   if (copy.command !== undefined) copy.command = redactArgs(copy.command);
   return copy;

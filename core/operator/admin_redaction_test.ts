@@ -25,7 +25,7 @@ Deno.test("No configured secret survives redaction, and the keys that hold them 
   assert.equal(config.server.authToken, SECRETS.MCP_SERVER_AUTH_TOKEN, "the original is untouched");
 });
 
-Deno.test("A fleet server's header and env values are redacted, their names kept", () => {
+Deno.test("A fleet server's header and env values, also per tenant, are redacted, their names kept", () => {
   const fleet = parseFleetConfig(
     `proxy_servers:
   - id: web
@@ -34,13 +34,22 @@ Deno.test("A fleet server's header and env values are redacted, their names kept
   - id: local
     command: ["deno", "run", "x.ts"]
     env: { API_TOKEN: env-secret }
+  - id: per-tenant
+    command: ["deno", "run", "y.ts"]
+    scope: tenant
+    tenants: { acme: { env: { API_TOKEN: tenant-env-secret } } }
+  - id: per-tenant-web
+    url: https://mcp.example.com/mcp
+    scope: tenant
+    tenants: { acme: { headers: { Authorization: Bearer tenant-header-secret } } }
 `,
     "fleet.yaml",
     {},
     { separator: "__", healthIntervalSeconds: 30 },
   );
   const text = JSON.stringify(fleet.servers.map(redactServer));
-  for (const secret of ["header-secret", "env-secret", "query-secret", ":pw@"]) {
+  const secrets = ["header-secret", "env-secret", "query-secret", ":pw@"];
+  for (const secret of [...secrets, "tenant-env-secret", "tenant-header-secret"]) {
     assert.ok(!text.includes(secret), `${secret} leaked`);
   }
   assert.match(text, /"Authorization":"\[redacted\]"/);

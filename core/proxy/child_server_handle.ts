@@ -39,6 +39,7 @@ import { counted, failureClass, isFailedResult, isUpstreamFault } from "./failur
 import type { FleetServer } from "./fleet_config.ts";
 import { RawRequests } from "./raw_requests.ts";
 import { takeRelated } from "./related_request.ts";
+import type { UpstreamHandle } from "./upstream_handle.ts";
 import { withTimeout } from "./with_timeout.ts";
 
 /** The seed's lifecycle states. */
@@ -97,6 +98,12 @@ export interface HandleSnapshot {
   restarts: number;
   lastError?: string;
   serverInfo?: { name: string; version: string };
+  /** The server's fleet `scope` (absent for `shared`). */
+  scope?: "tenant" | "session";
+  /** The tenant or session one instance of a scoped server serves. */
+  instance?: string;
+  /** A scoped server's running instances (the rest of this snapshot is its catalog template's). */
+  instances?: HandleSnapshot[];
 }
 
 /** What the upstream advertises, refreshed on its list_changed notifications. */
@@ -145,7 +152,7 @@ const CLIENT_CAPABILITIES: ClientCapabilities = {
 };
 
 /** One upstream server, owned by the ProxyManager. */
-export class ChildServerHandle {
+export class ChildServerHandle implements UpstreamHandle {
   readonly id: string;
   readonly server: FleetServer;
   readonly breaker: CircuitBreaker;
@@ -177,7 +184,9 @@ export class ChildServerHandle {
     this.#options = options;
     this.server = options.server;
     this.id = options.server.id;
-    this.#log = options.logger.child(`upstream:${this.id}`);
+    this.#log = options.logger.child(
+      `upstream:${this.id}${options.instance === undefined ? "" : `[${options.instance}]`}`,
+    );
     this.breaker = new CircuitBreaker({
       server: this.id,
       clock: options.clock,
@@ -208,6 +217,16 @@ export class ChildServerHandle {
   get serving(): boolean {
     return (this.#state === "READY" || this.#state === "DEGRADED") &&
       this.breaker.state !== "OPEN";
+  }
+
+  /** Whether a call is in flight. */
+  get busy(): boolean {
+    return this.#active.length > 0;
+  }
+
+  /** One instance serves every session: nothing to stop when one ends. */
+  endSession(_sessionId: string): Promise<void> {
+    return Promise.resolve();
   }
 
   /** What the upstream advertises (empty until READY). */
@@ -461,6 +480,7 @@ export class ChildServerHandle {
       restarts: this.#restarts,
       ...(this.#lastError === undefined ? {} : { lastError: this.#lastError }),
       ...(info ? { serverInfo: { name: info.name, version: info.version } } : {}),
+      ...(this.#options.instance === undefined ? {} : { instance: this.#options.instance }),
     };
   }
 

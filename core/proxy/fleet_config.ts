@@ -84,9 +84,32 @@ export interface FleetServer {
   prefix: string;
   /** Tool-name globs: an empty `allow` allows all; `deny` wins over `allow`. */
   tools: { allow: string[]; deny: string[] };
+  /**
+   * `shared` (default): one instance serves every caller; `tenant`: one per tenant, started on the
+   * tenant's first call; `session`: one per inbound session, stopped when the session ends.
+   */
+  scope?: FleetScope;
+  /** Most instances a `tenant` or `session` scoped server runs at once (default 16). */
+  maxInstances?: number;
+  /** Per-tenant `env` (stdio) and `headers` (http, sse) over the entry's own; `scope: tenant` only. */
+  tenants?: Record<string, FleetTenantCredentials>;
+  /** `passthrough` (http, sse; `scope: session`): each instance sends its caller's own bearer token. */
+  auth?: "none" | "passthrough";
   /** 1-based line of the entry in the file */
   line: number;
 }
+
+/** How many callers one upstream instance serves. */
+export type FleetScope = "shared" | "tenant" | "session";
+
+/** One tenant's own credentials for a `scope: tenant` server, interpolated like the entry's. */
+export interface FleetTenantCredentials {
+  env: Record<string, string>;
+  headers: Record<string, string>;
+}
+
+/** Instances a scoped server may run at once unless `max_instances` says otherwise. */
+export const DEFAULT_MAX_INSTANCES = 16;
 
 /** A parsed fleet file. */
 export interface FleetConfig {
@@ -168,6 +191,16 @@ const FIELDS = {
     allow: z.array(nonEmpty).optional(),
     deny: z.array(nonEmpty).optional(),
   }),
+  scope: z.enum(["shared", "tenant", "session"]),
+  max_instances: count,
+  tenants: z.record(
+    z.string().min(1),
+    z.strictObject({
+      env: z.record(z.string(), z.string()).optional(),
+      headers: z.record(z.string(), line).optional(),
+    }),
+  ),
+  auth: z.enum(["none", "passthrough"]),
 };
 
 type FieldName = keyof typeof FIELDS;
@@ -181,6 +214,8 @@ const NESTED_KEYS: Record<string, string[]> = {
   permissions: Object.keys(FIELDS.permissions.shape),
   tools: Object.keys(FIELDS.tools.shape),
 };
+/** Keys of one tenant's credentials under `tenants.<name>`. */
+const TENANT_KEYS = ["env", "headers"];
 
 const EXPECTED: Record<string, string> = {
   string: "a string",
@@ -284,7 +319,8 @@ export function parseFleetConfig(
       for (const issue of result.error.issues) {
         const issuePath: YamlPath = [...at, key, ...issue.path.map((k) => k as string | number)];
         if (issue.code === "unrecognized_keys") {
-          for (const extra of issue.keys) unknownKey([...issuePath, extra], NESTED_KEYS[key] ?? []);
+          const known = key === "tenants" ? TENANT_KEYS : NESTED_KEYS[key] ?? [];
+          for (const extra of issue.keys) unknownKey([...issuePath, extra], known);
         } else {
           fieldProblem(issuePath, issue.message);
         }
@@ -415,19 +451,81 @@ export function parseFleetConfig(
         );
       }
     }
-    for (const key of Object.keys(fields.env ?? {})) {
-      if (key === "" || key.includes("=") || key.includes("\0")) {
+    const scope = fields.scope ?? "shared";
+    const scopeValid = !has("scope") || fields.scope !== undefined;
+    if (has("max_instances") && scopeValid && scope === "shared") {
+      fieldProblem(
+        [...at, "max_instances"],
+        "only applies with scope: tenant or scope: session (a shared server runs one instance); " +
+          "set scope or remove max_instances",
+      );
+    }
+    if (has("tenants") && scopeValid && scope !== "tenant") {
+      fieldProblem(
+        [...at, "tenants"],
+        `per-tenant credentials need scope: tenant (one instance per tenant, each with its own); ` +
+          `this server has scope: ${scope}`,
+      );
+    }
+    if (fields.auth === "passthrough") {
+      if (transport === "stdio") {
         fieldProblem(
-          [...at, "env", key],
-          `is not a valid variable name: it must not be empty or contain "="`,
+          [...at, "auth"],
+          "passthrough only applies to http and sse servers (it forwards the caller's bearer " +
+            "token as the Authorization header); remove it",
+        );
+      } else if (scopeValid && scope !== "session") {
+        fieldProblem(
+          [...at, "auth"],
+          "passthrough needs scope: session (each session's connection carries its own caller's " +
+            `token); this server has scope: ${scope}`,
+        );
+      }
+      if (
+        Object.keys(fields.headers ?? {}).some((name) => name.toLowerCase() === "authorization")
+      ) {
+        fieldProblem(
+          [...at, "headers", "Authorization"],
+          "conflicts with auth: passthrough, which sends the caller's own token; remove one",
         );
       }
     }
-    for (const key of Object.keys(fields.headers ?? {})) {
-      if (!HEADER_NAME.test(key)) {
+    const envNames = (env: Record<string, string> | undefined, where: YamlPath) => {
+      for (const key of Object.keys(env ?? {})) {
+        if (key === "" || key.includes("=") || key.includes("\0")) {
+          fieldProblem(
+            [...where, key],
+            `is not a valid variable name: it must not be empty or contain "="`,
+          );
+        }
+      }
+    };
+    const headerNames = (headers: Record<string, string> | undefined, where: YamlPath) => {
+      for (const key of Object.keys(headers ?? {})) {
+        if (!HEADER_NAME.test(key)) {
+          fieldProblem(
+            [...where, key],
+            "is not a valid header name: use letters, digits and -, e.g. Authorization",
+          );
+        }
+      }
+    };
+    envNames(fields.env, [...at, "env"]);
+    headerNames(fields.headers, [...at, "headers"]);
+    for (const [tenant, credentials] of Object.entries(fields.tenants ?? {})) {
+      const where: YamlPath = [...at, "tenants", tenant];
+      envNames(credentials.env, [...where, "env"]);
+      headerNames(credentials.headers, [...where, "headers"]);
+      if (transport === "stdio" && credentials.headers !== undefined) {
         fieldProblem(
-          [...at, "headers", key],
-          "is not a valid header name: use letters, digits and -, e.g. Authorization",
+          [...where, "headers"],
+          "is only for sse and http servers; give a stdio server's tenants env instead",
+        );
+      }
+      if (transport !== undefined && transport !== "stdio" && credentials.env !== undefined) {
+        fieldProblem(
+          [...where, "env"],
+          `is only for stdio servers; give an ${transport} server's tenants headers instead`,
         );
       }
     }
@@ -479,6 +577,22 @@ export function parseFleetConfig(
       (value, key) => resolve(value, [...at, "env", key], `env.${key}`),
     );
     const cwd = fields.cwd === undefined ? undefined : resolve(fields.cwd, [...at, "cwd"], "cwd");
+    const tenants = Object.fromEntries(
+      Object.entries(fields.tenants ?? {}).map(([tenant, credentials]) => {
+        const where: YamlPath = [...at, "tenants", tenant];
+        const field = `tenants.${tenant}`;
+        return [tenant, {
+          env: mapValues(
+            credentials.env ?? {},
+            (value, key) => resolve(value, [...where, "env", key], `${field}.env.${key}`),
+          ),
+          headers: mapValues(
+            credentials.headers ?? {},
+            (value, key) => resolve(value, [...where, "headers", key], `${field}.headers.${key}`),
+          ),
+        }];
+      }),
+    );
     // Validated after interpolation; quotes the text as written so no secret reaches the message.
     if (url !== undefined && !unresolved.has("url") && !isHttpUrl(url)) {
       fieldProblem([...at, "url"], `must be an http:// or https:// URL, received "${fields.url}"`);
@@ -538,6 +652,12 @@ export function parseFleetConfig(
       isolation: fields.isolation ?? "worker",
       prefix: prefix ?? id,
       tools: { allow: tools.allow ?? [], deny: tools.deny ?? [] },
+      // The defaults stay implicit, so an entry that sets none of these reads as it always did.
+      ...(scope === "shared"
+        ? {}
+        : { scope, maxInstances: fields.max_instances ?? DEFAULT_MAX_INSTANCES }),
+      ...(scope === "tenant" ? { tenants } : {}),
+      ...(fields.auth === "passthrough" ? { auth: "passthrough" as const } : {}),
       line,
     });
   });

@@ -530,3 +530,121 @@ Deno.test("parseFleetConfig rejects an unknown breaker.count class, listing the 
     ],
   );
 });
+
+Deno.test("scope defaults to shared and is absent from the entry; tenant and session get max_instances", () => {
+  const { servers: [shared, tenant, session] } = parse(`proxy_servers:
+  - id: a
+    command: ["node", "a.js"]
+  - id: b
+    command: ["node", "b.js"]
+    scope: tenant
+  - id: c
+    url: http://h/mcp
+    scope: session
+    max_instances: 4
+`);
+  assert.equal(shared!.scope, undefined);
+  assert.equal(shared!.maxInstances, undefined);
+  assert.equal(tenant!.scope, "tenant");
+  assert.equal(tenant!.maxInstances, 16);
+  assert.deepEqual(tenant!.tenants, {});
+  assert.equal(session!.scope, "session");
+  assert.equal(session!.maxInstances, 4);
+});
+
+Deno.test("parseFleetConfig rejects a bad scope value naming the field, its line and the choices", () => {
+  assert.deepEqual(
+    problemsOf('proxy_servers:\n  - id: a\n    command: ["node"]\n    scope: per-user\n'),
+    [
+      'fleet.yaml:4: proxy_servers[0].scope must be one of shared, tenant, session, received "per-user"',
+    ],
+  );
+  assert.deepEqual(
+    problemsOf(
+      'proxy_servers:\n  - id: a\n    command: ["node"]\n    scope: tenant\n    max_instances: 0\n',
+    ),
+    ["fleet.yaml:5: proxy_servers[0].max_instances must be at least 1, received 0"],
+  );
+});
+
+Deno.test("parseFleetConfig rejects max_instances and tenants where the scope does not use them", () => {
+  assert.deepEqual(
+    problemsOf(`proxy_servers:
+  - id: a
+    command: ["node"]
+    max_instances: 3
+    tenants: { acme: { env: { T: x } } }
+`),
+    [
+      "fleet.yaml:4: proxy_servers[0].max_instances only applies with scope: tenant or scope: session (a shared server runs one instance); set scope or remove max_instances",
+      "fleet.yaml:5: proxy_servers[0].tenants per-tenant credentials need scope: tenant (one instance per tenant, each with its own); this server has scope: shared",
+    ],
+  );
+});
+
+Deno.test("Per-tenant credentials are interpolated, and env or headers must suit the transport", () => {
+  const { servers: [stdio, http] } = parse(
+    `proxy_servers:
+  - id: a
+    command: ["node"]
+    scope: tenant
+    env: { BASE: b, TOKEN: base }
+    tenants:
+      acme: { env: { TOKEN: "\${ACME_TOKEN}" } }
+  - id: h
+    url: http://h/mcp
+    scope: tenant
+    tenants:
+      acme: { headers: { Authorization: "Bearer \${ACME_TOKEN}" } }
+`,
+    { ACME_TOKEN: "t0ken" },
+  );
+  assert.deepEqual(stdio!.tenants, { acme: { env: { TOKEN: "t0ken" }, headers: {} } });
+  assert.deepEqual(http!.tenants, {
+    acme: { env: {}, headers: { Authorization: "Bearer t0ken" } },
+  });
+  assert.deepEqual(
+    problemsOf(`proxy_servers:
+  - id: a
+    command: ["node"]
+    scope: tenant
+    tenants:
+      acme: { headers: { X: y } }
+      globex: { env: { T: "\${UNSET_TOKEN}" } }
+`),
+    [
+      "fleet.yaml:6: proxy_servers[0].tenants.acme.headers is only for sse and http servers; give a stdio server's tenants env instead",
+      'fleet.yaml:7: server "a" tenants.globex.env.T needs variable UNSET_TOKEN, which is not set; export it or use ${UNSET_TOKEN:-default}',
+    ],
+  );
+  assert.deepEqual(
+    problemsOf(
+      'proxy_servers:\n  - id: a\n    command: ["node"]\n    scope: tenant\n    tenants:\n      acme: { envv: {} }\n',
+    ),
+    ['fleet.yaml:6: proxy_servers[0].tenants.acme.envv is not a known field; did you mean "env"?'],
+  );
+});
+
+Deno.test("auth: passthrough needs an http or sse server with scope: session and no Authorization header", () => {
+  const { servers: [ok] } = parse(
+    "proxy_servers:\n  - id: h\n    url: http://h/mcp\n    scope: session\n    auth: passthrough\n",
+  );
+  assert.equal(ok!.auth, "passthrough");
+  assert.deepEqual(
+    problemsOf(`proxy_servers:
+  - id: a
+    command: ["node"]
+    scope: session
+    auth: passthrough
+  - id: h
+    url: http://h/mcp
+    auth: passthrough
+    headers: { authorization: Bearer x }
+`),
+    [
+      "fleet.yaml:5: proxy_servers[0].auth passthrough only applies to http and sse servers (it forwards the caller's bearer token as the Authorization header); remove it",
+      "fleet.yaml:8: proxy_servers[1].auth passthrough needs scope: session (each session's connection carries its own caller's token); this server has scope: shared",
+      "fleet.yaml:9: proxy_servers[1].headers.Authorization conflicts with auth: passthrough, which sends the caller's own token; remove one",
+    ],
+  );
+});

@@ -26,13 +26,15 @@ import {
   type UpstreamCallContext,
 } from "./child_server_handle.ts";
 import type { FleetServer } from "./fleet_config.ts";
+import { ScopedUpstream } from "./scoped_upstream.ts";
+import type { UpstreamHandle } from "./upstream_handle.ts";
 
 /** Scheme of namespaced upstream resource URIs. */
 export const PROXY_URI_PREFIX = "proxy://";
 
 /** A routed name: which handle serves it and under what upstream name. */
 export interface Route {
-  handle: ChildServerHandle;
+  handle: UpstreamHandle;
   original: string;
   /** The upstream's descriptor of a listed tool (saves a catalog scan per call). */
   tool?: Tool;
@@ -63,7 +65,7 @@ export interface ProxyManagerOptions {
 }
 
 interface Member {
-  handle: ChildServerHandle;
+  handle: UpstreamHandle;
   allows: GlobMatcher;
   unsubscribe: () => void;
 }
@@ -100,12 +102,12 @@ export class ProxyManager {
   }
 
   /** The handle of a server, or undefined. */
-  get(id: string): ChildServerHandle | undefined {
+  get(id: string): UpstreamHandle | undefined {
     return this.#members.get(id)?.handle;
   }
 
   /** Every handle, in configuration order. */
-  handles(): ChildServerHandle[] {
+  handles(): UpstreamHandle[] {
     return [...this.#members.values()].map((m) => m.handle);
   }
 
@@ -156,6 +158,11 @@ export class ProxyManager {
   async stop(): Promise<void> {
     await Promise.all([...this.#members.keys()].map((id) => this.#remove(id)));
     this.#invalidate();
+  }
+
+  /** An inbound session ended: `scope: session` servers stop its instances. */
+  async endSession(sessionId: string): Promise<void> {
+    await Promise.all(this.handles().map((h) => h.endSession(sessionId)));
   }
 
   /** Snapshots of every upstream for status pages. */
@@ -245,14 +252,25 @@ export class ProxyManager {
     return route.handle.callTool(route.original, args, ctx);
   }
 
-  #add(server: FleetServer): ChildServerHandle {
-    const handle = new ChildServerHandle({
-      server,
-      createTransport: () => this.#options.createTransport(server),
-      clock: this.#options.clock,
-      logger: this.#options.logger,
-      bus: this.#options.bus,
-    });
+  #add(server: FleetServer): UpstreamHandle {
+    const instance = (of: FleetServer, label?: string) =>
+      new ChildServerHandle({
+        server: of,
+        createTransport: () => this.#options.createTransport(of),
+        clock: this.#options.clock,
+        logger: this.#options.logger,
+        bus: this.#options.bus,
+        correlateBy: of.scope === "tenant" ? "tenant" : "session",
+        ...(label === undefined ? {} : { instance: label }),
+      });
+    const scope = server.scope;
+    const handle: UpstreamHandle = scope === "tenant" || scope === "session"
+      ? new ScopedUpstream({
+        server: { ...server, scope },
+        createHandle: instance,
+        logger: this.#options.logger,
+      })
+      : instance(server);
     const offChange = handle.onChange((change) => {
       if (change === "catalog" || change === "state" || change === "breaker") this.#invalidate();
     });

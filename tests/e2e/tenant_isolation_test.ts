@@ -15,6 +15,7 @@ import {
 import { SignJWT } from "jose";
 import { eventually, fixture, writeFleet } from "../support/fleet.ts";
 import { startGateway, type TestGateway } from "../support/gateway.ts";
+import { processAlive } from "../fixtures/upstreams/support.ts";
 
 const SECRET = "a-jwt-secret-of-at-least-thirty-two-bytes";
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -162,4 +163,96 @@ Deno.test("A shared upstream relays sampling and logs exactly when one session h
       await a.client.close();
     }
   });
+});
+
+Deno.test("With scope: tenant, two tenants calling at once each get their own sampling and logs", async () => {
+  await withGateway(samplingServer("    scope: tenant\n"), async (gateway) => {
+    const a = await caller(gateway, "acme");
+    const b = await caller(gateway, "globex");
+    try {
+      const [ra, rb] = await Promise.all([
+        a.call("ask", { marker: "ALPHA" }),
+        b.call("ask", { marker: "BRAVO" }),
+      ]);
+      assert.equal(text(ra), "answer for ALPHA: sampled by acme");
+      assert.equal(text(rb), "answer for BRAVO: sampled by globex");
+      await eventually(
+        () => a.received.length === 2 && b.received.length === 2,
+        "each tenant's log line and sampling request",
+      );
+      assert.ok(a.received.every((r) => r.includes("ALPHA") && !r.includes("BRAVO")));
+      assert.ok(b.received.every((r) => r.includes("BRAVO") && !r.includes("ALPHA")));
+      // Two instances, one per tenant, besides the catalog template.
+      const [status] = gateway.kernel.proxy.status();
+      assert.equal(status!.scope, "tenant");
+      assert.deepEqual(status!.instances!.map((i) => i.instance).sort(), ["acme", "globex"]);
+      const pids = await Promise.all(
+        [a, b].map(async (c) => JSON.parse(text(await c.call("whoami"))).pid),
+      );
+      assert.notEqual(pids[0], pids[1]);
+    } finally {
+      await a.client.close();
+      await b.client.close();
+    }
+  });
+});
+
+Deno.test("With scope: session, the session's instance stops when the session ends", async () => {
+  await withGateway(
+    samplingServer("    scope: session\n    max_instances: 1\n"),
+    async (gateway) => {
+      const a = await caller(gateway, "acme");
+      const b = await caller(gateway, "acme");
+      try {
+        const { pid } = JSON.parse(text(await a.call("whoami")));
+        assert.ok(processAlive(pid));
+        assert.equal(gateway.kernel.proxy.status()[0]!.instances!.length, 1);
+        // The cap: a second session gets a clear refusal while the first one's instance runs.
+        await assert.rejects(b.call("whoami"), /already runs 1 instances \(max_instances/);
+        await (a.client.transport as StreamableHTTPClientTransport).terminateSession();
+        await a.client.close();
+        await eventually(() => !processAlive(pid), "the session's upstream process to exit");
+        assert.equal(gateway.kernel.proxy.status()[0]!.instances!.length, 0);
+        // Room again: the other session now gets its own.
+        const { pid: other } = JSON.parse(text(await b.call("whoami")));
+        assert.notEqual(other, pid);
+      } finally {
+        await a.client.close();
+        await b.client.close();
+      }
+    },
+  );
+});
+
+Deno.test("Per-tenant env reaches only that tenant's instance; an unlisted tenant is refused", async () => {
+  Deno.env.set("TI_ACME_SECRET", "acme-secret-value");
+  Deno.env.set("TI_GLOBEX_SECRET", "globex-secret-value");
+  const tenants = `    scope: tenant
+    tenants:
+      acme:
+        env: { SAMPLING_SECRET: "\${TI_ACME_SECRET}" }
+      globex:
+        env: { SAMPLING_SECRET: "\${TI_GLOBEX_SECRET}" }
+`;
+  try {
+    await withGateway(samplingServer(tenants), async (gateway) => {
+      const a = await caller(gateway, "acme");
+      const b = await caller(gateway, "globex");
+      const c = await caller(gateway, "initech");
+      try {
+        assert.equal(JSON.parse(text(await a.call("whoami"))).secret, "acme-secret-value");
+        assert.equal(JSON.parse(text(await b.call("whoami"))).secret, "globex-secret-value");
+        await assert.rejects(c.call("whoami"), (error: Error) => {
+          assert.match(error.message, /none for tenant "initech"; add tenants\.initech/);
+          assert.doesNotMatch(error.message, /secret-value/);
+          return true;
+        });
+      } finally {
+        await Promise.all([a, b, c].map((x) => x.client.close()));
+      }
+    });
+  } finally {
+    Deno.env.delete("TI_ACME_SECRET");
+    Deno.env.delete("TI_GLOBEX_SECRET");
+  }
 });
