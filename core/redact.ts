@@ -167,8 +167,13 @@ export function serverSecrets(server: {
   headers: Record<string, string>;
   env: Record<string, string>;
   command?: string[];
+  tenants?: Record<string, { headers: Record<string, string>; env: Record<string, string> }>;
 }): string[] {
   const out: string[] = [];
+  // Each tenant's own credentials are secrets like the entry's.
+  for (const own of Object.values(server.tenants ?? {})) {
+    out.push(...serverSecrets({ headers: own.headers, env: own.env }));
+  }
   if (server.url !== undefined) out.push(...urlSecrets(server.url));
   for (const value of Object.values(server.headers)) {
     out.push(value);

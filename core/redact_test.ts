@@ -104,3 +104,17 @@ Deno.test("A fleet entry's secrets are its header values and credentials, env va
   ) assert.ok(secrets.includes(expected), `${expected} is a secret`);
   assert.ok(!secrets.includes("8080") && !secrets.includes("srv"));
 });
+
+Deno.test("A scope: tenant entry's per-tenant header and env values are secrets too", () => {
+  const secrets = serverSecrets({
+    headers: {},
+    env: {},
+    tenants: {
+      acme: { headers: { Authorization: "Bearer acme-token" }, env: {} },
+      globex: { headers: {}, env: { TOKEN: "globex-env-value" } },
+    },
+  });
+  for (const expected of ["Bearer acme-token", "acme-token", "globex-env-value"]) {
+    assert.ok(secrets.includes(expected), `${expected} is a secret`);
+  }
+});
