@@ -50,6 +50,8 @@ export class ScopedUpstream implements UpstreamHandle {
   #instances = new Map<string, Instance>();
   #uses = 0;
   #stopped = false;
+  /** Instances being stopped (session ended, evicted): stop() waits for them too. */
+  #stopping = new Set<Promise<void>>();
 
   constructor(options: ScopedUpstreamOptions) {
     this.#options = options;
@@ -106,14 +108,18 @@ export class ScopedUpstream implements UpstreamHandle {
     this.#stopped = true;
     const instances = [...this.#instances.values()];
     this.#instances.clear();
-    await Promise.all([this.#template.stop(), ...instances.map((i) => i.handle.stop())]);
+    await Promise.all([
+      this.#template.stop(),
+      ...instances.map((i) => i.handle.stop()),
+      ...this.#stopping,
+    ]);
   }
 
   /** Restarts the template; the instances stop and start again on their next call. */
   async restart(): Promise<void> {
     const instances = [...this.#instances.values()];
     this.#instances.clear();
-    await Promise.all(instances.map((i) => i.handle.stop()));
+    await Promise.all(instances.map((i) => this.#retire(i)));
     await this.#template.restart();
   }
 
@@ -174,7 +180,18 @@ export class ScopedUpstream implements UpstreamHandle {
     const instance = this.#instances.get(sessionId);
     if (!instance) return;
     this.#instances.delete(sessionId);
-    await instance.handle.stop();
+    await this.#retire(instance);
+  }
+
+  /** Stops an instance that left the pool, tracked until it has. */
+  async #retire(instance: Instance): Promise<void> {
+    const stopping = instance.handle.stop();
+    this.#stopping.add(stopping);
+    try {
+      await stopping;
+    } finally {
+      this.#stopping.delete(stopping);
+    }
   }
 
   /** The caller's instance, started (or made room for) when it has none yet. */
@@ -265,7 +282,7 @@ export class ScopedUpstream implements UpstreamHandle {
         .sort(([, a], [, b]) => a.lastUsed - b.lastUsed)[0];
       if (idle) {
         this.#instances.delete(idle[0]);
-        void idle[1].handle.stop();
+        void this.#retire(idle[1]);
         return;
       }
     }
