@@ -54,6 +54,7 @@ import {
   throughputRound,
 } from "./stats.ts";
 import { benchGovernance } from "./governance.ts";
+import { benchScanner } from "./scanner.ts";
 import { benchToolsList } from "./tools_list.ts";
 import {
   type LeanClient,
@@ -78,7 +79,7 @@ const LATENCY = [
   "gw-http-sse-lean",
 ] as const;
 type LatencyName = (typeof LATENCY)[number];
-const ALL = [...LATENCY, "throughput", "memory", "governance", "tools-list"] as const;
+const ALL = [...LATENCY, "throughput", "memory", "governance", "tools-list", "scanner"] as const;
 type ScenarioName = (typeof ALL)[number];
 
 const LABELS: Record<LatencyName, string> = {
@@ -635,6 +636,10 @@ async function main(): Promise<number> {
       results.toolsList = settings.quick
         ? await benchToolsList(10, 50, 20)
         : await benchToolsList(50, 100, 200);
+    }
+    if (settings.scenarios.includes("scanner")) {
+      progress("scanner: worst case, a ~4 MiB hostile descriptor set");
+      results.scanner = await benchScanner(settings.quick ? 1 : 3);
     }
     if (settings.scenarios.includes("governance")) {
       progress("governance: ToolGovernance.check in process");

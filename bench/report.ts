@@ -3,6 +3,7 @@
  * @module
  */
 import type { LatencyRound, ThroughputRound } from "./stats.ts";
+import type { ScannerResult } from "./scanner.ts";
 
 /** One latency scenario: medians over rounds of the per-round median and p99. */
 export interface ScenarioResult {
@@ -78,6 +79,8 @@ export interface Results {
   };
   /** The cost of one governance check, in process. */
   governance?: { medianUs: number; p99Us: number; rounds: unknown[]; policy: string };
+  /** The scanner's worst case: a ~4 MiB hostile descriptor set. */
+  scanner?: ScannerResult;
   durationSeconds: number;
 }
 
@@ -248,6 +251,17 @@ export function renderTable(results: Results): string {
       `Governance check (ToolGovernance.check, ${g.policy}): median ${g.medianUs.toFixed(1)} µs, ` +
         `p99 ${g.p99Us.toFixed(1)} µs per call` +
         (direct ? ` (${(g.medianUs / 10 / direct).toFixed(1)}% of a direct call)` : ""),
+    );
+  }
+  if (results.scanner) {
+    const sc = results.scanner;
+    parts.push("");
+    parts.push(
+      `Scanner worst case (${(sc.bytes / 1024 / 1024).toFixed(1)} MiB hostile set, ${sc.servers} ` +
+        `servers, ${sc.tools} tools, ${sc.findings} findings): in process median ` +
+        `${sc.inProcessMedianMs.toFixed(0)} ms; in the gateway's scan worker median ` +
+        `${sc.workerMedianMs.toFixed(0)} ms, longest event-loop stall meanwhile ` +
+        `${sc.workerMaxStallMs.toFixed(1)} ms`,
     );
   }
   parts.push("");

@@ -366,13 +366,13 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
   },
   {
     name: "MCP_SCANNER_APPROVAL",
-    default: "high",
+    default: "medium",
     meaning:
       "Scanner findings at or above this severity (below the block) make calls need approval",
   },
   {
     name: "MCP_SCANNER_BLOCK",
-    default: "critical",
+    default: "high",
     meaning: "Scanner findings at or above this severity quarantine their tool (`off` to never)",
   },
   {
@@ -623,8 +623,8 @@ export function resolveConfig(
       }),
     },
     ...(e.NATS_URL === undefined ? {} : { natsUrl: e.NATS_URL }),
-    scannerBlock: e.MCP_SCANNER_BLOCK ?? "critical",
-    scannerApproval: e.MCP_SCANNER_APPROVAL ?? "high",
+    scannerBlock: e.MCP_SCANNER_BLOCK ?? "high",
+    scannerApproval: e.MCP_SCANNER_APPROVAL ?? "medium",
     log: { level: e.MCP_LOG_LEVEL ?? "info", format: e.MCP_LOG_FORMAT ?? "text" },
     pluginEnv,
   };

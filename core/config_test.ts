@@ -55,8 +55,8 @@ Deno.test("resolveConfig resolves an empty environment to the documented default
       auditMaxBytes: 10 * 1024 * 1024,
       auditIncludeArguments: false,
     },
-    scannerBlock: "critical",
-    scannerApproval: "high",
+    scannerBlock: "high",
+    scannerApproval: "medium",
     log: { level: "info", format: "text" },
     pluginEnv: {},
   });

@@ -481,6 +481,8 @@ export class Kernel {
       logger: this.logger.child("scanner"),
       blockAt: this.config.scannerBlock,
       approvalAt: this.config.scannerApproval,
+      // The same plugin folders: the worker loads the same scanner rules.
+      pluginDirs: this.#options.pluginDirs ?? [BUILTIN_PLUGIN_DIR, ...this.config.pluginPaths],
     });
     // Upstreams start in the background: clients connect at once and get list_changed as each
     // upstream becomes READY; /readyz reports ready when every upstream has started or failed.

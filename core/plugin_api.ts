@@ -363,6 +363,8 @@ export interface ScanText {
   text: string;
   /** Set when the scanner decoded this text out of another one (Unicode tags, base64, hex). */
   decodedFrom?: "unicode-tags" | "base64" | "hex";
+  /** Set when the field was longer than the scan limit: its full length (only the head is here). */
+  truncatedFrom?: number;
 }
 
 /** One tool, prompt, resource, template or instructions block of one server. */

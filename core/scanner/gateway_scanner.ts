@@ -4,7 +4,7 @@
  * findings are kept per server for the operator, and two things quarantine a tool — hidden from
  * every list, its calls refused — until an operator releases it:
  *
- * - a finding at or above the blocking severity (`MCP_SCANNER_BLOCK`, default `critical`);
+ * - a finding at or above the blocking severity (`MCP_SCANNER_BLOCK`, default `high`);
  * - a changed definition of a tool already seen (pinned on first sight): a rug pull until proven
  *   otherwise.
  * @module
@@ -16,9 +16,11 @@ import { canonicalJson } from "../governance/canonical_json.ts";
 import type { Logger } from "../logger.ts";
 import type { ScannerRule, ScanSeverity } from "../plugin_api.ts";
 import type { ProxyManager } from "../proxy/proxy_manager.ts";
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { ServerDescriptor } from "./descriptor.ts";
 import { type Finding, severityRank } from "./finding.ts";
-import { scanServers } from "./scan.ts";
+import { type ScanResult, scanServers } from "./scan.ts";
+import { WorkerScan } from "./worker_scan.ts";
 
 /** Options of {@link GatewayScanner}. */
 export interface GatewayScannerOptions {
@@ -32,6 +34,12 @@ export interface GatewayScannerOptions {
   blockAt: ScanSeverity | "off";
   /** Findings at or above this severity (below blockAt) make calls need approval; `off` never. */
   approvalAt: ScanSeverity | "off";
+  /**
+   * The plugin folders `rules` came from: when set, scans run in a worker that loads the same
+   * scanner-rule plugins, so a huge or hostile catalog never blocks the event loop. Unset: in
+   * process with `rules`.
+   */
+  pluginDirs?: readonly string[];
 }
 
 /** A finding as shown to operators. */
@@ -54,13 +62,28 @@ export class GatewayScanner {
   #released = new Set<string>();
   #unsubscribe: () => void;
   #scheduled = false;
+  #running: Promise<void> | undefined;
+  #again = false;
+  #worker: WorkerScan | undefined;
+  #idle: Promise<void> = Promise.resolve();
+  /** `server\0tool` → hash of the definition the last completed scan read. */
+  #scanned = new Map<string, string>();
+  /** Tools whose current definition no scan has read yet: held back until one has. */
+  #pending = new Set<string>();
 
   constructor(options: GatewayScannerOptions) {
     this.#options = options;
-    options.proxy.setQuarantine((server, tool) => this.#quarantined.get(key(server, tool)));
+    if (options.pluginDirs) this.#worker = new WorkerScan(options.pluginDirs);
+    options.proxy.setQuarantine((server, tool) =>
+      this.#quarantined.get(key(server, tool)) ??
+        (this.#pending.has(key(server, tool)) ? PENDING : undefined)
+    );
     options.proxy.setEscalation((server, tool) => this.#escalation(server, tool));
     this.#unsubscribe = options.subscribe((event) => {
-      if (event.type === "proxy.tools" || event.type === "proxy.state") this.#schedule();
+      if (event.type === "proxy.tools" || event.type === "proxy.state") {
+        this.#hold(event.server);
+        this.#schedule();
+      }
     });
   }
 
@@ -95,9 +118,27 @@ export class GatewayScanner {
     return true;
   }
 
-  /** Rescans now (the event subscription calls this, batched). */
-  rescan(): void {
-    const { proxy, rules, blockAt, bus, logger } = this.#options;
+  /**
+   * Holds back the tools of `server` whose definition no completed scan has read: with the scan
+   * in a worker, a new or changed tool would otherwise be listed before its findings exist.
+   */
+  #hold(server: string): void {
+    const handle = this.#options.proxy.get(server);
+    if (!handle) return;
+    for (const tool of handle.catalog.tools) {
+      const k = key(server, tool.name);
+      if (this.#scanned.get(k) !== hashOf(tool)) this.#pending.add(k);
+    }
+  }
+
+  /** Resolves when no scan is running or scheduled (for tests and shutdown). */
+  idle(): Promise<void> {
+    return this.#idle;
+  }
+
+  /** Rescans now (the event subscription calls this, batched); in the worker when there is one. */
+  async rescan(): Promise<void> {
+    const { proxy, rules } = this.#options;
     const handles = proxy.handles().filter((h) => h.state === "READY" || h.state === "DEGRADED");
     const descriptors: ServerDescriptor[] = handles.map((h) => ({
       id: h.id,
@@ -107,7 +148,40 @@ export class GatewayScanner {
       resources: h.catalog.resources as unknown as Record<string, unknown>[],
       resourceTemplates: h.catalog.resourceTemplates as unknown as Record<string, unknown>[],
     }));
-    const { findings, ruleFailures } = scanServers(descriptors, rules);
+    // What was scanned: the catalogs may change while the worker reads them.
+    const snapshot = handles.map((h) => ({ id: h.id, tools: h.catalog.tools }));
+    let result: ScanResult;
+    if (this.#worker) {
+      try {
+        result = await this.#worker.scan(descriptors);
+      } catch (error) {
+        if (this.#closed) return;
+        this.#options.logger.warn(
+          `scanner worker failed (${(error as Error).message}); scanning in process`,
+        );
+        this.#worker = undefined;
+        result = scanServers(descriptors, rules);
+      }
+    } else result = scanServers(descriptors, rules);
+    if (this.#closed) return;
+    this.#apply(snapshot, result);
+  }
+
+  #apply(handles: { id: string; tools: readonly Tool[] }[], result: ScanResult): void {
+    const { proxy, blockAt, bus, logger } = this.#options;
+    const { findings, ruleFailures } = result;
+    const pendingBefore = this.#pending.size;
+    for (const handle of handles) {
+      const live = new Map((proxy.get(handle.id)?.catalog.tools ?? []).map((t) => [t.name, t]));
+      for (const tool of handle.tools) {
+        const k = key(handle.id, tool.name);
+        const hash = hashOf(tool);
+        this.#scanned.set(k, hash);
+        // Released only if what serves now is what was scanned; a newer definition waits.
+        const now = live.get(tool.name);
+        if (now === tool || (now && hashOf(now) === hash)) this.#pending.delete(k);
+      }
+    }
     for (const failure of ruleFailures) {
       logger.warn(`scanner rule ${failure.rule} failed: ${failure.error}`);
     }
@@ -128,7 +202,7 @@ export class GatewayScanner {
         ...(worst ? { worst } : {}),
       });
       const pins = this.#pinsOf(handle.id);
-      for (const tool of handle.catalog.tools) {
+      for (const tool of handle.tools) {
         const k = key(handle.id, tool.name);
         const hash = hashOf(tool);
         const pinned = pins.get(tool.name);
@@ -166,7 +240,9 @@ export class GatewayScanner {
       logger.warn(`quarantined ${server}/${tool}: ${reason}`);
       bus.publish({ type: "scanner.quarantined", server, tool, reason });
     }
-    if (changed || before.size !== this.#quarantined.size) proxy.refresh();
+    if (changed || before.size !== this.#quarantined.size || pendingBefore !== this.#pending.size) {
+      proxy.refresh();
+    }
   }
 
   /** A finding at or above approvalAt on this tool (not released): its calls need approval. */
@@ -180,24 +256,39 @@ export class GatewayScanner {
     return finding && `scanner finding ${finding.rule} (${finding.severity})`;
   }
 
-  /** Stops listening. */
+  /** Stops listening and ends the worker. */
   close(): void {
+    this.#closed = true;
     this.#unsubscribe();
+    this.#worker?.close();
   }
+
+  #closed = false;
 
   #schedule(): void {
     if (this.#scheduled) return;
+    // A change during a scan is scanned again after it: the catalog may have moved on.
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
     this.#scheduled = true;
+    const { promise, resolve } = Promise.withResolvers<void>();
+    this.#idle = promise;
     // Batches the events of one reconnect (state, then tools) into one scan.
-    queueMicrotask(() => {
+    queueMicrotask(async () => {
       this.#scheduled = false;
-      try {
-        this.rescan();
-      } catch (error) {
-        this.#options.logger.error("scanner failed; nothing was quarantined by this scan", {
-          error: String(error),
+      do {
+        this.#again = false;
+        this.#running = this.rescan().catch((error) => {
+          this.#options.logger.error("scanner failed; nothing was quarantined by this scan", {
+            error: String(error),
+          });
         });
-      }
+        await this.#running;
+        this.#running = undefined;
+      } while (this.#again && !this.#closed);
+      resolve();
     });
   }
 
@@ -207,6 +298,8 @@ export class GatewayScanner {
     return pins;
   }
 }
+
+const PENDING = "waiting for the scanner to read its definition; retry in a moment";
 
 function key(server: string, tool: string): string {
   return `${server}\u0000${tool}`;

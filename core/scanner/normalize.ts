@@ -117,8 +117,23 @@ function walk(
   }
 }
 
-function push(texts: ScanText[], pointer: string, field: ScanText["field"], text: string): void {
-  texts.push({ pointer, field, text });
+/**
+ * The most characters of one field the rules read. Longer fields are cut here (and flagged by the
+ * oversized-text rule), so no field can make a scan slow; the longest description among the
+ * corpus of real servers is ~34,000 characters.
+ */
+export const MAX_FIELD_CHARS = 64 * 1024;
+
+function push(
+  texts: ScanText[],
+  pointer: string,
+  field: ScanText["field"],
+  full: string,
+): void {
+  const text = full.length > MAX_FIELD_CHARS ? full.slice(0, MAX_FIELD_CHARS) : full;
+  texts.push(
+    text === full ? { pointer, field, text } : { pointer, field, text, truncatedFrom: full.length },
+  );
   // Decoded payloads are rescanned as prose; two levels catch base64 inside Tag text.
   let layer = [text];
   for (let level = 0; level < 2 && layer.length > 0; level++) {

@@ -10,10 +10,17 @@ import type { PluginContext, ScannerRule } from "../plugin_api.ts";
 import { BUILTIN_PLUGIN_DIR, loadPlugins } from "../plugin_loader.ts";
 
 /** Every rule of every scanner-rule plugin, and the plugins that failed to load. */
-export async function loadScannerRules(
+export function loadScannerRules(
   extraDirs: readonly string[] = [],
 ): Promise<{ rules: ScannerRule[]; problems: string[] }> {
-  const { plugins, failures } = await loadPlugins([BUILTIN_PLUGIN_DIR, ...extraDirs]);
+  return loadScannerRulesFrom([BUILTIN_PLUGIN_DIR, ...extraDirs]);
+}
+
+/** The rules of the scanner-rule plugins in exactly these folders. */
+export async function loadScannerRulesFrom(
+  dirs: readonly string[],
+): Promise<{ rules: ScannerRule[]; problems: string[] }> {
+  const { plugins, failures } = await loadPlugins([...dirs]);
   const ctx: PluginContext = {
     logger: silentLogger,
     clock: systemClock,

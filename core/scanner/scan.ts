@@ -27,6 +27,17 @@ export function scanServers(
   rules: readonly ScannerRule[],
 ): ScanResult {
   const model = buildScanModel(descriptors);
+  // Findings in a field the scanner cut say so: what follows the cut was not read.
+  const truncated = new Map<string, { read: number; length: number }>();
+  for (const server of model.servers) {
+    for (const entity of server.entities) {
+      for (const t of entity.texts) {
+        if (t.truncatedFrom !== undefined && !t.decodedFrom) {
+          truncated.set(t.pointer, { read: t.text.length, length: t.truncatedFrom });
+        }
+      }
+    }
+  }
   const findings = new Map<string, Finding>();
   const ruleFailures: RuleFailure[] = [];
   for (const rule of rules) {
@@ -55,13 +66,16 @@ export function scanServers(
         )
         .digest("hex");
       if (findings.has(fingerprint)) continue;
+      const cut = truncated.get(pointer);
       findings.set(fingerprint, {
         rule: rule.id,
         severity: f.severity ?? rule.severity,
         server: f.entity.server,
         entity: { kind: f.entity.kind, name: f.entity.name },
         pointer,
-        message: f.message,
+        message: cut && rule.id !== "oversized-text"
+          ? `${f.message} (field truncated: scanned the first ${cut.read} of ${cut.length} characters)`
+          : f.message,
         evidence: f.evidence ?? "",
         fingerprint,
       });

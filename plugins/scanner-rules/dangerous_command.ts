@@ -26,7 +26,7 @@ export const dangerousCommand: ScannerRule = patternRule({
       message: "shows a shell call with a literal command",
     },
     {
-      re: /\b(?:curl|wget)\b[^|\n]*\|\s*(?:sudo\s+)?(?:sh|bash|zsh)\b/,
+      re: /\b(?:curl|wget)\b[^|\n]{0,300}\|\s{0,8}(?:sudo\s{1,8})?(?:sh|bash|zsh)\b/,
       message: "pipes a download into a shell",
     },
     { re: /\bcat\s+\/etc\/|\bcat\s+~\//, message: "reads system or home files with cat" },

@@ -25,7 +25,7 @@ export const exfiltration: ScannerRule = patternRule({
     },
     {
       re:
-        /\b[\w.-]*(?:ngrok(?:-free)?\.(?:io|app|dev)|trycloudflare\.com|serveo\.net|loca\.lt|localtunnel\.me|webhook\.site|requestbin\.\w+|pipedream\.net|interact\.sh|oast\.\w+|burpcollaborator\.net|beeceptor\.com|hookbin\.com)\b/i,
+        /\b(?:ngrok(?:-free)?\.(?:io|app|dev)|trycloudflare\.com|serveo\.net|loca\.lt|localtunnel\.me|webhook\.site|requestbin\.\w+|pipedream\.net|interact\.sh|oast\.\w+|burpcollaborator\.net|beeceptor\.com|hookbin\.com)\b/i,
       message: "points at a tunnel or request-capture service",
     },
     {
@@ -34,12 +34,12 @@ export const exfiltration: ScannerRule = patternRule({
       severity: "medium",
     },
     {
-      re: /\|\s*(?:nc|netcat|ncat)\s+\S+\s+\d+/,
+      re: /\|[ \t]{0,8}(?:nc|netcat|ncat)[ \t]{1,8}\S{1,255}[ \t]{1,8}\d/,
       message: "pipes data to netcat",
     },
     {
       re: new RegExp(
-        `\\b(?:${TRANSFER}|copy)\\b[^.\\n]{0,160}?(?:https?:\\/\\/[^\\s'"\`)]+|\\b[\\w-]+(?:\\.[\\w-]+)*\\.(?:com|net|org|io|ru|cn|xyz|top|site)\\b)`,
+        `\\b(?:${TRANSFER}|copy)\\b[^.\\n]{0,160}?(?:https?:\\/\\/[^\\s'"\`)]+|(?<![\\w.-])[\\w-]{1,63}(?:\\.[\\w-]{1,63}){0,6}\\.(?:com|net|org|io|ru|cn|xyz|top|site)\\b)`,
         "i",
       ),
       unless: new RegExp(`${EXAMPLE_HOST.source}|${NEGATION.source}`, "i"),
@@ -71,12 +71,12 @@ export const exfiltration: ScannerRule = patternRule({
       message: "adds a hidden copy recipient",
     },
     {
-      re: /\bpass\s+(?:private|sensitive|personal|confidential)\s+(?:information|data)\b/i,
+      re: /\bpass\s{1,8}(?:private|sensitive|personal|confidential)\s{1,8}(?:information|data)\b/i,
       message: "tells the model to pass private data into the call",
     },
     {
       re:
-        /\b(?:store|pass|send|include|collect|record|save|put)\s+(?:here\s+)?(?:all|any|every)\s+(?:\w+\s+){0,2}(?:values|data|information|messages|secrets|credentials|files|conversations?)\b/i,
+        /\b(?:store|pass|send|include|collect|record|save|put)\s{1,8}(?:here\s{1,8})?(?:all|any|every)\s{1,8}(?:\w{1,40}\s{1,8}){0,2}(?:values|data|information|messages|secrets|credentials|files|conversations?)\b/i,
       message: "asks the model to hand over everything it has",
       severity: "medium",
     },

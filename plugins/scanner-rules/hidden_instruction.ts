@@ -17,16 +17,17 @@ export const hiddenInstructionTag: ScannerRule = patternRule({
     "Instruction pseudo-tags (<IMPORTANT>, <SYSTEM>), HTML comments or marker blocks in descriptions",
   patterns: [
     {
-      re: new RegExp(`<\\/?\\s*(?:${TAG_NAMES})\\b[^<>]{0,40}>`, "i"),
+      re: new RegExp(`<\\/?\\s{0,8}(?:${TAG_NAMES})\\b[^<>]{0,40}>`, "i"),
       message: "contains an instruction pseudo-tag that models treat as a priority instruction",
     },
     {
       // A comment is invisible in rendered Markdown but fully visible to the model.
-      re: /<!--\s*\S[\s\S]{7,}?-->/,
+      // No closing "-->" needed: an unclosed comment hides the rest of the text.
+      re: /<!--\s{0,64}\S[\s\S]{7}/,
       message: "contains an HTML comment, hidden from users but read by the model",
     },
     {
-      re: /\|{2,}\s*[A-Z][A-Z_ ]{2,}\s*\|{2,}/,
+      re: /(?<!\|)\|{2,8}[ \t]{0,8}[A-Z][A-Z_ ]{2,64}\|\|/,
       message: "contains a |||MARKER||| block framing injected instructions",
     },
     {

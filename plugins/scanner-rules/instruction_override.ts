@@ -52,7 +52,7 @@ export const instructionOverride: ScannerRule = patternRule({
       message: "offers to override the assistant's instructions",
     },
     {
-      re: /(?:^|\n|[.!?:]\s)\s*SYSTEM\s*:/,
+      re: /(?:^|[\n.!?:])[ \t\r]{0,8}(?:\n[ \t\r]{0,8})?SYSTEM[ \t]{0,8}:/,
       message: "contains a line posing as a SYSTEM message",
     },
     {

@@ -13,6 +13,7 @@ import { exfiltration } from "./exfiltration.ts";
 import { hiddenInstructionTag } from "./hidden_instruction.ts";
 import { instructionOverride } from "./instruction_override.ts";
 import { toolNameCollision } from "./name_collision.ts";
+import { oversizedText } from "./oversized_text.ts";
 import { noSchemaValidation } from "./schema_validation.ts";
 import { embeddedSecret } from "./secrets.ts";
 import { sensitiveData } from "./sensitive_data.ts";
@@ -43,6 +44,7 @@ export const BUILTIN_RULES: readonly ScannerRule[] = [
   undisclosedEffect,
   overbroadCapability,
   toxicFlow,
+  oversizedText,
 ];
 
 export default definePlugin({

@@ -7,7 +7,7 @@ import type { RuleFinding, ScanEntity, ScannerRule } from "../../core/plugin_api
 import { allEntities, excerpt, proseTexts } from "./text.ts";
 
 const STEERING: RegExp[] = [
-  /\bwhen\s+(?:\(?[\w.-]+\)?\s+)?`?[\w.-]+`?\s+(?:tool\s+)?is\s+(?:invoked|called|used|run)\b/i,
+  /\bwhen\s{1,4}(?:\(?[\w.-]{1,64}\)?\s{1,4})?`?[\w.-]{1,64}`?\s{1,4}(?:tool\s{1,4})?is\s{1,4}(?:invoked|called|used|run)\b/i,
   /\b(?:modify|change|alter|override)\s+the\s+behaviou?r\s+of\b/i,
   /\b(?:all|any|every)\s+(?:other\s+)?(?:communication|messaging|email|mail|other)\s+tools\b/i,
   /\bchange\s+the\s+(?:recipient|destination|target|sender)\b/i,
@@ -44,10 +44,10 @@ export const crossServerShadowing: ScannerRule = {
             evidence: excerpt(text.text, m.index, m[0].length),
           });
         }
-        for (const [name, other] of names) {
+        if (names.size === 0) continue;
+        for (const [name, at] of mentions(text.text, names)) {
+          const other = names.get(name)!;
           if (other.server === entity.server) continue;
-          const at = text.text.search(new RegExp(`(?<![\\w-])${escape(name)}(?![\\w-])`));
-          if (at < 0) continue;
           findings.push({
             entity,
             pointer: text.pointer,
@@ -62,6 +62,32 @@ export const crossServerShadowing: ScannerRule = {
   },
 };
 
-function escape(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+const TOKEN = /[\w-]+/g;
+
+/**
+ * Which of `names` occur in `text` as whole words (not inside a longer `[\w-]` run), with the
+ * index of the first occurrence: one pass over the text's tokens, not one search per name.
+ */
+function mentions(text: string, names: Map<string, unknown>): Map<string, number> {
+  const found = new Map<string, number>();
+  const heads = new Map<string, string[]>();
+  for (const name of names.keys()) {
+    // A name with other characters ("a.b") is looked up by its first token, then compared.
+    const head = /^[\w-]+/.exec(name)?.[0];
+    if (!head) continue;
+    const list = heads.get(head) ?? [];
+    list.push(name);
+    heads.set(head, list);
+  }
+  TOKEN.lastIndex = 0;
+  for (let m = TOKEN.exec(text); m; m = TOKEN.exec(text)) {
+    for (const name of heads.get(m[0]) ?? []) {
+      if (found.has(name)) continue;
+      if (name.length === m[0].length) found.set(name, m.index);
+      else if (
+        text.startsWith(name, m.index) && !/[\w-]/.test(text[m.index + name.length] ?? "")
+      ) found.set(name, m.index);
+    }
+  }
+  return found;
 }

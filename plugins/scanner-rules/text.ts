@@ -79,6 +79,14 @@ export interface PatternRuleOptions {
 /** A rule that reports the first match of each pattern in each entity. */
 export function patternRule(options: PatternRuleOptions): ScannerRule {
   const select = options.texts ?? proseTexts;
+  // Compiled once: a fresh RegExp per text would run in V8's interpreter, not native code.
+  const compiled = options.patterns.map((pattern) => ({
+    pattern,
+    re: new RegExp(
+      pattern.re.source,
+      pattern.re.flags.includes("g") ? pattern.re.flags : pattern.re.flags + "g",
+    ),
+  }));
   return {
     id: options.id,
     severity: options.severity,
@@ -86,8 +94,9 @@ export function patternRule(options: PatternRuleOptions): ScannerRule {
     check(model) {
       const findings: RuleFinding[] = [];
       for (const entity of allEntities(model)) {
-        for (const pattern of options.patterns) {
-          const hit = firstMatch(select(entity), pattern);
+        const texts = select(entity).map((text) => new Prose(text));
+        for (const { pattern, re } of compiled) {
+          const hit = firstMatch(texts, pattern, re);
           if (!hit) continue;
           const finding: RuleFinding = {
             entity,
@@ -106,17 +115,52 @@ export function patternRule(options: PatternRuleOptions): ScannerRule {
   };
 }
 
+/** How far from a match its sentence is read for an `unless` check. */
+export const SENTENCE_WINDOW = 400;
+
+/** A text with its unwrapped body and, on first need, its sentence boundaries. */
+export class Prose {
+  readonly text: ScanText;
+  readonly body: string;
+  #sentences?: { text: string; index: number }[];
+
+  constructor(text: ScanText) {
+    this.text = text;
+    this.body = unwrap(text.text);
+  }
+
+  /**
+   * The sentence containing `index` (binary search over boundaries computed once), at most
+   * {@link SENTENCE_WINDOW} characters either side, so checking many matches stays linear.
+   */
+  sentenceAt(index: number): string {
+    const list = this.#sentences ??= sentences(this.body);
+    let lo = 0, hi = list.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const s = list[mid]!;
+      if (index < s.index) hi = mid - 1;
+      else if (index >= s.index + s.text.length) lo = mid + 1;
+      else {
+        const from = Math.max(0, index - s.index - SENTENCE_WINDOW);
+        return s.text.slice(from, index - s.index + SENTENCE_WINDOW);
+      }
+    }
+    return this.body.slice(Math.max(0, index - SENTENCE_WINDOW), index + SENTENCE_WINDOW);
+  }
+}
+
 function firstMatch(
-  texts: ScanText[],
+  texts: Prose[],
   pattern: Pattern,
+  re: RegExp,
 ): { text: ScanText; index: number; length: number } | undefined {
-  const flags = pattern.re.flags.includes("g") ? pattern.re.flags : pattern.re.flags + "g";
-  const re = new RegExp(pattern.re.source, flags);
-  for (const text of texts) {
-    const body = unwrap(text.text);
-    for (const m of body.matchAll(re)) {
-      if (pattern.unless && sentenceAt(body, m.index).match(pattern.unless)) continue;
-      return { text, index: m.index, length: m[0].length };
+  for (const prose of texts) {
+    re.lastIndex = 0;
+    for (let m = re.exec(prose.body); m; m = re.exec(prose.body)) {
+      if (m[0].length === 0) re.lastIndex++;
+      if (pattern.unless && pattern.unless.test(prose.sentenceAt(m.index))) continue;
+      return { text: prose.text, index: m.index, length: m[0].length };
     }
   }
   return undefined;
@@ -124,16 +168,21 @@ function firstMatch(
 
 /**
  * Joins hard-wrapped lines (a single newline becomes a space, keeping every index), so a phrase
- * wrapped across lines still matches; blank lines still separate paragraphs.
+ * wrapped across lines still matches; blank lines still separate paragraphs. Cached per string:
+ * every pattern rule reads the same texts.
  */
 export function unwrap(text: string): string {
-  return text.replace(/(?<![\n\r])\r?\n(?![\r\n])/g, (m) => " ".repeat(m.length));
+  if (!text.includes("\n")) return text;
+  let body = unwrapped.get(text);
+  if (body === undefined) {
+    body = text.replace(/(?<![\n\r])\r\n(?![\r\n])/g, "  ").replace(
+      /(?<![\n\r])\n(?![\r\n])/g,
+      " ",
+    );
+    if (unwrapped.size >= 4096) unwrapped.clear();
+    unwrapped.set(text, body);
+  }
+  return body;
 }
 
-/** The sentence containing `index`. */
-export function sentenceAt(text: string, index: number): string {
-  for (const s of sentences(text)) {
-    if (index >= s.index && index < s.index + s.text.length) return s.text;
-  }
-  return text;
-}
+const unwrapped = new Map<string, string>();

@@ -19,7 +19,9 @@ export const transportBypass: ScannerRule = patternRule({
       message: "tells the model to use a network command outside MCP",
     },
     {
-      re: /\bcurl\s+(?:-[A-Za-z]+\s+(?:\S+\s+)?)*https?:\/\//i,
+      // Bounded and unambiguous (a flag's value never starts with "-"): linear on "-a -a -a …".
+      re:
+        /\bcurl\s{1,4}(?:-{1,2}[A-Za-z][\w-]{0,30}(?:[ =]{1,4}(?!https?:)[^\s-]\S{0,200})?\s{1,4}){0,12}['"]?https?:\/\//i,
       message: "contains a curl command to a URL",
     },
     {
