@@ -35,9 +35,9 @@ export interface GatewayScannerOptions {
   /** Findings at or above this severity (below blockAt) make calls need approval; `off` never. */
   approvalAt: ScanSeverity | "off";
   /**
-   * The plugin folders `rules` came from: when set, scans run in a worker that loads the same
-   * scanner-rule plugins, so a huge or hostile catalog never blocks the event loop. Unset: in
-   * process with `rules`.
+   * The plugin folders `rules` came from: when set, fleets larger than WORKER_ABOVE_CHARS are
+   * scanned in a worker that loads the same scanner-rule plugins, so a huge or hostile catalog
+   * never blocks the event loop. Unset: always in process with `rules`.
    */
   pluginDirs?: readonly string[];
 }
@@ -65,6 +65,7 @@ export class GatewayScanner {
   #running: Promise<void> | undefined;
   #again = false;
   #worker: WorkerScan | undefined;
+  #workerFailed = false;
   #idle: Promise<void> = Promise.resolve();
   /** `server\0tool` → hash of the definition the last completed scan read. */
   #scanned = new Map<string, string>();
@@ -73,7 +74,6 @@ export class GatewayScanner {
 
   constructor(options: GatewayScannerOptions) {
     this.#options = options;
-    if (options.pluginDirs) this.#worker = new WorkerScan(options.pluginDirs);
     options.proxy.setQuarantine((server, tool) =>
       this.#quarantined.get(key(server, tool)) ??
         (this.#pending.has(key(server, tool)) ? PENDING : undefined)
@@ -151,7 +151,12 @@ export class GatewayScanner {
     // What was scanned: the catalogs may change while the worker reads them.
     const snapshot = handles.map((h) => ({ id: h.id, tools: h.catalog.tools }));
     let result: ScanResult;
-    if (this.#worker) {
+    // A usual fleet scans in milliseconds, in this same turn, so nothing unscanned is ever listed;
+    // a big catalog (a hostile one: megabytes of bait) goes to the worker, its new tools held.
+    const inWorker = this.#options.pluginDirs !== undefined && !this.#workerFailed &&
+      JSON.stringify(descriptors).length > WORKER_ABOVE_CHARS;
+    if (inWorker) {
+      this.#worker ??= new WorkerScan(this.#options.pluginDirs!);
       try {
         result = await this.#worker.scan(descriptors);
       } catch (error) {
@@ -160,6 +165,7 @@ export class GatewayScanner {
           `scanner worker failed (${(error as Error).message}); scanning in process`,
         );
         this.#worker = undefined;
+        this.#workerFailed = true;
         result = scanServers(descriptors, rules);
       }
     } else result = scanServers(descriptors, rules);
@@ -298,6 +304,9 @@ export class GatewayScanner {
     return pins;
   }
 }
+
+/** Descriptor sets larger than this (as JSON) are scanned in the worker (~50 ms in process). */
+export const WORKER_ABOVE_CHARS = 256 * 1024;
 
 const PENDING = "waiting for the scanner to read its definition; retry in a moment";
 
