@@ -94,6 +94,10 @@ export class StreamTransport implements Transport {
         if (value === undefined) break;
         let start = 0;
         for (let i = value.indexOf(NEWLINE); i !== -1; i = value.indexOf(NEWLINE, start)) {
+          // Frames read together are delivered a microtask apart: the SDK's Protocol runs a
+          // notification's handler a microtask later but a response's at once, so a client got a
+          // call's last progress and its result in one chunk, and dropped the progress.
+          if (start > 0) await undefined;
           const piece = value.subarray(start, i);
           start = i + 1;
           if (discarding || size + piece.length > max) {

@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import {
+  CallToolResultSchema,
+  type JSONRPCMessage,
+  LATEST_PROTOCOL_VERSION,
+  type Progress,
+} from "@modelcontextprotocol/sdk/types.js";
 import { StreamTransport, type StreamTransportOptions } from "./stream_transport.ts";
 
 const encoder = new TextEncoder();
@@ -260,4 +266,54 @@ Deno.test("StreamTransport.start refuses to start twice", async () => {
   const h = await harness();
   assert.throws(() => h.transport.start(), /already started/);
   await h.end();
+});
+
+Deno.test("An SDK client over StreamTransport gets a call's last progress when the result arrives in the same chunk", async () => {
+  // A scripted server: it answers initialize, then answers the call with its progress
+  // notification and its result in ONE chunk, as a pipe delivers them to a busy reader.
+  let input!: ReadableStreamDefaultController<Uint8Array>;
+  const readable = new ReadableStream<Uint8Array>({ start: (c) => void (input = c) });
+  const line = (m: unknown) => JSON.stringify(m) + "\n";
+  const writable = new WritableStream<Uint8Array>({
+    write(chunk) {
+      for (const text of decoder.decode(chunk).split("\n").filter(Boolean)) {
+        const m = JSON.parse(text) as {
+          id?: number;
+          method?: string;
+          params?: { _meta: { progressToken: string } };
+        };
+        if (m.method === "initialize") {
+          input.enqueue(encoder.encode(line({
+            jsonrpc: "2.0",
+            id: m.id,
+            result: {
+              protocolVersion: LATEST_PROTOCOL_VERSION,
+              capabilities: { tools: {} },
+              serverInfo: { name: "scripted", version: "1" },
+            },
+          })));
+        } else if (m.method === "tools/call") {
+          const progressToken = m.params!._meta.progressToken;
+          input.enqueue(encoder.encode(
+            line({
+              jsonrpc: "2.0",
+              method: "notifications/progress",
+              params: { progressToken, progress: 5, total: 5 },
+            }) + line({ jsonrpc: "2.0", id: m.id, result: { content: [] } }),
+          ));
+        }
+      }
+    },
+  });
+  const client = new Client({ name: "t", version: "1" });
+  await client.connect(new StreamTransport(readable, writable, { maxMessageBytes: 1 << 20 }));
+  const seen: Progress[] = [];
+  await client.request(
+    { method: "tools/call", params: { name: "x", arguments: {} } },
+    CallToolResultSchema,
+    { onprogress: (progress) => seen.push(progress) },
+  );
+  assert.deepEqual(seen, [{ progress: 5, total: 5 }]);
+  input.close();
+  await client.close();
 });

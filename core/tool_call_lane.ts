@@ -69,6 +69,8 @@ export function installToolCallLane(
     const controller = new AbortController();
     controllers.set(id, controller);
     const { signal } = controller;
+    // The call's notifications, once written: its reply goes out after them, never in one write.
+    let notified: Promise<unknown> | undefined;
     const extra: HandlerExtra = {
       signal,
       requestId: id,
@@ -80,9 +82,12 @@ export function installToolCallLane(
       ...(info?.closeStandaloneSSEStream === undefined
         ? {}
         : { closeStandaloneSSEStream: info.closeStandaloneSSEStream }),
-      sendNotification: async (notification) => {
-        if (signal.aborted) return;
-        await server.notification(notification, { relatedRequestId: id });
+      sendNotification: (notification) => {
+        if (signal.aborted) return Promise.resolve();
+        const sent = server.notification(notification, { relatedRequestId: id });
+        const written = sent.catch(() => {});
+        notified = notified ? Promise.all([notified, written]) : written;
+        return sent;
       },
       sendRequest: (async (request, schema, options) => {
         if (signal.aborted) {
@@ -91,11 +96,14 @@ export function installToolCallLane(
         return await server.request(request, schema, { ...options, relatedRequestId: id });
       }) as HandlerExtra["sendRequest"],
     };
+    const reply = (message: JSONRPCMessage) =>
+      notified
+        ? notified.then(() => signal.aborted ? undefined : transport.send(message))
+        : transport.send(message);
     handler({ method: "tools/call", params }, extra)
       .then(
-        (result) => signal.aborted ? undefined : transport.send({ jsonrpc: "2.0", id, result }),
-        (error) =>
-          signal.aborted ? undefined : transport.send({ jsonrpc: "2.0", id, error: wire(error) }),
+        (result) => signal.aborted ? undefined : reply({ jsonrpc: "2.0", id, result }),
+        (error) => signal.aborted ? undefined : reply({ jsonrpc: "2.0", id, error: wire(error) }),
       )
       .catch((error) => server.onerror?.(new Error(`Failed to send response: ${error}`)))
       .finally(() => {

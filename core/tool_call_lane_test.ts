@@ -602,3 +602,38 @@ Deno.test("Requests other than tools/call still go to the SDK Server", SANITIZED
     await s.close();
   }
 });
+
+Deno.test(
+  "A call's reply is sent only once its notifications are written, never in the same write",
+  SANITIZED,
+  async () => {
+    const held = heldHandler();
+    const s = await session({ handler: held.handler });
+    const transport = s.server.transport!;
+    const send = transport.send.bind(transport);
+    const gate = Promise.withResolvers<void>();
+    const order: string[] = [];
+    transport.send = async (message, options) => {
+      const m = message as Message;
+      if (m.method === "notifications/progress") await gate.promise; // a write still in flight
+      order.push(m.method === undefined ? `reply ${String(m.id)}` : String(m.method));
+      return send(message, options);
+    };
+    try {
+      await s.send(toolsCall("c-1", { name: "slow", _meta: { progressToken: "p" } }));
+      const { extra, reply } = await held.call(1);
+      void extra.sendNotification({
+        method: "notifications/progress",
+        params: { progressToken: "p", progress: 1, total: 1 },
+      });
+      reply.resolve({ content: [] });
+      for (let i = 0; i < 50; i++) await Promise.resolve(); // every reaction that could reply
+      assert.deepEqual(order, [], "the reply waits for the notification's write");
+      gate.resolve();
+      await s.response("c-1");
+      assert.deepEqual(order, ["notifications/progress", "reply c-1"]);
+    } finally {
+      await s.close();
+    }
+  },
+);

@@ -6,7 +6,7 @@ import { type GatewayEvent, SUBJECT_PREFIX, subjectOf } from "../../core/events.
 import { ApprovalTokens } from "../../core/governance/approval_tokens.ts";
 import { createLogger, type Logger, silentLogger } from "../../core/logger.ts";
 import type { PluginContext } from "../../core/plugin_api.ts";
-import { startNatsServer } from "../../tests/support/nats_server.ts";
+import { NEEDS_NATS, startNatsServer } from "../../tests/support/nats_server.ts";
 import plugin from "./mod.ts";
 import { DEFAULT_NONCE_BUCKET, NatsEventBus } from "./nats_event_bus.ts";
 
@@ -82,123 +82,135 @@ async function captured(url: string, count: number): Promise<{ subject: string; 
   }
 }
 
-Deno.test("an event published on one bus reaches a second bus and its exact subject", async () => {
-  const server = await startNatsServer();
-  const a = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
-  const b = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
-  const raw = await connect({ servers: server.url });
-  try {
-    const event: GatewayEvent = {
-      type: "session.opened",
-      sessionId: "s-1",
-      transport: "stdio",
-      tenant: "acme",
-    };
-    const onSubject: Msg[] = [];
-    raw.subscribe(subjectOf(event), { callback: (_error, msg) => onSubject.push(msg) });
-    await raw.flush();
-    const seenByB = recorder(b);
-    const seenByA = recorder(a);
+Deno.test(
+  "an event published on one bus reaches a second bus and its exact subject",
+  NEEDS_NATS,
+  async () => {
+    const server = await startNatsServer();
+    const a = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
+    const b = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
+    const raw = await connect({ servers: server.url });
+    try {
+      const event: GatewayEvent = {
+        type: "session.opened",
+        sessionId: "s-1",
+        transport: "stdio",
+        tenant: "acme",
+      };
+      const onSubject: Msg[] = [];
+      raw.subscribe(subjectOf(event), { callback: (_error, msg) => onSubject.push(msg) });
+      await raw.flush();
+      const seenByB = recorder(b);
+      const seenByA = recorder(a);
 
-    a.publish(event);
+      a.publish(event);
 
-    assert.deepEqual(seenByA, [event], "local subscribers get the event synchronously");
-    await waitFor(
-      "replica B and the raw subscriber",
-      () => seenByB.length === 1 && onSubject.length === 1,
-    );
-    assert.deepEqual(seenByB, [event], "remote event arrives without the origin tag");
-    const msg = onSubject[0]!;
-    assert.equal(msg.subject, "agent33.mcp.sessions.opened");
-    assert.deepEqual(parse(msg), { ...event, origin: a.origin });
-    assert.notEqual(a.origin, b.origin);
-    assert.equal(a.stats().published, 1);
-    assert.equal(b.stats().received, 1);
-  } finally {
-    await raw.close();
-    await a.close();
-    await b.close();
-    await server.stop();
-  }
-});
+      assert.deepEqual(seenByA, [event], "local subscribers get the event synchronously");
+      await waitFor(
+        "replica B and the raw subscriber",
+        () => seenByB.length === 1 && onSubject.length === 1,
+      );
+      assert.deepEqual(seenByB, [event], "remote event arrives without the origin tag");
+      const msg = onSubject[0]!;
+      assert.equal(msg.subject, "agent33.mcp.sessions.opened");
+      assert.deepEqual(parse(msg), { ...event, origin: a.origin });
+      assert.notEqual(a.origin, b.origin);
+      assert.equal(a.stats().published, 1);
+      assert.equal(b.stats().received, 1);
+    } finally {
+      await raw.close();
+      await a.close();
+      await b.close();
+      await server.stop();
+    }
+  },
+);
 
-Deno.test("a bus skips its own echo: local subscribers see each event once", async () => {
-  const server = await startNatsServer();
-  const a = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
-  const b = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
-  try {
-    const seenByA = recorder(a);
-    const seenByB = recorder(b);
-    const first: GatewayEvent = { type: "tools.changed", count: 1 };
-    const second: GatewayEvent = { type: "tools.changed", count: 2 };
+Deno.test(
+  "a bus skips its own echo: local subscribers see each event once",
+  NEEDS_NATS,
+  async () => {
+    const server = await startNatsServer();
+    const a = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
+    const b = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
+    try {
+      const seenByA = recorder(a);
+      const seenByB = recorder(b);
+      const first: GatewayEvent = { type: "tools.changed", count: 1 };
+      const second: GatewayEvent = { type: "tools.changed", count: 2 };
 
-    a.publish(first);
-    await waitFor("B to receive the first event", () => seenByB.length === 1);
-    // The server fanned `first` out to A before B could answer, and delivers in order per
-    // connection: once A sees `second`, A's own echo of `first` has already been handled.
-    b.publish(second);
-    await waitFor("A to receive the second event", () => seenByA.length >= 2);
+      a.publish(first);
+      await waitFor("B to receive the first event", () => seenByB.length === 1);
+      // The server fanned `first` out to A before B could answer, and delivers in order per
+      // connection: once A sees `second`, A's own echo of `first` has already been handled.
+      b.publish(second);
+      await waitFor("A to receive the second event", () => seenByA.length >= 2);
 
-    assert.deepEqual(seenByA, [first, second]);
-    assert.deepEqual(seenByB, [first, second]);
-    assert.equal(a.stats().received, 1, "only B's event counts as received by A");
-    assert.equal(a.stats().malformed, 0);
-  } finally {
-    await a.close();
-    await b.close();
-    await server.stop();
-  }
-});
+      assert.deepEqual(seenByA, [first, second]);
+      assert.deepEqual(seenByB, [first, second]);
+      assert.equal(a.stats().received, 1, "only B's event counts as received by A");
+      assert.equal(a.stats().malformed, 0);
+    } finally {
+      await a.close();
+      await b.close();
+      await server.stop();
+    }
+  },
+);
 
-Deno.test("publishing during an outage buffers without throwing; reconnect flushes", async () => {
-  const server = await startNatsServer();
-  await captureAllSubjects(server.url);
-  const bus = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
-  try {
-    const local = recorder(bus);
-    const events: GatewayEvent[] = [
-      { type: "plugin.loaded", plugin: "p", kind: "bus", path: "/p" },
-      { type: "tools.changed", count: 7 },
-      { type: "gateway.stopping" },
-    ];
+Deno.test(
+  "publishing during an outage buffers without throwing; reconnect flushes",
+  NEEDS_NATS,
+  async () => {
+    const server = await startNatsServer();
+    await captureAllSubjects(server.url);
+    const bus = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
+    try {
+      const local = recorder(bus);
+      const events: GatewayEvent[] = [
+        { type: "plugin.loaded", plugin: "p", kind: "bus", path: "/p" },
+        { type: "tools.changed", count: 7 },
+        { type: "gateway.stopping" },
+      ];
 
-    await server.restart(async () => {
-      await waitFor("the bus to notice the outage", () => !bus.stats().connected);
-      events.forEach((event, i) => {
-        bus.publish(event);
-        assert.equal(bus.stats().buffered, i + 1);
+      await server.restart(async () => {
+        await waitFor("the bus to notice the outage", () => !bus.stats().connected);
+        events.forEach((event, i) => {
+          bus.publish(event);
+          assert.equal(bus.stats().buffered, i + 1);
+        });
+        assert.deepEqual(local, events, "local subscribers are served during the outage");
       });
-      assert.deepEqual(local, events, "local subscribers are served during the outage");
-    });
 
-    await waitFor("the bus to reconnect and flush", () => {
-      const stats = bus.stats();
-      return stats.connected && stats.buffered === 0;
-    });
-    const got = await captured(server.url, events.length);
-    assert.deepEqual(
-      got,
-      events.map((e) => ({ subject: subjectOf(e), body: { ...e, origin: bus.origin } })),
-    );
-    assert.deepEqual(
-      bus.stats(),
-      {
-        published: 3,
-        buffered: 0,
-        dropped: 0,
-        connected: true,
-        reconnects: 1,
-        received: 0,
-        malformed: 0,
-      },
-    );
-  } finally {
-    await bus.close();
-    await server.stop();
-  }
-});
+      await waitFor("the bus to reconnect and flush", () => {
+        const stats = bus.stats();
+        return stats.connected && stats.buffered === 0;
+      });
+      const got = await captured(server.url, events.length);
+      assert.deepEqual(
+        got,
+        events.map((e) => ({ subject: subjectOf(e), body: { ...e, origin: bus.origin } })),
+      );
+      assert.deepEqual(
+        bus.stats(),
+        {
+          published: 3,
+          buffered: 0,
+          dropped: 0,
+          connected: true,
+          reconnects: 1,
+          received: 0,
+          malformed: 0,
+        },
+      );
+    } finally {
+      await bus.close();
+      await server.stop();
+    }
+  },
+);
 
-Deno.test("the outage buffer keeps the newest events and warns once", async () => {
+Deno.test("the outage buffer keeps the newest events and warns once", NEEDS_NATS, async () => {
   const server = await startNatsServer();
   await captureAllSubjects(server.url);
   const { logger, lines } = memoryLogger();
@@ -230,7 +242,7 @@ Deno.test("the outage buffer keeps the newest events and warns once", async () =
   }
 });
 
-Deno.test("malformed messages on the wire are counted and dropped", async () => {
+Deno.test("malformed messages on the wire are counted and dropped", NEEDS_NATS, async () => {
   const server = await startNatsServer();
   const bus = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
   const raw = await connect({ servers: server.url });
@@ -277,48 +289,56 @@ Deno.test("the first connect fails fast with a clear message when no server list
   );
 });
 
-Deno.test("close is idempotent and publish after close neither throws nor sends", async () => {
-  const server = await startNatsServer();
-  const bus = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
-  try {
-    const seen = recorder(bus);
-    await Promise.all([bus.close(), bus.close()]);
-    await bus.close();
-    bus.publish({ type: "gateway.stopping" });
-    assert.deepEqual(seen, []);
-    assert.equal(bus.stats().connected, false);
-    assert.equal(bus.stats().published, 0);
-  } finally {
-    await server.stop();
-  }
-});
-
-Deno.test("close during an outage returns and counts the unsent events as dropped", async () => {
-  const server = await startNatsServer();
-  const bus = await NatsEventBus.connect({
-    url: server.url,
-    logger: silentLogger,
-    reconnectTimeWait: 50,
-  });
-  try {
-    await server.restart(async () => {
-      await waitFor("the bus to notice the outage", () => !bus.stats().connected);
-      bus.publish({ type: "gateway.stopping" });
-      assert.equal(bus.stats().buffered, 1);
+Deno.test(
+  "close is idempotent and publish after close neither throws nor sends",
+  NEEDS_NATS,
+  async () => {
+    const server = await startNatsServer();
+    const bus = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
+    try {
+      const seen = recorder(bus);
+      await Promise.all([bus.close(), bus.close()]);
       await bus.close();
-      assert.deepEqual(
-        { buffered: bus.stats().buffered, dropped: bus.stats().dropped },
-        { buffered: 0, dropped: 1 },
-      );
+      bus.publish({ type: "gateway.stopping" });
+      assert.deepEqual(seen, []);
+      assert.equal(bus.stats().connected, false);
+      assert.equal(bus.stats().published, 0);
+    } finally {
+      await server.stop();
+    }
+  },
+);
+
+Deno.test(
+  "close during an outage returns and counts the unsent events as dropped",
+  NEEDS_NATS,
+  async () => {
+    const server = await startNatsServer();
+    const bus = await NatsEventBus.connect({
+      url: server.url,
+      logger: silentLogger,
+      reconnectTimeWait: 50,
     });
-  } finally {
-    await bus.close();
-    await server.stop();
-    // nats.js leaves its reconnect back-off timer running past close(); let it run out here rather
-    // than in the next test (the ops sanitizer would rightly flag it).
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-});
+    try {
+      await server.restart(async () => {
+        await waitFor("the bus to notice the outage", () => !bus.stats().connected);
+        bus.publish({ type: "gateway.stopping" });
+        assert.equal(bus.stats().buffered, 1);
+        await bus.close();
+        assert.deepEqual(
+          { buffered: bus.stats().buffered, dropped: bus.stats().dropped },
+          { buffered: 0, dropped: 1 },
+        );
+      });
+    } finally {
+      await bus.close();
+      await server.stop();
+      // nats.js leaves its reconnect back-off timer running past close(); let it run out here rather
+      // than in the next test (the ops sanitizer would rightly flag it).
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  },
+);
 
 function pluginContext(config: Record<string, unknown>): PluginContext {
   return {
@@ -330,7 +350,7 @@ function pluginContext(config: Record<string, unknown>): PluginContext {
   };
 }
 
-Deno.test("the bus-nats plugin needs NATS_URL and returns a working bus", async () => {
+Deno.test("the bus-nats plugin needs NATS_URL and returns a working bus", NEEDS_NATS, async () => {
   assert.equal(plugin.kind, "bus");
   assert.equal(plugin.name, "bus-nats");
   assert.deepEqual(plugin.permissions, { net: true });
@@ -367,71 +387,79 @@ function nonceOf(i: number): string {
   return i.toString(16).padStart(32, "0");
 }
 
-Deno.test("two replicas share approval nonces: the first consume wins, the other gets false", async () => {
-  const server = await startNatsServer();
-  const a = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
-  const b = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
-  try {
-    const clock = new ManualClock(Date.now());
-    const storeA = await a.nonceStore({ clock });
-    const storeB = await b.nonceStore({ clock });
-    const expiresAt = clock.now() + MINUTE_MS;
-    assert.equal(await storeA.consume(nonceOf(1), expiresAt), true);
-    assert.equal(await storeB.consume(nonceOf(1), expiresAt), false, "replica B sees the use");
-    assert.equal(await storeA.consume(nonceOf(1), expiresAt), false, "and so does A itself");
-    assert.equal(await storeB.consume(nonceOf(2), expiresAt), true, "other nonces are free");
-
-    // End to end: a token honoured by one replica is a replay on the other.
-    const tokensA = new ApprovalTokens({ secret: NONCE_SECRET, clock, nonces: storeA });
-    const tokensB = new ApprovalTokens({ secret: NONCE_SECRET, clock, nonces: storeB });
-    const call = { tenant: "acme", tool: "fs__delete", argumentsHash: "f".repeat(64) };
-    const { token } = await tokensA.issue({ ...call, requestId: "req-1" });
-    assert.deepEqual(await tokensB.verify(token, call), { ok: true, requestId: "req-1" });
-    const again = await tokensA.verify(token, call);
-    assert.equal(again.ok ? "ok" : again.code, "approval_replayed");
-
-    const raw = await connect({ servers: server.url });
+Deno.test(
+  "two replicas share approval nonces: the first consume wins, the other gets false",
+  NEEDS_NATS,
+  async () => {
+    const server = await startNatsServer();
+    const a = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
+    const b = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
     try {
-      const status = await (await raw.jetstream().views.kv(DEFAULT_NONCE_BUCKET)).status();
-      assert.equal(status.history, 1);
-      assert.equal(status.ttl, 11 * MINUTE_MS, "token lifetime plus the clock-skew allowance");
+      const clock = new ManualClock(Date.now());
+      const storeA = await a.nonceStore({ clock });
+      const storeB = await b.nonceStore({ clock });
+      const expiresAt = clock.now() + MINUTE_MS;
+      assert.equal(await storeA.consume(nonceOf(1), expiresAt), true);
+      assert.equal(await storeB.consume(nonceOf(1), expiresAt), false, "replica B sees the use");
+      assert.equal(await storeA.consume(nonceOf(1), expiresAt), false, "and so does A itself");
+      assert.equal(await storeB.consume(nonceOf(2), expiresAt), true, "other nonces are free");
+
+      // End to end: a token honoured by one replica is a replay on the other.
+      const tokensA = new ApprovalTokens({ secret: NONCE_SECRET, clock, nonces: storeA });
+      const tokensB = new ApprovalTokens({ secret: NONCE_SECRET, clock, nonces: storeB });
+      const call = { tenant: "acme", tool: "fs__delete", argumentsHash: "f".repeat(64) };
+      const { token } = await tokensA.issue({ ...call, requestId: "req-1" });
+      assert.deepEqual(await tokensB.verify(token, call), { ok: true, requestId: "req-1" });
+      const again = await tokensA.verify(token, call);
+      assert.equal(again.ok ? "ok" : again.code, "approval_replayed");
+
+      const raw = await connect({ servers: server.url });
+      try {
+        const status = await (await raw.jetstream().views.kv(DEFAULT_NONCE_BUCKET)).status();
+        assert.equal(status.history, 1);
+        assert.equal(status.ttl, 11 * MINUTE_MS, "token lifetime plus the clock-skew allowance");
+      } finally {
+        await raw.close();
+      }
     } finally {
-      await raw.close();
+      await a.close();
+      await b.close();
+      await server.stop();
     }
-  } finally {
-    await a.close();
-    await b.close();
-    await server.stop();
-  }
-});
+  },
+);
 
-Deno.test("concurrent consumes of one nonce from two replicas: exactly one is true", async () => {
-  const server = await startNatsServer();
-  const a = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
-  const b = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
-  try {
-    const [storeA, storeB] = await Promise.all([a.nonceStore(), b.nonceStore()]);
-    const expiresAt = Date.now() + MINUTE_MS;
-    const rounds = await Promise.all(
-      Array.from({ length: 25 }, (_, i) =>
-        Promise.all([
-          storeA.consume(nonceOf(i), expiresAt),
-          storeB.consume(nonceOf(i), expiresAt),
-          storeA.consume(nonceOf(i), expiresAt),
-          storeB.consume(nonceOf(i), expiresAt),
-        ])),
-    );
-    for (const [i, results] of rounds.entries()) {
-      assert.equal(results.filter(Boolean).length, 1, `nonce ${i}: ${results}`);
+Deno.test(
+  "concurrent consumes of one nonce from two replicas: exactly one is true",
+  NEEDS_NATS,
+  async () => {
+    const server = await startNatsServer();
+    const a = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
+    const b = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
+    try {
+      const [storeA, storeB] = await Promise.all([a.nonceStore(), b.nonceStore()]);
+      const expiresAt = Date.now() + MINUTE_MS;
+      const rounds = await Promise.all(
+        Array.from({ length: 25 }, (_, i) =>
+          Promise.all([
+            storeA.consume(nonceOf(i), expiresAt),
+            storeB.consume(nonceOf(i), expiresAt),
+            storeA.consume(nonceOf(i), expiresAt),
+            storeB.consume(nonceOf(i), expiresAt),
+          ])),
+      );
+      for (const [i, results] of rounds.entries()) {
+        assert.equal(results.filter(Boolean).length, 1, `nonce ${i}: ${results}`);
+      }
+    } finally {
+      await a.close();
+      await b.close();
+      await server.stop();
     }
-  } finally {
-    await a.close();
-    await b.close();
-    await server.stop();
-  }
-});
+  },
+);
 
-Deno.test("the NATS nonce store fails closed on nonces it cannot guard", async () => {
+Deno.test("the NATS nonce store fails closed on nonces it cannot guard", NEEDS_NATS, async () => {
   const server = await startNatsServer();
   const bus = await NatsEventBus.connect({ url: server.url, logger: silentLogger });
   try {

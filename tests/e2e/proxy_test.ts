@@ -12,7 +12,7 @@ import {
 import { connect as connectNats } from "nats";
 import { StreamTransport } from "../../core/stream_transport.ts";
 import { startEverything } from "../fixtures/upstreams/reference_server.ts";
-import { startNatsServer } from "../support/nats_server.ts";
+import { NEEDS_NATS, startNatsServer } from "../support/nats_server.ts";
 import { spawnStdioGateway } from "../support/child_gateway.ts";
 import { runConformance } from "../support/conformance.ts";
 import {
@@ -371,37 +371,41 @@ proxy_servers:
   });
 }
 
-Deno.test("With NATS_URL set, upstream lifecycle events are published on agent33.mcp.proxy.<id>.state", async () => {
-  const nats = await startNatsServer();
-  const connection = await connectNats({ servers: nats.url });
-  const seen: { subject: string; event: Record<string, unknown> }[] = [];
-  const subscription = connection.subscribe("agent33.mcp.proxy.>");
-  const reading = (async () => {
-    for await (const message of subscription) {
-      seen.push({ subject: message.subject, event: message.json() });
+Deno.test(
+  "With NATS_URL set, upstream lifecycle events are published on agent33.mcp.proxy.<id>.state",
+  NEEDS_NATS,
+  async () => {
+    const nats = await startNatsServer();
+    const connection = await connectNats({ servers: nats.url });
+    const seen: { subject: string; event: Record<string, unknown> }[] = [];
+    const subscription = connection.subscribe("agent33.mcp.proxy.>");
+    const reading = (async () => {
+      for await (const message of subscription) {
+        seen.push({ subject: message.subject, event: message.json() });
+      }
+    })();
+    const fleet = DEMO_FLEET.split("  - id: memory")[0]!;
+    try {
+      await withFleet(fleet, { NATS_URL: nats.url }, async () => {
+        await eventually(
+          () =>
+            seen.some((m) =>
+              m.subject === "agent33.mcp.proxy.everything.state" && m.event.to === "READY"
+            ),
+          "the READY event on NATS",
+        );
+      });
+      const states = seen.filter((m) => m.subject === "agent33.mcp.proxy.everything.state")
+        .map((m) => m.event.to);
+      assert.deepEqual(states.slice(0, 2), ["STARTING", "READY"]);
+    } finally {
+      subscription.unsubscribe();
+      await reading;
+      await connection.close();
+      await nats.stop();
     }
-  })();
-  const fleet = DEMO_FLEET.split("  - id: memory")[0]!;
-  try {
-    await withFleet(fleet, { NATS_URL: nats.url }, async () => {
-      await eventually(
-        () =>
-          seen.some((m) =>
-            m.subject === "agent33.mcp.proxy.everything.state" && m.event.to === "READY"
-          ),
-        "the READY event on NATS",
-      );
-    });
-    const states = seen.filter((m) => m.subject === "agent33.mcp.proxy.everything.state")
-      .map((m) => m.event.to);
-    assert.deepEqual(states.slice(0, 2), ["STARTING", "READY"]);
-  } finally {
-    subscription.unsubscribe();
-    await reading;
-    await connection.close();
-    await nats.stop();
-  }
-});
+  },
+);
 
 Deno.test("isolation: inline relays a stdio upstream in the kernel's thread: calls, progress and a clean stop", async () => {
   const fleet = DEMO_FLEET.split("  - id: memory")[0]!.replace(

@@ -32,6 +32,7 @@ import {
   UPSTREAMS,
 } from "./rig.ts";
 import { abortMidCall, abortMidStream } from "./disconnect.ts";
+import { NEEDS_NATS } from "../support/nats_server.ts";
 
 /** One fault and the rule the gateway must keep under it. */
 export interface Fault {
@@ -529,7 +530,7 @@ export const FAULTS: readonly Fault[] = [
  * take minutes); they outlive each case by design, so the per-test leak sanitizers cannot apply to
  * these cases. The stop cases check instead that nothing is left behind.
  */
-const SHARED_RIG = { sanitizeOps: false, sanitizeResources: false } as const;
+const SHARED_RIG = { sanitizeOps: false, sanitizeResources: false, ...NEEDS_NATS } as const;
 
 /** Registers every case of the matrix for one inbound transport, sharing one rig. */
 export function defineFaultMatrix(inbound: Inbound): void {
