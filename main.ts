@@ -45,7 +45,9 @@ Options:
                            the caller may use the MCP endpoints, not the admin API nor approvals
   --no-auth-admin          With --no-auth: the anonymous caller may also use the admin API and
                            decide approvals (any local process can then add servers, i.e. run commands)
-  --demo                   Use the demo fleet (demo/fleet.yaml) when no fleet is configured
+  --demo                   Embedded defaults for what is not configured: the demo fleet
+                           (demo/fleet.yaml), agents/, skills/, workflows/, knowledge/, and
+                           the audit log and approvals in MCP_DATA_DIR (./.agent33)
   -h, --help               Show this help`,
   scan: SCAN_HELP,
   sync: SYNC_HELP,
@@ -147,29 +149,7 @@ async function serve(args: string[]): Promise<number> {
   if (values.config !== undefined) flags.config = values.config;
   if (values["no-auth"]) flags.noAuth = true;
   if (values["no-auth-admin"]) flags.noAuthAdmin = true;
-  const env = Deno.env.toObject();
-  if (values.demo && flags.config === undefined && !env.MCP_PROXY_CONFIG_PATH) {
-    // The demo fleet when nothing else is configured: `deno task start` on a fresh clone.
-    const demo = new URL("./demo/", import.meta.url).pathname;
-    flags.config = `${demo}fleet.yaml`;
-    env.AGENT33_DEMO_DIR ??= demo.replace(/\/$/, "");
-    Deno.env.set("AGENT33_DEMO_DIR", env.AGENT33_DEMO_DIR);
-    if (!env.MCP_AUDIT_LOG) Deno.env.set("MCP_AUDIT_LOG", `${demo}data/audit.jsonl`);
-    // Not beside demo/fleet.yaml: the approvals file is state, and demo/data is kept out of git.
-    if (!env.MCP_APPROVALS_PATH) Deno.env.set("MCP_APPROVALS_PATH", `${demo}data/approvals.json`);
-    // The demo engine: example agents, skills, workflows and a small knowledge corpus.
-    const root = new URL("./", import.meta.url).pathname;
-    for (
-      const [name, dir] of [
-        ["MCP_AGENTS_PATH", "agents"],
-        ["MCP_SKILLS_PATH", "skills"],
-        ["MCP_WORKFLOWS_PATH", "workflows"],
-        ["MCP_KNOWLEDGE_PATH", "knowledge"],
-      ]
-    ) {
-      if (!env[name!]) Deno.env.set(name!, `${root}${dir}`);
-    }
-  }
+  if (values.demo) flags.demo = true;
 
   // First signal: drain calls in flight (MCP_SHUTDOWN_GRACE_MS). Second: cut them off and close.
   // Third: exit on the spot, for a stop that is itself stuck. Listening before the start: a signal

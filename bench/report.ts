@@ -71,6 +71,8 @@ export interface Results {
     upstreams: number;
     toolsPerUpstream: number;
     tools: number;
+    pageSize: number;
+    roundTrips: number;
     coldMs: number;
     cachedMedianMs: number;
     cachedP99Ms: number;
@@ -235,7 +237,8 @@ export function renderTable(results: Results): string {
     parts.push("");
     parts.push(
       `tools/list of ${t.tools} aggregated tools (${t.upstreams} upstreams × ${t.toolsPerUpstream}, ` +
-        `one page, SDK client in process): cold ${t.coldMs.toFixed(1)} ms, cached median ` +
+        `page size ${t.pageSize}: ${t.roundTrips} round trip${t.roundTrips === 1 ? "" : "s"}, ` +
+        `SDK client in process): cold ${t.coldMs.toFixed(1)} ms, cached median ` +
         `${t.cachedMedianMs.toFixed(2)} ms, p99 ${
           t.cachedP99Ms.toFixed(2)
         } ms; the gateway's own ` +

@@ -1,8 +1,9 @@
 /**
  * Bench: `tools/list` over a large aggregated fleet (50 upstreams × 100 tools = 5,000 tools), in
- * process: real SDK servers as upstreams over in-memory transports, the real bridge, and the SDK
- * client asking for the whole list in one page. Cold = the first list after the fleet changed;
- * cached = the lists after it.
+ * process: real SDK servers as upstreams over in-memory transports, the real bridge with the shipped
+ * page size (MCP_LIST_PAGE_SIZE's default), and the SDK client listing as a client does: following
+ * `nextCursor` until the last page; the round trips that took are reported. Cold = the first list
+ * after the fleet changed; cached = the lists after it.
  * @module
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -24,6 +25,7 @@ import { ProxyManager } from "../core/proxy/proxy_manager.ts";
 import { ToolActivationManager } from "../core/tool_activation_manager.ts";
 import { ToolDiscovery } from "../core/tool_discovery.ts";
 import { ToolRegistry } from "../core/tool_registry.ts";
+import { DEFAULT_PAGE_SIZE } from "../core/config.ts";
 import { serializeMessage } from "../core/wire_json.ts";
 import { fleetServer, InMemoryUpstream } from "../tests/support/in_memory_upstream.ts";
 import { median, quantile } from "./stats.ts";
@@ -33,6 +35,10 @@ export interface ToolsListResult {
   upstreams: number;
   toolsPerUpstream: number;
   tools: number;
+  /** The shipped page size the lists were served with. */
+  pageSize: number;
+  /** Requests one full list took (pages followed through nextCursor). */
+  roundTrips: number;
   coldMs: number;
   cachedMedianMs: number;
   cachedP99Ms: number;
@@ -82,7 +88,7 @@ export async function benchToolsList(
     logger: silentLogger,
     clock,
     bus,
-    pageSize: upstreams * toolsPerUpstream + 10,
+    pageSize: DEFAULT_PAGE_SIZE,
     proxy,
     pipeline: new CallPipeline({ tools, proxy, governance, approvals }),
     approvalInBand: false,
@@ -110,18 +116,30 @@ export async function benchToolsList(
   });
   const client = new Client({ name: "bench", version: "1" });
   await client.connect(clientSide);
+  const listAll = async () => {
+    let count = 0;
+    let roundTrips = 0;
+    let cursor: string | undefined;
+    do {
+      const page = await client.listTools(cursor === undefined ? {} : { cursor });
+      roundTrips++;
+      count += page.tools.length;
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+    return { count, roundTrips };
+  };
   try {
     const started = performance.now();
-    const first = await client.listTools();
+    const first = await listAll();
     const coldMs = performance.now() - started;
     const expected = upstreams * toolsPerUpstream;
-    if (first.tools.length !== expected) {
-      throw new Error(`tools/list returned ${first.tools.length} tools, expected ${expected}`);
+    if (first.count !== expected) {
+      throw new Error(`tools/list returned ${first.count} tools, expected ${expected}`);
     }
     const samples: number[] = [];
     for (let i = 0; i < calls; i++) {
       const t = performance.now();
-      await client.listTools();
+      await listAll();
       samples.push(performance.now() - t);
     }
     samples.sort((a, b) => a - b);
@@ -130,6 +148,8 @@ export async function benchToolsList(
       upstreams,
       toolsPerUpstream,
       tools: expected,
+      pageSize: DEFAULT_PAGE_SIZE,
+      roundTrips: first.roundTrips,
       coldMs,
       cachedMedianMs: median(samples),
       cachedP99Ms: quantile(samples, 0.99),

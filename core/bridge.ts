@@ -131,6 +131,8 @@ export interface MCPServiceBridgeOptions {
   pageSize: number;
   /** The upstream fleet, when one is configured. */
   proxy?: ProxyManager;
+  /** MCP_PROXY_STARTUP_WAIT: how long a list waits for upstreams on their first start. */
+  startupWaitMs?: number;
   /** The one path of every tool call (resolve, quarantine, escalation, governance, forward). */
   pipeline: CallPipeline;
   /**
@@ -390,7 +392,8 @@ export class MCPServiceBridge {
     };
     const searchMode = () => native && o.discovery.mode(caller.tenant) === "search";
 
-    handle(server, ListToolsRequestSchema, (request) => {
+    handle(server, ListToolsRequestSchema, async (request) => {
+      await o.proxy?.settled(o.startupWaitMs ?? 0);
       return guard(() => {
         const tools = searchMode()
           ? o.discovery.list(live.id, caller, nativeTools(), proxiedTools())
@@ -536,7 +539,8 @@ export class MCPServiceBridge {
       }
     };
 
-    handle(server, ListResourcesRequestSchema, (request) => {
+    handle(server, ListResourcesRequestSchema, async (request) => {
+      await o.proxy?.settled(o.startupWaitMs ?? 0);
       return guard(() => {
         const resources = [
           ...(native ? this.#resources() : []).filter((r) => mayList("resource", r.uri, undefined)),
@@ -549,7 +553,8 @@ export class MCPServiceBridge {
       });
     });
 
-    handle(server, ListResourceTemplatesRequestSchema, (request) => {
+    handle(server, ListResourceTemplatesRequestSchema, async (request) => {
+      await o.proxy?.settled(o.startupWaitMs ?? 0);
       return guard(() => {
         const templates = [
           ...(native ? resourceTemplates() : []).filter((t) =>
@@ -632,7 +637,8 @@ export class MCPServiceBridge {
       return {};
     });
 
-    handle(server, ListPromptsRequestSchema, (request) => {
+    handle(server, ListPromptsRequestSchema, async (request) => {
+      await o.proxy?.settled(o.startupWaitMs ?? 0);
       return guard(() => {
         const prompts = [
           ...(native ? this.#prompts().map((p) => p.prompt) : []).filter((p) =>

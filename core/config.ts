@@ -6,6 +6,7 @@
  * {@link resolveConfig}, joins them, and every error names the variable (or flag) and the fix.
  * @module
  */
+import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { readDotenv } from "./dotenv.ts";
 import { GatewayError } from "./errors.ts";
@@ -15,6 +16,7 @@ import {
   MIN_HS256_SECRET_BYTES,
 } from "./auth/jwt_verifier.ts";
 import { KNOWN_SCOPES } from "./auth/token_payload.ts";
+import { resolveDataDir } from "./data_dir.ts";
 
 /** The fully resolved configuration. */
 export interface GatewayConfig {
@@ -71,7 +73,13 @@ export interface GatewayConfig {
     configPath?: string;
     healthCheckIntervalSeconds: number;
     toolSeparator: string;
+    /** MCP_PROXY_STARTUP_WAIT, in ms: how long a session's first list waits for STARTING upstreams. */
+    startupWaitMs: number;
   };
+  /** MCP_DATA_DIR, absolute: the one directory the gateway writes its state to. */
+  dataDir: string;
+  /** `--demo`: every input left unset takes the embedded default (demo fleet, engine, data dir). */
+  demo: boolean;
   pluginPaths: string[];
   policyPath: string;
   /** The engine's definition and knowledge directories; each feature is off while unset. */
@@ -129,6 +137,8 @@ export interface ConfigFlags {
   noAuth?: boolean;
   /** MCP_AUTH_DISABLED_ADMIN */
   noAuthAdmin?: boolean;
+  /** `--demo`: the embedded defaults for whatever is not configured. */
+  demo?: boolean;
 }
 
 const FLAG_OF: Record<string, string> = {
@@ -221,7 +231,12 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
     default: "4194304",
     meaning: "Largest JSON-RPC frame or HTTP body",
   },
-  { name: "MCP_LIST_PAGE_SIZE", default: "100", meaning: "Items per page of every MCP list" },
+  {
+    name: "MCP_LIST_PAGE_SIZE",
+    default: "10000",
+    meaning:
+      "Items per page of every MCP list (the default lists any realistic fleet in one page; lower it to page with nextCursor)",
+  },
   {
     name: "MCP_HTTP_RESPONSE_MODE",
     default: "sse",
@@ -276,8 +291,20 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
   },
   {
     name: "MCP_PROXY_CONFIG_PATH",
-    default: "(none)",
+    default: "(none; --demo: demo/fleet.yaml)",
     meaning: "Fleet YAML of upstream MCP servers",
+  },
+  {
+    name: "MCP_PROXY_STARTUP_WAIT",
+    default: "10",
+    meaning:
+      "Seconds a session's first tools/resources/prompts list waits for upstreams still STARTING (0: answer at once)",
+  },
+  {
+    name: "MCP_DATA_DIR",
+    default: "./.agent33",
+    meaning:
+      "The directory the gateway writes state to (with --demo: audit log, approvals, the memory server's graph); `${MCP_DATA_DIR}` in a fleet file is its absolute path",
   },
   {
     name: "MCP_PROXY_HEALTH_CHECK_INTERVAL",
@@ -297,22 +324,22 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
   { name: "MCP_POLICY_PATH", default: "policies", meaning: "Governance policy file or directory" },
   {
     name: "MCP_AGENTS_PATH",
-    default: "(none: no agents)",
+    default: "(none: no agents; --demo: agents/)",
     meaning: "Directory of agent definitions (`*.yaml`); enables agent_invoke",
   },
   {
     name: "MCP_SKILLS_PATH",
-    default: "(none: no skills)",
+    default: "(none: no skills; --demo: skills/)",
     meaning: "Directory of skills (`<id>/SKILL.md`), served as prompts",
   },
   {
     name: "MCP_WORKFLOWS_PATH",
-    default: "(none: no workflows)",
+    default: "(none: no workflows; --demo: workflows/)",
     meaning: "Directory of workflow definitions (`*.yaml`); enables workflow_run",
   },
   {
     name: "MCP_KNOWLEDGE_PATH",
-    default: "(none: no corpus)",
+    default: "(none: no corpus; --demo: knowledge/)",
     meaning: "Directory of Markdown and text documents; enables rag_search",
   },
   {
@@ -339,7 +366,8 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
   },
   {
     name: "MCP_APPROVALS_PATH",
-    default: "`<fleet file>.approvals.json` (memory only without a fleet file)",
+    default:
+      "`<fleet file>.approvals.json` (memory only without a fleet file); --demo: `<MCP_DATA_DIR>/approvals.json`",
     meaning:
       "JSON file keeping approval requests, decisions, tokens and used nonces across restarts; `off` keeps them in memory",
   },
@@ -351,7 +379,7 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
   },
   {
     name: "MCP_AUDIT_LOG",
-    default: "(none: bus events only)",
+    default: "(none: bus events only; --demo: `<MCP_DATA_DIR>/audit.jsonl`)",
     meaning: "File of JSON audit lines, one per decision",
   },
   {
@@ -467,7 +495,7 @@ const ENV_SCHEMA = z.object({
   MCP_ALLOWED_HOSTS: list,
   MCP_ALLOWED_ORIGINS: list,
   MCP_MAX_MESSAGE_BYTES: int("MCP_MAX_MESSAGE_BYTES", 1024, 1024 * 1024 * 1024),
-  MCP_LIST_PAGE_SIZE: int("MCP_LIST_PAGE_SIZE", 1, 10_000),
+  MCP_LIST_PAGE_SIZE: int("MCP_LIST_PAGE_SIZE", 1, 100_000),
   MCP_HTTP_RESPONSE_MODE: oneOf("MCP_HTTP_RESPONSE_MODE", ["sse", "json"] as const),
   MCP_STDIO_TENANT: text,
   MCP_TOOL_DISCOVERY_MODE: oneOf("MCP_TOOL_DISCOVERY_MODE", ["legacy", "search"] as const),
@@ -479,6 +507,8 @@ const ENV_SCHEMA = z.object({
   MCP_SSE_MAX_QUEUE_BYTES: int("MCP_SSE_MAX_QUEUE_BYTES", 1024, 1024 * 1024 * 1024),
   MCP_SSE_MAX_QUEUE_MESSAGES: int("MCP_SSE_MAX_QUEUE_MESSAGES", 1, 1_000_000),
   MCP_PROXY_CONFIG_PATH: text,
+  MCP_PROXY_STARTUP_WAIT: int("MCP_PROXY_STARTUP_WAIT", 0, 600),
+  MCP_DATA_DIR: text,
   MCP_PROXY_HEALTH_CHECK_INTERVAL: int("MCP_PROXY_HEALTH_CHECK_INTERVAL", 1, 86_400),
   MCP_PROXY_TOOL_SEPARATOR: text.refine((v) => v === undefined || /^[A-Za-z0-9_.-]{1,8}$/.test(v), {
     message:
@@ -560,6 +590,19 @@ export function resolveConfig(
     }
   }
   const separator = Deno.build.os === "windows" ? ";" : ":";
+  const dataDir = resolveDataDir(e.MCP_DATA_DIR);
+  const demo = flags.demo ?? false;
+  if (demo) {
+    // The embedded defaults: each input left unset takes the demo's, and its state goes to dataDir.
+    e.MCP_PROXY_CONFIG_PATH ??= `${REPOSITORY}demo/fleet.yaml`;
+    e.MCP_AGENTS_PATH ??= `${REPOSITORY}agents`;
+    e.MCP_SKILLS_PATH ??= `${REPOSITORY}skills`;
+    e.MCP_WORKFLOWS_PATH ??= `${REPOSITORY}workflows`;
+    e.MCP_KNOWLEDGE_PATH ??= `${REPOSITORY}knowledge`;
+    e.MCP_POLICY_PATH ??= `${REPOSITORY}policies`;
+    e.MCP_AUDIT_LOG ??= `${dataDir}/audit.jsonl`;
+    e.MCP_APPROVALS_PATH ??= `${dataDir}/approvals.json`;
+  }
   return {
     server: {
       enabled: e.MCP_SERVER_ENABLED ?? true,
@@ -582,7 +625,7 @@ export function resolveConfig(
       allowedHosts: e.MCP_ALLOWED_HOSTS ?? [],
       allowedOrigins: e.MCP_ALLOWED_ORIGINS ?? [],
       maxMessageBytes: e.MCP_MAX_MESSAGE_BYTES ?? 4 * 1024 * 1024,
-      pageSize: e.MCP_LIST_PAGE_SIZE ?? 100,
+      pageSize: e.MCP_LIST_PAGE_SIZE ?? DEFAULT_PAGE_SIZE,
       httpResponseMode: e.MCP_HTTP_RESPONSE_MODE ?? "sse",
       stdioTenant: e.MCP_STDIO_TENANT ?? "default",
       toolDiscoveryMode: e.MCP_TOOL_DISCOVERY_MODE ?? "legacy",
@@ -598,7 +641,10 @@ export function resolveConfig(
       ...(e.MCP_PROXY_CONFIG_PATH === undefined ? {} : { configPath: e.MCP_PROXY_CONFIG_PATH }),
       healthCheckIntervalSeconds: e.MCP_PROXY_HEALTH_CHECK_INTERVAL ?? 30,
       toolSeparator: e.MCP_PROXY_TOOL_SEPARATOR ?? "__",
+      startupWaitMs: (e.MCP_PROXY_STARTUP_WAIT ?? 10) * 1000,
     },
+    dataDir,
+    demo,
     pluginPaths: (e.MCP_PLUGIN_PATHS ?? "").split(separator).map((p) => p.trim()).filter(Boolean),
     policyPath: e.MCP_POLICY_PATH ?? "policies",
     engine: {
@@ -629,6 +675,12 @@ export function resolveConfig(
     pluginEnv,
   };
 }
+
+/** Items per list page when MCP_LIST_PAGE_SIZE is unset: one page for any realistic fleet. */
+export const DEFAULT_PAGE_SIZE = 10_000;
+
+/** This checkout's root, where the embedded defaults (demo/, agents/, …) live. */
+const REPOSITORY = fileURLToPath(new URL("../", import.meta.url));
 
 /** Reads `.env` (process variables win over it), applies flags, and resolves. */
 export async function loadConfig(

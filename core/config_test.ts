@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { type ConfigFlags, loadConfig, resolveConfig } from "./config.ts";
@@ -32,7 +33,7 @@ Deno.test("resolveConfig resolves an empty environment to the documented default
       allowedHosts: [],
       allowedOrigins: [],
       maxMessageBytes: 4 * 1024 * 1024,
-      pageSize: 100,
+      pageSize: 10_000,
       httpResponseMode: "sse",
       stdioTenant: "default",
       toolDiscoveryMode: "legacy",
@@ -44,7 +45,9 @@ Deno.test("resolveConfig resolves an empty environment to the documented default
       sseMaxQueueBytes: 16 * 1024 * 1024,
       sseMaxQueueMessages: 10_000,
     },
-    proxy: { healthCheckIntervalSeconds: 30, toolSeparator: "__" },
+    proxy: { healthCheckIntervalSeconds: 30, toolSeparator: "__", startupWaitMs: 10_000 },
+    dataDir: `${Deno.cwd()}/.agent33`,
+    demo: false,
     pluginPaths: [],
     policyPath: "policies",
     engine: { model: "sampling" },
@@ -108,6 +111,8 @@ Deno.test("resolveConfig reads each variable from the environment", () => {
     MCP_PROXY_CONFIG_PATH: "fleet.yaml",
     MCP_PROXY_HEALTH_CHECK_INTERVAL: "5",
     MCP_PROXY_TOOL_SEPARATOR: ".",
+    MCP_PROXY_STARTUP_WAIT: "3",
+    MCP_DATA_DIR: "/var/lib/agent33",
     MCP_POLICY_PATH: "rules.yaml",
     NATS_URL: "nats://127.0.0.1:4222",
     MCP_LOG_LEVEL: "DEBUG",
@@ -150,7 +155,9 @@ Deno.test("resolveConfig reads each variable from the environment", () => {
     configPath: "fleet.yaml",
     healthCheckIntervalSeconds: 5,
     toolSeparator: ".",
+    startupWaitMs: 3000,
   });
+  assert.equal(config.dataDir, "/var/lib/agent33");
   assert.equal(config.policyPath, "rules.yaml");
   assert.equal(config.natsUrl, "nats://127.0.0.1:4222");
   assert.deepEqual(config.log, { level: "debug", format: "json" });
@@ -369,4 +376,38 @@ Deno.test("loadConfig treats a missing .env file as empty", async () => {
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("A relative MCP_DATA_DIR resolves against the working directory", () => {
+  assert.equal(resolveConfig({ MCP_DATA_DIR: "state" }).dataDir, `${Deno.cwd()}/state`);
+});
+
+Deno.test("--demo fills every input left unset with the embedded default, its state in the data directory", () => {
+  const root = fileURLToPath(new URL("../", import.meta.url));
+  const config = resolveConfig({ MCP_DATA_DIR: "/tmp/a33" }, { demo: true });
+  assert.equal(config.demo, true);
+  assert.equal(config.proxy.configPath, `${root}demo/fleet.yaml`);
+  assert.deepEqual(config.engine, {
+    agentsPath: `${root}agents`,
+    skillsPath: `${root}skills`,
+    workflowsPath: `${root}workflows`,
+    knowledgePath: `${root}knowledge`,
+    model: "sampling",
+  });
+  assert.equal(config.policyPath, `${root}policies`);
+  assert.equal(config.governance.auditLog, "/tmp/a33/audit.jsonl");
+  assert.equal(config.governance.approvalsPath, "/tmp/a33/approvals.json");
+});
+
+Deno.test("--demo keeps what is configured: a fleet file, engine directories, the audit log", () => {
+  const config = resolveConfig({
+    MCP_PROXY_CONFIG_PATH: "mine.yaml",
+    MCP_AGENTS_PATH: "my-agents",
+    MCP_AUDIT_LOG: "audit.jsonl",
+    MCP_APPROVALS_PATH: "off",
+  }, { demo: true });
+  assert.equal(config.proxy.configPath, "mine.yaml");
+  assert.equal(config.engine.agentsPath, "my-agents");
+  assert.equal(config.governance.auditLog, "audit.jsonl");
+  assert.equal(config.governance.approvalsPath, undefined);
 });

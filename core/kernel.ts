@@ -63,6 +63,7 @@ import { forgetSecrets, registerSecrets, serverSecrets } from "./redact.ts";
 import { SessionAdmission } from "./session_admission.ts";
 import { processStdio } from "./stdio_pipes.ts";
 import { loadFleetConfig, parseFleetConfig } from "./proxy/fleet_config.ts";
+import { DATA_DIR_VARIABLE, ensureDataDir } from "./data_dir.ts";
 import { watchFile } from "./file_watcher.ts";
 import { ProxyManager } from "./proxy/proxy_manager.ts";
 import { baseEnv, UpstreamTransports } from "./proxy/upstream_transports.ts";
@@ -209,6 +210,10 @@ export class Kernel {
       clock: this.clock,
       logger: this.logger.child("proxy"),
       bus: this.bus,
+      statusHint: options.config.server.transport === "stdio"
+        ? () => "the gateway's log on stderr says why; it restarts failed servers by itself"
+        : (id) =>
+          `check GET /v1/operator/status, or restart it with POST /v1/mcp/proxy/servers/${id}/restart`,
     });
     const { governance } = options.config;
     this.#nonces = new MemoryNonceStore({ clock: this.clock });
@@ -274,6 +279,7 @@ export class Kernel {
       pageSize: options.config.server.pageSize,
       proxy: this.proxy,
       pipeline,
+      startupWaitMs: options.config.proxy.startupWaitMs,
       approvalInBand: governance.approvalInBand,
       observer: {
         toolCall: (record) => {
@@ -333,7 +339,7 @@ export class Kernel {
 
   /** Parses fleet text and checks every enabled server can be planned; throws `config_invalid`. */
   checkFleet(text: string, path: string): FleetConfig {
-    const fleet = parseFleetConfig(text, path, Deno.env.toObject(), this.#fleetDefaults());
+    const fleet = parseFleetConfig(text, path, this.#fleetEnv(), this.#fleetDefaults());
     for (const server of fleet.servers.filter((s) => s.enabled)) this.#upstreams.plan(server);
     return fleet;
   }
@@ -358,7 +364,7 @@ export class Kernel {
     return this.#enqueueFleet(async () => {
       let servers: FleetServer[];
       try {
-        const fleet = await loadFleetConfig(path, Deno.env.toObject(), this.#fleetDefaults());
+        const fleet = await loadFleetConfig(path, this.#fleetEnv(), this.#fleetDefaults());
         servers = fleet.servers;
         for (const server of servers.filter((s) => s.enabled)) this.#upstreams.plan(server);
       } catch (error) {
@@ -446,6 +452,8 @@ export class Kernel {
     this.#failures.push(...failures);
     for (const failure of failures) this.#reportFailure(failure);
     await this.#selectBus(plugins);
+    // The demo (and any fleet naming ${MCP_DATA_DIR}) writes there: it must exist before they start.
+    if (this.config.demo || this.config.proxy.configPath) await ensureDataDir(this.config.dataDir);
     await this.#loadApprovals();
     await this.#loadPolicies();
     await this.engine.load();
@@ -801,7 +809,7 @@ export class Kernel {
   async #loadFleet(): Promise<FleetServer[]> {
     const path = this.config.proxy.configPath;
     if (path === undefined) return [];
-    const fleet = await loadFleetConfig(path, Deno.env.toObject(), this.#fleetDefaults());
+    const fleet = await loadFleetConfig(path, this.#fleetEnv(), this.#fleetDefaults());
     this.#registerFleetSecrets(fleet.servers);
     const servers = fleet.servers.filter((s) => s.enabled);
     for (const server of servers) this.#upstreams.plan(server);
@@ -810,6 +818,11 @@ export class Kernel {
       `fleet ${path}: ${servers.map((s) => s.id).join(", ") || "no enabled servers"}`,
     );
     return fleet.servers;
+  }
+
+  /** The variables a fleet file interpolates: the process's, with the configured data directory. */
+  #fleetEnv(): Record<string, string | undefined> {
+    return { ...Deno.env.toObject(), [DATA_DIR_VARIABLE]: this.config.dataDir };
   }
 
   /**

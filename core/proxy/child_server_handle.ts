@@ -129,6 +129,11 @@ export interface ChildServerHandleOptions {
   correlateBy?: "session" | "tenant";
   /** Names the instance in logs, events and status (`<server>[<tenant or session>]`). */
   instance?: string;
+  /**
+   * Where to look when the server cannot serve, as the inbound transport allows: a stdio client
+   * has no HTTP routes to call. Default: the gateway's log.
+   */
+  statusHint?: (id: string) => string;
 }
 
 /** Why the handle changed, for the proxy manager. */
@@ -501,11 +506,14 @@ export class ChildServerHandle implements UpstreamHandle {
     const client = this.#client;
     const raw = this.#raw;
     if (!client || !raw || (this.#state !== "READY" && this.#state !== "DEGRADED")) {
+      const hint = this.#options.statusHint?.(this.id) ?? "the gateway's log says why";
       throw new GatewayError(
         "upstream_error",
-        `Upstream "${this.id}" is ${this.#state}, so ${what} cannot be forwarded` +
-          (this.#lastError ? ` (last error: ${this.#lastError})` : "") +
-          "; check GET /v1/operator/status or restart it",
+        this.#state === "STARTING"
+          ? `Upstream "${this.id}" is still starting, so ${what} cannot be forwarded yet; ` +
+            `retry in a moment (${hint})`
+          : `Upstream "${this.id}" is ${this.#state}, so ${what} cannot be forwarded` +
+            (this.#lastError ? ` (last error: ${this.#lastError})` : "") + `; ${hint}`,
         { server: this.id, state: this.#state },
       );
     }

@@ -34,6 +34,7 @@ import {
 } from "../yaml_source.ts";
 import { originAt, refusedVariable, syncEnvAllow } from "./fleet_origin.ts";
 import { interpolate, RefusedVariableError } from "./interpolate.ts";
+import { withDataDir } from "../data_dir.ts";
 
 /** How the gateway talks to an upstream server. */
 export type FleetTransport = "stdio" | "sse" | "http";
@@ -259,6 +260,8 @@ export function parseFleetConfig(
   env: Record<string, string | undefined>,
   defaults: FleetDefaults,
 ): FleetConfig {
+  // ${MCP_DATA_DIR} always resolves (to an absolute path), so a fleet can name where to write.
+  env = withDataDir(env);
   const problems = new ProblemList("fleet config", path);
   const source = parseYamlSource(text, path, problems);
   if (source === undefined) throw problems.error();
@@ -593,6 +596,14 @@ export function parseFleetConfig(
         }];
       }),
     );
+    const permissions: FleetPermissions = {};
+    for (const [key, grant] of Object.entries(fields.permissions ?? {})) {
+      permissions[key as keyof FleetPermissions] = Array.isArray(grant)
+        ? grant.map((value, i) =>
+          resolve(value, [...at, "permissions", key, i], `permissions.${key}[${i}]`)
+        )
+        : grant;
+    }
     // Validated after interpolation; quotes the text as written so no secret reaches the message.
     if (url !== undefined && !unresolved.has("url") && !isHttpUrl(url)) {
       fieldProblem([...at, "url"], `must be an http:// or https:// URL, received "${fields.url}"`);
@@ -647,7 +658,7 @@ export function parseFleetConfig(
         maxMs: ms(maxSeconds),
         ...(breaker.count === undefined ? {} : { count: [...new Set(breaker.count)] }),
       },
-      permissions: { ...fields.permissions },
+      permissions,
       sandbox: fields.sandbox ?? "none",
       isolation: fields.isolation ?? "worker",
       prefix: prefix ?? id,

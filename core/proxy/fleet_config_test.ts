@@ -648,3 +648,35 @@ Deno.test("auth: passthrough needs an http or sse server with scope: session and
     ],
   );
 });
+
+Deno.test("${MCP_DATA_DIR} always resolves, to an absolute path, and permission lists interpolate", () => {
+  const text = [
+    "proxy_servers:",
+    "  - id: memory",
+    '    command: ["deno", "run", "npm:@modelcontextprotocol/server-memory@2026.8.31"]',
+    "    sandbox: deno",
+    "    env:",
+    "      MEMORY_FILE_PATH: ${MCP_DATA_DIR}/memory.json",
+    "    permissions:",
+    '      read: ["${MCP_DATA_DIR}"]',
+    '      write: ["${MCP_DATA_DIR}"]',
+    "      env: [MEMORY_FILE_PATH]",
+  ].join("\n");
+  const [implicit] = parse(text).servers;
+  assert.equal(implicit!.env.MEMORY_FILE_PATH, `${Deno.cwd()}/.agent33/memory.json`);
+  const [named] = parse(text, { MCP_DATA_DIR: "state" }).servers;
+  assert.equal(named!.env.MEMORY_FILE_PATH, `${Deno.cwd()}/state/memory.json`);
+  assert.deepEqual(named!.permissions, {
+    read: [`${Deno.cwd()}/state`],
+    write: [`${Deno.cwd()}/state`],
+    env: ["MEMORY_FILE_PATH"],
+  });
+});
+
+Deno.test("The demo fleet parses with nothing set: every path it writes is absolute", async () => {
+  const demo = new URL("../../demo/fleet.yaml", import.meta.url);
+  const fleet = parseFleetConfig(await Deno.readTextFile(demo), "demo/fleet.yaml", {}, DEFAULTS);
+  const memory = fleet.servers.find((s) => s.id === "memory")!;
+  assert.ok(memory.env.MEMORY_FILE_PATH!.startsWith("/"), memory.env.MEMORY_FILE_PATH);
+  assert.equal(memory.cwd, undefined);
+});

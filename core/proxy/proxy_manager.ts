@@ -62,11 +62,15 @@ export interface ProxyManagerOptions {
   clock: Clock;
   logger: Logger;
   bus: EventBus;
+  /** Where to look when a server cannot serve; see {@link ChildServerHandleOptions.statusHint}. */
+  statusHint?: (id: string) => string;
 }
 
 interface Member {
   handle: UpstreamHandle;
   allows: GlobMatcher;
+  /** It has been READY or FAILED at least once: {@link ProxyManager.settled} no longer waits. */
+  settledOnce: boolean;
   unsubscribe: () => void;
 }
 
@@ -127,6 +131,25 @@ export class ProxyManager {
   async start(servers: readonly FleetServer[]): Promise<void> {
     const added = servers.filter((s) => s.enabled).map((s) => this.#add(s));
     await Promise.all(added.map((h) => h.start()));
+  }
+
+  /**
+   * Resolves once no upstream is STARTING (each became READY or FAILED), or after `maxMs`,
+   * whichever comes first: a client that lists once right after connecting then sees the fleet.
+   */
+  settled(maxMs: number): Promise<void> {
+    // Only a first start is waited for: a server in a restart loop must not slow every list.
+    const starting = [...this.#members.values()]
+      .filter((m) => !m.settledOnce && m.handle.state === "STARTING")
+      .map((m) => m.handle);
+    if (starting.length === 0 || maxMs <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = this.#options.clock.setTimeout(resolve, maxMs);
+      Promise.allSettled(starting.map((h) => h.start())).then(() => {
+        timer.cancel();
+        resolve();
+      });
+    });
   }
 
   /** Applies a new fleet: stops removed servers, restarts changed ones, starts new ones. */
@@ -261,6 +284,7 @@ export class ProxyManager {
         logger: this.#options.logger,
         bus: this.#options.bus,
         correlateBy: of.scope === "tenant" ? "tenant" : "session",
+        ...(this.#options.statusHint ? { statusHint: this.#options.statusHint } : {}),
         ...(label === undefined ? {} : { instance: label }),
       });
     const scope = server.scope;
@@ -272,20 +296,25 @@ export class ProxyManager {
       })
       : instance(server);
     const offChange = handle.onChange((change) => {
+      if (change === "state" && handle.state !== "STARTING" && handle.state !== "STOPPED") {
+        member.settledOnce = true;
+      }
       if (change === "catalog" || change === "state" || change === "breaker") this.#invalidate();
     });
     const offUpdate = handle.onResourceUpdated((uri) => {
       const namespaced = `${PROXY_URI_PREFIX}${server.id}/${uri}`;
       for (const listener of [...this.#updateListeners]) listener(namespaced);
     });
-    this.#members.set(server.id, {
+    const member: Member = {
       handle,
       allows: compileAllowDeny(server.tools.allow, server.tools.deny),
+      settledOnce: false,
       unsubscribe: () => {
         offChange();
         offUpdate();
       },
-    });
+    };
+    this.#members.set(server.id, member);
     return handle;
   }
 

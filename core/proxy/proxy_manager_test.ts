@@ -144,3 +144,55 @@ Deno.test("ProxyManager.reload adds, removes and restarts changed servers", asyn
   assert.deepEqual(manager.aggregated.tools().map((t) => t.name), ["a__t", "c__v"]);
   await manager.stop();
 });
+
+Deno.test("settled() waits for upstreams still on their first start, so a first list sees their tools", async () => {
+  const { manager, add } = setup();
+  const starting = manager.start([add(fleetServer("memory"), ["read_graph"])]);
+  assert.equal(manager.get("memory")!.state, "STARTING");
+  assert.deepEqual(manager.aggregated.tools(), []);
+  await manager.settled(10_000);
+  assert.deepEqual(manager.aggregated.tools().map((t) => t.name), ["memory__read_graph"]);
+  await starting;
+  await manager.stop();
+});
+
+Deno.test("settled() gives up after its bound while an upstream is still STARTING", async () => {
+  const { manager, add, upstreams } = setup();
+  const clock = new ManualClock();
+  const bounded = new ProxyManager({
+    createTransport: (server) => upstreams.get(server.id)!.connect(),
+    isNativeTool: () => false,
+    separator: "__",
+    clock,
+    logger: silentLogger,
+    bus: new InProcessEventBus(),
+  });
+  const server = add(fleetServer("slow"), ["echo"]);
+  upstreams.get("slow")!.hung = true;
+  const starting = bounded.start([server]);
+  let done = false;
+  const waiting = bounded.settled(5_000).then(() => void (done = true));
+  clock.advance(4_999);
+  await settle();
+  assert.equal(done, false, "still waiting inside the bound");
+  clock.advance(1);
+  await waiting;
+  assert.equal(bounded.get("slow")!.state, "STARTING");
+  await bounded.stop();
+  await starting;
+  await manager.stop();
+});
+
+Deno.test("settled() does not wait for a server restarting after it was READY once", async () => {
+  const { manager, add, upstreams } = setup();
+  await manager.start([add(fleetServer("flaky"), ["echo"])]);
+  const handle = manager.get("flaky")!;
+  upstreams.get("flaky")!.hung = true;
+  const restarting = handle.restart();
+  while (handle.state !== "STARTING") await settle();
+  await manager.settled(60_000);
+  assert.equal(handle.state, "STARTING", "answered without waiting for the restart");
+  await upstreams.get("flaky")!.crash(); // ends the pending handshake at once
+  await restarting;
+  await manager.stop();
+});
