@@ -40,14 +40,15 @@ import type { EventBus } from "./event_bus.ts";
 import type { Logger } from "./logger.ts";
 import { paginate } from "./pagination.ts";
 import type { NativeTool, ServedSession, SessionInfo, ToolCallContext } from "./plugin_api.ts";
-import { type CallPipeline, type CallScope, inBandAllowed, refusal } from "./call_pipeline.ts";
-import { approveInBand } from "./governance/in_band_approval.ts";
 import {
-  APPROVAL_TOKEN_META_KEY,
-  type ItemTarget,
-  type ToolGovernance,
-} from "./governance/tool_governance.ts";
-import { type CatalogView, PROXY_URI_PREFIX, type ProxyManager } from "./proxy/proxy_manager.ts";
+  type CallPipeline,
+  type CallScope,
+  inBandAllowed,
+  type ItemCall,
+} from "./call_pipeline.ts";
+import { approveInBand } from "./governance/in_band_approval.ts";
+import { APPROVAL_TOKEN_META_KEY, type ToolGovernance } from "./governance/tool_governance.ts";
+import type { CatalogView, ProxyManager, Route } from "./proxy/proxy_manager.ts";
 import type { Candidate, ToolDiscovery } from "./tool_discovery.ts";
 import type { ToolRegistry } from "./tool_registry.ts";
 import {
@@ -327,29 +328,21 @@ export class MCPServiceBridge {
     const policyName = (name: string) =>
       info.upstream === undefined ? name : o.proxy!.qualifiedName(info.upstream, name);
 
-    // Resources and prompts: the names policies use are the aggregated ones, on /mcp/<id> too.
-    const itemTarget = (
-      kind: ItemTarget["kind"],
-      name: string,
-      server: string | undefined,
-    ): ItemTarget => ({
-      kind,
-      name: info.upstream === undefined || server === undefined
-        ? name
-        : kind === "prompt"
-        ? o.proxy!.qualifiedName(server, name)
-        : `${PROXY_URI_PREFIX}${server}/${name}`,
-      ...(server === undefined ? {} : { server }),
-    });
-    /** Throws the refusal when the tenant may not use the item. */
-    const requireAccess = (kind: ItemTarget["kind"], name: string, server: string | undefined) => {
-      const item = itemTarget(kind, name, server);
-      const verdict = governance.access(caller, item);
-      if (verdict.action !== "allow") throw toMcpError(refusal(verdict, item, caller));
+    // Resources and prompts pass the pipeline's item stages (quarantine, tenant globs, connector).
+    const scoped = info.upstream !== undefined;
+    const requireAccess = (kind: ItemCall["kind"], name: string, route: Route | undefined) => {
+      const refused = o.pipeline.itemRefusal(caller, {
+        kind,
+        name,
+        scoped,
+        ...(route ? { route } : {}),
+      });
+      if (refused) throw toMcpError(refused);
     };
-    const mayList = (kind: ItemTarget["kind"], name: string, server: string | undefined) =>
-      governance.access(caller, itemTarget(kind, name, server)).action === "allow";
-    const resourceServer = (uri: string) => view?.resolveResource(uri)?.handle.id;
+    const mayList = (kind: ItemCall["kind"], name: string, route: Route | undefined) =>
+      o.pipeline.itemRefusal(caller, { kind, name, scoped, ...(route ? { route } : {}) }) ===
+        undefined;
+    const resourceRoute = (uri: string) => view?.resolveResource(uri);
     const scope: CallScope = {
       ...(view ? { view } : {}),
       native,
@@ -545,7 +538,7 @@ export class MCPServiceBridge {
         const resources = [
           ...(native ? this.#resources() : []).filter((r) => mayList("resource", r.uri, undefined)),
           ...(view?.resources() ?? []).filter((r) =>
-            mayList("resource", r.uri, resourceServer(r.uri))
+            mayList("resource", r.uri, resourceRoute(r.uri))
           ),
         ];
         const page = paginate(resources, request.params?.cursor, o.pageSize);
@@ -558,10 +551,10 @@ export class MCPServiceBridge {
       return guard(() => {
         const templates = [
           ...(native ? resourceTemplates() : []).filter((t) =>
-            mayList("resource", t.uriTemplate, undefined)
+            mayList("resource-template", t.uriTemplate, undefined)
           ),
           ...(view?.resourceTemplates() ?? []).filter((t) =>
-            mayList("resource", t.uriTemplate, resourceServer(t.uriTemplate))
+            mayList("resource-template", t.uriTemplate, resourceRoute(t.uriTemplate))
           ),
         ];
         const page = paginate(templates, request.params?.cursor, o.pageSize);
@@ -573,7 +566,7 @@ export class MCPServiceBridge {
       const { uri } = request.params;
       const route = view?.resolveResource(uri);
       if (route && (!native || !uri.startsWith("agent33://"))) {
-        requireAccess("resource", uri, route.handle.id);
+        requireAccess("resource", uri, route);
         const ctx = upstreamCallContext(session, extra, undefined, route.handle.id);
         try {
           const result = await route.handle.readResource(route.original, ctx);
@@ -605,7 +598,7 @@ export class MCPServiceBridge {
           ),
         );
       }
-      requireAccess("resource", uri, route.handle.id);
+      requireAccess("resource", uri, route);
       const key = `${route.handle.id}\u0000${route.original}`;
       live.subscriptions.set(key, uri);
       try {
@@ -645,7 +638,7 @@ export class MCPServiceBridge {
             mayList("prompt", p.name, undefined)
           ),
           ...(view?.prompts() ?? []).filter((p) =>
-            mayList("prompt", p.name, view?.resolvePrompt(p.name)?.handle.id)
+            mayList("prompt", p.name, view?.resolvePrompt(p.name))
           ),
         ];
         const page = paginate(prompts, request.params?.cursor, o.pageSize);
@@ -659,7 +652,7 @@ export class MCPServiceBridge {
       if (!found) {
         const route = view?.resolvePrompt(name);
         if (route) {
-          requireAccess("prompt", name, route.handle.id);
+          requireAccess("prompt", name, route);
           try {
             return await route.handle.getPrompt(
               route.original,
@@ -707,8 +700,8 @@ export class MCPServiceBridge {
           : view?.resolvePrompt(ref.name))
         : view?.resolveResource(ref.uri);
       // Completion reveals what a prompt or resource holds: the same access as using it.
-      if (ref.type === "ref/prompt") requireAccess("prompt", ref.name, route?.handle.id);
-      else requireAccess("resource", ref.uri, route?.handle.id);
+      if (ref.type === "ref/prompt") requireAccess("prompt", ref.name, route);
+      else requireAccess("resource-template", ref.uri, route);
       if (route) {
         const upstreamRef = ref.type === "ref/prompt"
           ? { type: "ref/prompt" as const, name: route.original }

@@ -16,13 +16,19 @@ import type { ApprovalQueue } from "./governance/approval_queue.ts";
 import {
   APPROVAL_TOKEN_META_KEY,
   type CallContext,
+  type ItemTarget,
   type ToolGovernance,
   type ToolTarget,
   type Verdict,
 } from "./governance/tool_governance.ts";
 import type { NativeTool } from "./plugin_api.ts";
 import type { UpstreamCallContext } from "./proxy/child_server_handle.ts";
-import type { CatalogView, ProxyManager, Route } from "./proxy/proxy_manager.ts";
+import {
+  type CatalogView,
+  PROXY_URI_PREFIX,
+  type ProxyManager,
+  type Route,
+} from "./proxy/proxy_manager.ts";
 import { redactDeep } from "./redact.ts";
 import type { ToolRegistry } from "./tool_registry.ts";
 
@@ -66,6 +72,17 @@ export interface PipelineCall {
   runNative(tool: NativeTool): Promise<CallToolResult>;
   /** The context a forwarded call carries back to its caller (progress, logs, relays). */
   upstream(route: Route): UpstreamCallContext;
+}
+
+/** A resource, resource template or prompt as a caller names it (to list, read, get, complete). */
+export interface ItemCall {
+  kind: "resource" | "resource-template" | "prompt";
+  /** The URI, URI template or prompt name the caller used. */
+  name: string;
+  /** Where it routes, when an upstream serves it. */
+  route?: Route;
+  /** The caller sees one upstream under its own names (`/mcp/<server_id>`). */
+  scoped: boolean;
 }
 
 /** What the pipeline is built from. */
@@ -163,6 +180,48 @@ export class CallPipeline {
     };
   }
 
+  /**
+   * The same stages for resources, resource templates and prompts: quarantine (a blocking
+   * scanner finding on the item), then the tenant's `resources:` / `prompts:` globs and the
+   * connector boundary. Undefined when the caller may list and use it, else the refusal.
+   */
+  itemRefusal(caller: CallContext, item: ItemCall): GatewayError | undefined {
+    const { route } = item;
+    const noun = item.kind === "prompt" ? "Prompt" : "Resource";
+    if (route) {
+      const quarantine = this.#quarantinedItem(item.kind, route);
+      if (quarantine) {
+        return new GatewayError(
+          "quarantined",
+          `${noun} "${item.name}" is quarantined by the scanner: ${quarantine}`,
+          { [item.kind === "prompt" ? "prompt" : "uri"]: item.name, server: route.handle.id },
+        );
+      }
+    }
+    const server = route?.handle.id;
+    const kind = item.kind === "prompt" ? "prompt" : "resource";
+    // Policies name items as the aggregate does, also on /mcp/<server_id>.
+    const name = !item.scoped || server === undefined
+      ? item.name
+      : kind === "prompt"
+      ? this.#options.proxy!.qualifiedName(server, item.name)
+      : `${PROXY_URI_PREFIX}${server}/${item.name}`;
+    const target: ItemTarget = { kind, name, ...(server === undefined ? {} : { server }) };
+    const verdict = this.#options.governance.access(caller, target);
+    return verdict.action === "allow" ? undefined : refusal(verdict, target, caller);
+  }
+
+  #quarantinedItem(kind: ItemCall["kind"], route: Route): string | undefined {
+    const { handle, original } = route;
+    // The scanner names a resource by its name when it has one (as the upstream lists it).
+    const name = kind === "resource"
+      ? handle.catalog.resources.find((r) => r.uri === original)?.name || original
+      : kind === "resource-template"
+      ? handle.catalog.resourceTemplates.find((t) => t.uriTemplate === original)?.name || original
+      : original;
+    return this.#options.proxy?.itemQuarantineReason(handle.id, kind, name);
+  }
+
   /** Decides a call without side effects, as the gateway would (`policy explain`). */
   async explain(caller: CallContext, target: ToolTarget, args: Record<string, unknown>) {
     return await this.#options.governance.check(caller, target, args, { dryRun: true });
@@ -249,7 +308,11 @@ export function inBandAllowed(policy: InBandPolicy): boolean {
 }
 
 /** The error a refused call carries: the verdict's code, and the rule that refused it. */
-export function refusal(verdict: Verdict, target: ToolTarget, caller: CallContext): GatewayError {
+export function refusal(
+  verdict: Verdict,
+  target: Pick<ToolTarget, "name">,
+  caller: CallContext,
+): GatewayError {
   if (verdict.action === "approval_required") {
     const { request } = verdict;
     return new GatewayError(

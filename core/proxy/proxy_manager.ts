@@ -29,6 +29,9 @@ import type { FleetServer } from "./fleet_config.ts";
 import { ScopedUpstream } from "./scoped_upstream.ts";
 import type { UpstreamHandle } from "./upstream_handle.ts";
 
+/** The upstream items besides tools that the scanner can quarantine. */
+export type ItemKind = "prompt" | "resource" | "resource-template";
+
 /** Scheme of namespaced upstream resource URIs. */
 export const PROXY_URI_PREFIX = "proxy://";
 
@@ -94,6 +97,8 @@ export class ProxyManager {
   #droppedReported = new Set<string>();
   #quarantine: (server: string, tool: string) => string | undefined = () => undefined;
   #escalate: (server: string, tool: string) => string | undefined = () => undefined;
+  #itemQuarantine: (server: string, kind: ItemKind, name: string) => string | undefined = () =>
+    undefined;
 
   constructor(options: ProxyManagerOptions) {
     this.#options = options;
@@ -243,6 +248,21 @@ export class ProxyManager {
    */
   setEscalation(test: (server: string, tool: string) => string | undefined): void {
     this.#escalate = test;
+  }
+
+  /**
+   * Sets the quarantine test of prompts, resources and resource templates (the scanner's): a
+   * quarantined item is left out of lists and refused to every caller.
+   */
+  setItemQuarantine(
+    test: (server: string, kind: ItemKind, name: string) => string | undefined,
+  ): void {
+    this.#itemQuarantine = test;
+  }
+
+  /** Why an upstream's prompt or resource (by the name the scanner uses) is quarantined, or undefined. */
+  itemQuarantineReason(server: string, kind: ItemKind, name: string): string | undefined {
+    return this.#itemQuarantine(server, kind, name);
   }
 
   /** Why a tool's calls are treated as destructive, or undefined. */

@@ -79,6 +79,7 @@ export class GatewayScanner {
         (this.#pending.has(key(server, tool)) ? PENDING : undefined)
     );
     options.proxy.setEscalation((server, tool) => this.#escalation(server, tool));
+    options.proxy.setItemQuarantine((server, kind, name) => this.#itemBlock(server, kind, name));
     this.#unsubscribe = options.subscribe((event) => {
       if (event.type === "proxy.tools" || event.type === "proxy.state") {
         this.#hold(event.server);
@@ -249,6 +250,17 @@ export class GatewayScanner {
     if (changed || before.size !== this.#quarantined.size || pendingBefore !== this.#pending.size) {
       proxy.refresh();
     }
+  }
+
+  /** A blocking finding on a prompt or resource: it is hidden and refused like a tool would be. */
+  #itemBlock(server: string, kind: string, name: string): string | undefined {
+    const { blockAt } = this.#options;
+    if (blockAt === "off") return undefined;
+    const finding = this.#findings.get(server)?.find((f) =>
+      f.entity.kind === kind && f.entity.name === name &&
+      severityRank(f.severity) >= severityRank(blockAt)
+    );
+    return finding && `scanner finding ${finding.rule} (${finding.severity}): ${finding.message}`;
   }
 
   /** A finding at or above approvalAt on this tool (not released): its calls need approval. */

@@ -431,3 +431,32 @@ Deno.test("Over stdio the desktop user approves in-band by default", async () =>
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("A prompt with a blocking scanner finding is quarantined: absent from prompts/list, refused by prompts/get", async () => {
+  const fleet = POISONED.replace(
+    "env: { POISONED_VARIANT: original }",
+    "env: { POISONED_VARIANT: original, POISONED_PROMPTS: on }",
+  ).replace("env: [POISONED_VARIANT]", "env: [POISONED_VARIANT, POISONED_PROMPTS]");
+  await withGateway(fleet, 'tenants:\n  "*": {}\n', async ({ gateway }) => {
+    await eventually(
+      () =>
+        (gateway.kernel.scanner?.findingsFor("poisoned") ?? []).some((f) =>
+          f.entity.kind === "prompt"
+        ),
+      "the scan of the prompts",
+    );
+    const client = await connectHttp(gateway);
+    try {
+      const names = (await client.listPrompts()).prompts.map((p) => p.name);
+      assert.ok(names.includes("poisoned__greet"), names.join(", "));
+      assert.ok(!names.includes("poisoned__summarize"), "the poisoned prompt is hidden");
+      const refused = await refusedWith(client.getPrompt({ name: "poisoned__summarize" }));
+      assert.equal(refused.code, "quarantined");
+      assert.match(refused.message, /Prompt "poisoned__summarize" is quarantined by the scanner/);
+      const greeting = await client.getPrompt({ name: "poisoned__greet" });
+      assert.equal(greeting.messages.length, 1);
+    } finally {
+      await client.close();
+    }
+  }, { MCP_SCANNER_BLOCK: "high" });
+});
