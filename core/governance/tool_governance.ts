@@ -7,6 +7,7 @@
  */
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Clock } from "../clock.ts";
+import { GatewayError } from "../errors.ts";
 import { compileSchema } from "../schema_validator.ts";
 import type { ApprovalQueue } from "./approval_queue.ts";
 import { type ApprovalTokens, type Redemption, replayed } from "./approval_tokens.ts";
@@ -65,6 +66,7 @@ export type DenyCode =
   | "approval_replayed"
   | "approval_mismatch"
   | "approval_denied"
+  | "approval_queue_full"
   | "policy_error";
 
 /** What an approval request shows the approver (never the raw arguments). */
@@ -278,6 +280,10 @@ export class ToolGovernance {
     try {
       return await this.#check(ctx, target, args, options);
     } catch (error) {
+      // A full approval queue is the caller's to hear about as such (which bound, what to do).
+      if (error instanceof GatewayError && error.code === "approval_queue_full") {
+        return { action: "deny", code: "approval_queue_full", reason: error.message };
+      }
       // Fail closed: a gate that cannot decide refuses.
       return {
         action: "deny",

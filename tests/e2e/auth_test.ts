@@ -252,13 +252,17 @@ tenants:
 `;
 
 /** A gateway over the fault fixture whose `slow` tool needs approval, with JWTs accepted. */
-async function withApprovalGateway(fn: (gateway: TestGateway) => Promise<void>): Promise<void> {
+async function withApprovalGateway(
+  fn: (gateway: TestGateway) => Promise<void>,
+  env: Record<string, string> = {},
+): Promise<void> {
   const fleet = await writeFleet(`proxy_servers:${faultServer("slow")}`);
   await Deno.writeTextFile(`${fleet.dir}/policy.yaml`, DESTRUCTIVE_POLICY);
   const gateway = await startGateway({
     MCP_PROXY_CONFIG_PATH: fleet.path,
     MCP_POLICY_PATH: `${fleet.dir}/policy.yaml`,
     MCP_AUTH_JWT_SECRET: SECRET,
+    ...env,
   });
   try {
     await gateway.kernel.fleetStarted;
@@ -315,12 +319,7 @@ Deno.test("The requester cannot approve or deny its own request through /v1/appr
 Deno.test("A different token with the requester's JWT sub cannot approve; a different approver can, and the requester's retry with the token works", async () => {
   await withApprovalGateway(async (gateway) => {
     const alice = await jwt({ tenant: "acme", sub: "alice", scope: "mcp approver" });
-    const client = new Client({ name: "alice", version: "1.0.0" });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${gateway.url}/mcp`), {
-        requestInit: { headers: { Authorization: `Bearer ${alice}` } },
-      }),
-    );
+    const client = await clientWith(gateway, alice);
     try {
       const id = await requestApproval(client, 2);
       await assertSelfApproval(await decide(gateway, id, "approve", alice), "the same token");
@@ -349,16 +348,54 @@ Deno.test("A different token with the requester's JWT sub cannot approve; a diff
   });
 });
 
+/** An SDK client over Streamable HTTP with `token`. */
+async function clientWith(gateway: TestGateway, token: string): Promise<Client> {
+  const client = new Client({ name: "e2e", version: "1.0.0" });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${gateway.url}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    }),
+  );
+  return client;
+}
+
+Deno.test("One tenant's pending approvals are bounded (MCP_MAX_PENDING_APPROVALS_PER_TENANT); another tenant still gets its own", async () => {
+  await withApprovalGateway(async (gateway) => {
+    const acme = await clientWith(gateway, await jwt({ tenant: "acme", sub: "a", scope: "mcp" }));
+    const globex = await clientWith(
+      gateway,
+      await jwt({ tenant: "globex", sub: "g", scope: "mcp" }),
+    );
+    try {
+      await requestApproval(acme, 1);
+      await requestApproval(acme, 2);
+      const full = await acme.callTool({ name: "slow__slow", arguments: { ms: 3 } }).then(
+        () => assert.fail("a third pending request must be refused"),
+        (e: McpError) => e,
+      );
+      assert.equal((full.data as { code: string }).code, "approval_queue_full");
+      assert.match(
+        full.message,
+        /Tenant "acme" already has 2 .*MCP_MAX_PENDING_APPROVALS_PER_TENANT/,
+      );
+      await requestApproval(globex, 3);
+    } finally {
+      await acme.close();
+      await globex.close();
+    }
+  }, { MCP_MAX_PENDING_APPROVALS_PER_TENANT: "2" });
+});
+
 // ---------------------------------------------------------------------------------------------
 // The two tokens of `deno task start`
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
 /** `main.ts serve` over HTTP with no credential configured; `stderr` is what it printed. */
-async function spawnUnconfigured(
+function spawnUnconfigured(
   args: string[] = [],
   env: Record<string, string> = {},
-): Promise<{ child: Deno.ChildProcess; stderr: () => string; done: Promise<string> }> {
+): { child: Deno.ChildProcess; stderr: () => string; done: Promise<string> } {
   const child = new Deno.Command(Deno.execPath(), {
     args: [
       "run",
@@ -394,7 +431,7 @@ async function spawnUnconfigured(
 }
 
 Deno.test("deno task start prints a client token that holds mcp only: 403 on every admin route; the separate admin token works", async () => {
-  const { child, stderr, done } = await spawnUnconfigured();
+  const { child, stderr, done } = spawnUnconfigured();
   try {
     const deadline = Date.now() + 30_000;
     while (!/Try it:/.test(stderr())) {
@@ -517,7 +554,7 @@ for (
   ] as const
 ) {
   Deno.test(`The gateway refuses to start with ${what}, saying why`, async () => {
-    const { child, done } = await spawnUnconfigured([], env);
+    const { child, done } = spawnUnconfigured([], env);
     const status = await child.status;
     const stderr = await done;
     assert.equal(status.code, 1, stderr);
