@@ -61,6 +61,7 @@ import {
 import { type InboundSession, upstreamCallContext } from "./upstream_context.ts";
 import { GATEWAY_INFO } from "./version.ts";
 import { toolPage } from "./wire_json.ts";
+import { MAX_CALLED_NAME } from "./proxy/catalog_fetch.ts";
 
 /** URI of the system status resource. */
 export const STATUS_URI = "agent33://system/status";
@@ -397,6 +398,18 @@ export class MCPServiceBridge {
     });
 
     const onToolCall = async (request: ToolCallRequest, extra: HandlerExtra) => {
+      const called = request.params.name;
+      // Checked before any lookup, policy or glob sees the name.
+      if (called.length > MAX_CALLED_NAME) {
+        throw toMcpError(
+          new GatewayError(
+            "unknown_tool",
+            `Unknown tool: the name is ${called.length} characters, longer than any tool ` +
+              `(at most ${MAX_CALLED_NAME}); call tools/list for the names`,
+            { length: called.length },
+          ),
+        );
+      }
       const started = performance.now();
       let outcome: ToolCallOutcome = "error";
       this.#callStarted();

@@ -26,9 +26,7 @@ import {
   ResourceUpdatedNotificationSchema,
   type Tool,
   ToolListChangedNotificationSchema,
-  ToolSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import { z } from "zod";
 import type { Clock, TimerHandle } from "../clock.ts";
 import { GatewayError } from "../errors.ts";
 import type { EventBus } from "../event_bus.ts";
@@ -41,6 +39,7 @@ import { RawRequests } from "./raw_requests.ts";
 import { takeRelated } from "./related_request.ts";
 import type { UpstreamHandle } from "./upstream_handle.ts";
 import { withTimeout } from "./with_timeout.ts";
+import { DEFAULT_CATALOG_LIMITS, fetchCatalog } from "./catalog_fetch.ts";
 
 /** The seed's lifecycle states. */
 export type LifecycleState = "STOPPED" | "STARTING" | "READY" | "DEGRADED" | "FAILED";
@@ -139,17 +138,12 @@ export interface ChildServerHandleOptions {
 /** Why the handle changed, for the proxy manager. */
 export type HandleChange = "state" | "catalog" | "breaker";
 
-const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 const EMPTY_CATALOG: UpstreamCatalog = {
   tools: [],
   resources: [],
   resourceTemplates: [],
   prompts: [],
 };
-const LENIENT_TOOLS_PAGE = z.looseObject({
-  tools: z.array(z.unknown()),
-  nextCursor: z.string().optional(),
-});
 const CLIENT_CAPABILITIES: ClientCapabilities = {
   sampling: {},
   elicitation: {},
@@ -284,6 +278,8 @@ export class ChildServerHandle implements UpstreamHandle {
     );
     this.#wire(client);
     const { connectMs } = this.server.timeouts;
+    // One deadline for the handshake and the whole catalog.
+    const deadline = this.#options.clock.now() + connectMs;
     try {
       const transport = this.#options.createTransport();
       this.#transport = transport;
@@ -298,7 +294,7 @@ export class ChildServerHandle implements UpstreamHandle {
       );
       this.#client = client;
       this.#raw = new RawRequests(transport);
-      this.#catalog = await this.#fetchCatalog(client);
+      this.#catalog = await this.#fetchCatalog(client, deadline);
     } catch (error) {
       this.#client = undefined;
       await client.close().catch(() => {});
@@ -709,62 +705,26 @@ export class ChildServerHandle implements UpstreamHandle {
     client.setRequestHandler(ListRootsRequestSchema, relay("roots/list"));
   }
 
-  async #fetchCatalog(client: Client): Promise<UpstreamCatalog> {
-    const caps = client.getServerCapabilities() ?? {};
-    const tools: Tool[] = [];
-    const resources: Resource[] = [];
-    const resourceTemplates: ResourceTemplate[] = [];
-    const prompts: Prompt[] = [];
-    const options = { timeout: this.server.timeouts.callMs };
-    if (caps.tools) {
-      let cursor: string | undefined;
-      do {
-        // Lenient page schema: one malformed tool must not hide the server's other tools.
-        const page = await client.request(
-          { method: "tools/list", params: cursor ? { cursor } : {} },
-          LENIENT_TOOLS_PAGE,
-          options,
-        );
-        for (const raw of page.tools) {
-          const parsed = ToolSchema.safeParse(raw);
-          const problem = parsed.success ? toolProblem(parsed.data) : z.prettifyError(parsed.error);
-          if (problem || !parsed.success) {
-            const name = String((raw as { name?: unknown } | null)?.name ?? "(unnamed)");
-            this.#log.warn(`dropped tool "${name}": ${problem}`);
-            this.#options.bus.publish({
-              type: "proxy.tool_dropped",
-              server: this.id,
-              tool: name,
-              reason: problem ?? "invalid",
-            });
-          } else tools.push(parsed.data);
-        }
-        cursor = page.nextCursor;
-      } while (cursor);
-    }
-    if (caps.resources) {
-      let cursor: string | undefined;
-      do {
-        const page = await client.listResources(cursor ? { cursor } : {}, options);
-        resources.push(...page.resources);
-        cursor = page.nextCursor;
-      } while (cursor);
-      cursor = undefined;
-      do {
-        const page = await client.listResourceTemplates(cursor ? { cursor } : {}, options);
-        resourceTemplates.push(...page.resourceTemplates);
-        cursor = page.nextCursor;
-      } while (cursor);
-    }
-    if (caps.prompts) {
-      let cursor: string | undefined;
-      do {
-        const page = await client.listPrompts(cursor ? { cursor } : {}, options);
-        prompts.push(...page.prompts);
-        cursor = page.nextCursor;
-      } while (cursor);
-    }
-    return { tools, resources, resourceTemplates, prompts };
+  /** The catalog within the server's limits, by `deadline` (default: `timeouts.connect` from now). */
+  #fetchCatalog(client: Client, deadline?: number): Promise<UpstreamCatalog> {
+    return fetchCatalog(client, {
+      server: this.id,
+      limits: this.server.limits ?? DEFAULT_CATALOG_LIMITS,
+      deadline: deadline ?? this.#options.clock.now() + this.server.timeouts.connectMs,
+      callMs: this.server.timeouts.callMs,
+      clock: this.#options.clock,
+      onDrop: (kind, name, reason) => {
+        // An invalid name arrives quoted with escapes already; a valid one is plain.
+        this.#log.warn(`dropped ${kind} ${name.startsWith('"') ? name : `"${name}"`}: ${reason}`);
+        if (kind !== "tool") return;
+        this.#options.bus.publish({
+          type: "proxy.tool_dropped",
+          server: this.id,
+          tool: name,
+          reason,
+        });
+      },
+    });
   }
 
   async #disconnect(client: Client): Promise<void> {
@@ -824,17 +784,6 @@ export class ChildServerHandle implements UpstreamHandle {
       }
     }
   }
-}
-
-function toolProblem(tool: Tool): string | undefined {
-  if (typeof tool.name !== "string" || !TOOL_NAME.test(tool.name)) {
-    return "its name is not 1–128 letters, digits, _, - or .";
-  }
-  const schema = tool.inputSchema as { type?: unknown } | undefined;
-  if (!schema || typeof schema !== "object" || schema.type !== "object") {
-    return 'its inputSchema is not a JSON Schema of type "object"';
-  }
-  return undefined;
 }
 
 function requestKey(id: string | number): string {

@@ -32,6 +32,7 @@ import {
   ProblemList,
   type YamlPath,
 } from "../yaml_source.ts";
+import { type CatalogLimits, DEFAULT_CATALOG_LIMITS } from "./catalog_fetch.ts";
 import { originAt, refusedVariable, syncEnvAllow } from "./fleet_origin.ts";
 import { interpolate, RefusedVariableError } from "./interpolate.ts";
 import { withDataDir } from "../data_dir.ts";
@@ -96,6 +97,8 @@ export interface FleetServer {
   tenants?: Record<string, FleetTenantCredentials>;
   /** `passthrough` (http, sse; `scope: session`): each instance sends its caller's own bearer token. */
   auth?: "none" | "passthrough";
+  /** Bounds of the upstream's catalog (`limits:`); absent means the defaults. */
+  limits?: CatalogLimits;
   /** 1-based line of the entry in the file */
   line: number;
 }
@@ -202,6 +205,14 @@ const FIELDS = {
     }),
   ),
   auth: z.enum(["none", "passthrough"]),
+  limits: z.strictObject({
+    pages: count.optional(),
+    items: count.optional(),
+    description_bytes: count.optional(),
+    schema_bytes: count.optional(),
+    schema_depth: count.optional(),
+    catalog_bytes: count.optional(),
+  }),
 };
 
 type FieldName = keyof typeof FIELDS;
@@ -214,6 +225,7 @@ const NESTED_KEYS: Record<string, string[]> = {
   breaker: Object.keys(FIELDS.breaker.shape),
   permissions: Object.keys(FIELDS.permissions.shape),
   tools: Object.keys(FIELDS.tools.shape),
+  limits: Object.keys(FIELDS.limits.shape),
 };
 /** Keys of one tenant's credentials under `tenants.<name>`. */
 const TENANT_KEYS = ["env", "headers"];
@@ -669,6 +681,7 @@ export function parseFleetConfig(
         : { scope, maxInstances: fields.max_instances ?? DEFAULT_MAX_INSTANCES }),
       ...(scope === "tenant" ? { tenants } : {}),
       ...(fields.auth === "passthrough" ? { auth: "passthrough" as const } : {}),
+      ...(fields.limits ? { limits: catalogLimits(fields.limits) } : {}),
       line,
     });
   });
@@ -701,6 +714,19 @@ export async function loadFleetConfig(
 function isHttpUrl(text: string): boolean {
   const url = URL.parse(text);
   return url !== null && (url.protocol === "http:" || url.protocol === "https:");
+}
+
+/** The `limits:` block over the defaults. */
+function catalogLimits(limits: NonNullable<Fields["limits"]>): CatalogLimits {
+  const d = DEFAULT_CATALOG_LIMITS;
+  return {
+    pages: limits.pages ?? d.pages,
+    items: limits.items ?? d.items,
+    descriptionBytes: limits.description_bytes ?? d.descriptionBytes,
+    schemaBytes: limits.schema_bytes ?? d.schemaBytes,
+    schemaDepth: limits.schema_depth ?? d.schemaDepth,
+    catalogBytes: limits.catalog_bytes ?? d.catalogBytes,
+  };
 }
 
 function ms(seconds: number): number {

@@ -19,6 +19,7 @@ import type { Clock } from "../clock.ts";
 import { GatewayError } from "../errors.ts";
 import type { EventBus } from "../event_bus.ts";
 import { compileAllowDeny, type GlobMatcher } from "../glob.ts";
+import { MAX_CALLED_NAME, MAX_TOOL_NAME } from "./catalog_fetch.ts";
 import type { Logger } from "../logger.ts";
 import {
   ChildServerHandle,
@@ -205,7 +206,11 @@ export class ProxyManager {
       resources: () => this.#build().resources,
       resourceTemplates: () => this.#build().templates,
       prompts: () => this.#build().prompts,
-      resolveTool: (name) => this.#build().toolRoutes.get(name) ?? this.#resolveHidden(name),
+      // A name longer than any tool is unknown before any lookup or glob sees it.
+      resolveTool: (name) =>
+        name.length > MAX_CALLED_NAME
+          ? undefined
+          : this.#build().toolRoutes.get(name) ?? this.#resolveHidden(name),
       resolvePrompt: (name) => this.#build().promptRoutes.get(name),
       resolveResource: (uri) => this.#resolveUri(uri),
     };
@@ -227,7 +232,8 @@ export class ProxyManager {
       resourceTemplates: () => visible() ? handle.catalog.resourceTemplates : [],
       prompts: () => visible() ? handle.catalog.prompts : [],
       // The upstream itself answers for names it does not know.
-      resolveTool: (name) => (allows(name) ? { handle, original: name } : undefined),
+      resolveTool: (name) =>
+        name.length <= MAX_TOOL_NAME && allows(name) ? { handle, original: name } : undefined,
       resolvePrompt: (name) => ({ handle, original: name }),
       resolveResource: (uri) => ({ handle, original: uri }),
     };
