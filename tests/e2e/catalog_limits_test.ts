@@ -28,15 +28,14 @@ Deno.test("Hostile catalogs: an endless cursor and a slow one go FAILED naming t
   const fleet = await writeFleet(FLEET);
   const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
   const rssBefore = Deno.memoryUsage().rss;
-  const started = Date.now();
   try {
     const state = (id: string) => gateway.kernel.proxy.status().find((s) => s.id === id);
     await eventually(() => state("endless")?.state === "FAILED", "endless to fail", 30_000);
     assert.match(state("endless")!.lastError!, /past limits\.pages \(100 pages\)/);
     await eventually(() => state("slow")?.state === "FAILED", "slow to fail", 30_000);
     assert.match(state("slow")!.lastError!, /timeouts\.connect/);
-    // The one deadline covers the handshake and the catalog: 2 s, plus a start-up's slack.
-    assert.ok(Date.now() - started < 2_000 + 8_000, `slow failed after ${Date.now() - started} ms`);
+    // The one deadline (timeouts.connect: 2) ended it, not a page cap it never reached.
+    assert.doesNotMatch(state("slow")!.lastError!, /limits\.pages/);
     const rssGrowth = Deno.memoryUsage().rss - rssBefore;
     assert.ok(rssGrowth < 200 * 1024 * 1024, `RSS grew ${Math.round(rssGrowth / 1e6)} MB`);
 
