@@ -312,7 +312,14 @@ export class MCPServiceBridge {
           `engine definitions as resources (${STATUS_URI} for counts) and prompts.`
         : `AGENT-33 MCP gateway: upstream "${info.upstream}" alone, under its own names.`,
     });
-    const session: InboundSession = { server, tenant: info.auth.tenant, sessionId: live.id };
+    const session: InboundSession = {
+      server,
+      tenant: info.auth.tenant,
+      sessionId: live.id,
+      // The caller's token goes only to upstreams configured to forward it.
+      bearerFor: (upstreamId) =>
+        o.proxy?.get(upstreamId)?.server.auth === "passthrough" ? info.bearer : undefined,
+    };
     live.inbound = session;
 
     handle(server, SetLevelRequestSchema, (request) => {

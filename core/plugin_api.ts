@@ -116,6 +116,17 @@ export interface SessionInfo {
   sessionId?: string;
   /** Serve one upstream alone under its own names (`/mcp/<server_id>`). */
   upstream?: string;
+  /**
+   * The caller's own bearer token, from the request that opened the session: forwarded only to
+   * `auth: passthrough` upstreams, never logged. See {@link bearerToken}.
+   */
+  bearer?: string;
+}
+
+/** The token of a request's `Authorization: Bearer <token>` header, or undefined. */
+export function bearerToken(request: Request): string | undefined {
+  const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(request.headers.get("authorization") ?? "");
+  return match?.[1];
 }
 
 /** A live MCP session served by the bridge. */

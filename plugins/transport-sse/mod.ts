@@ -4,6 +4,7 @@
  * @module
  */
 import {
+  bearerToken,
   definePlugin,
   GatewayError,
   isJsonRpcMessage,
@@ -40,14 +41,16 @@ export default definePlugin({
       maxMessages: ctx.settings.sseMaxQueueMessages,
     };
 
-    async function connect(_request: Request, auth: TokenPayload): Promise<Response> {
+    async function connect(request: Request, auth: TokenPayload): Promise<Response> {
       const transport = new SseSessionTransport("/messages", limits);
+      const bearer = bearerToken(request);
       let served: ServedSession;
       try {
         served = await ctx.serve(transport, {
           transport: "sse",
           auth,
           sessionId: transport.sessionId,
+          ...(bearer === undefined ? {} : { bearer }),
         });
       } catch (error) {
         await transport.close();

@@ -9,6 +9,7 @@
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import {
+  bearerToken,
   definePlugin,
   GatewayError,
   type ServedSession,
@@ -203,10 +204,12 @@ export default definePlugin({
         direct.abandonAll("it was closed before the call was answered");
       };
       try {
+        const bearer = bearerToken(request);
         session.served = await ctx.serve(transport, {
           transport: "streamable-http",
           auth,
           ...(upstream === undefined ? {} : { upstream }),
+          ...(bearer === undefined ? {} : { bearer }),
         });
       } catch (error) {
         await transport.close();

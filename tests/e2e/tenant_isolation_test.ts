@@ -15,6 +15,7 @@ import {
 import { SignJWT } from "jose";
 import { eventually, fixture, writeFleet } from "../support/fleet.ts";
 import { startGateway, type TestGateway } from "../support/gateway.ts";
+import { startHeaderEchoServer } from "../fixtures/upstreams/header_echo_server.ts";
 import { processAlive } from "../fixtures/upstreams/support.ts";
 
 const SECRET = "a-jwt-secret-of-at-least-thirty-two-bytes";
@@ -25,6 +26,9 @@ tenants:
     allow: ["*"]
 connectors:
   sampling:
+    tenants: ["*"]
+    effects: [read, write, destructive]
+  echo:
     tenants: ["*"]
     effects: [read, write, destructive]
 `;
@@ -82,12 +86,18 @@ function jwt(tenant: string, sub = `${tenant}-user`): Promise<string> {
 /** A tenant's client that answers sampling with its own name and records all it receives. */
 interface Caller {
   client: Client;
+  /** Its bearer token. */
+  token: string;
   /** Every byte of upstream traffic this client received: sampling prompts and log lines. */
   received: string[];
   call(tool: string, args?: Record<string, unknown>): Promise<CallToolResult>;
 }
 
-async function caller(gateway: TestGateway, tenant: string): Promise<Caller> {
+async function caller(
+  gateway: TestGateway,
+  tenant: string,
+  headers: Record<string, string> = {},
+): Promise<Caller> {
   const client = new Client({ name: `client-${tenant}`, version: "1" }, {
     capabilities: { sampling: {} },
   });
@@ -103,13 +113,15 @@ async function caller(gateway: TestGateway, tenant: string): Promise<Caller> {
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
     received.push(JSON.stringify(n.params));
   });
+  const token = await jwt(tenant);
   await client.connect(
     new StreamableHTTPClientTransport(new URL(`${gateway.url}/mcp`), {
-      requestInit: { headers: { Authorization: `Bearer ${await jwt(tenant)}` } },
+      requestInit: { headers: { Authorization: `Bearer ${token}`, ...headers } },
     }),
   );
   return {
     client,
+    token,
     received,
     call: (tool, args = {}) =>
       client.callTool({ name: `sampling__${tool}`, arguments: args }) as Promise<CallToolResult>,
@@ -254,5 +266,43 @@ Deno.test("Per-tenant env reaches only that tenant's instance; an unlisted tenan
   } finally {
     Deno.env.delete("TI_ACME_SECRET");
     Deno.env.delete("TI_GLOBEX_SECRET");
+  }
+});
+
+Deno.test("auth: passthrough forwards each caller's own bearer token to a real HTTP upstream, and nothing else", async () => {
+  const echo = startHeaderEchoServer();
+  const fleet = `proxy_servers:
+  - id: echo
+    url: ${echo.url}
+    scope: session
+    auth: passthrough
+    headers: { X-Static: from-the-fleet }
+`;
+  try {
+    await withGateway(fleet, async (gateway) => {
+      const a = await caller(gateway, "acme", { "X-Client-Secret": "acme-private-header" });
+      const b = await caller(gateway, "globex");
+      try {
+        const seen = async (c: Caller) => {
+          const result = await c.client.callTool({ name: "echo__headers", arguments: {} });
+          return JSON.parse(text(result as CallToolResult)) as Record<string, string>;
+        };
+        const [ha, hb] = [await seen(a), await seen(b)];
+        assert.equal(ha.authorization, `Bearer ${a.token}`);
+        assert.equal(hb.authorization, `Bearer ${b.token}`);
+        assert.notEqual(ha.authorization, hb.authorization);
+        assert.equal(ha["x-static"], "from-the-fleet");
+        // Only the bearer crosses: no other header of the caller's request.
+        assert.equal(ha["x-client-secret"], undefined);
+        assert.ok(!JSON.stringify(ha).includes("acme-private-header"));
+        // The token itself is never logged.
+        assert.ok(!gateway.logs.some((line) => line.includes(a.token)));
+      } finally {
+        await a.client.close();
+        await b.client.close();
+      }
+    });
+  } finally {
+    await echo.close();
   }
 });
