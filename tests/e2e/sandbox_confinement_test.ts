@@ -55,6 +55,11 @@ Deno.test("A sandboxed child's remote import is refused by the permission check,
         ["https://raw.githubusercontent.com/x/y/main/mod.ts", "raw.githubusercontent.com:443"],
         ["jsr:@std/fmt@1/colors", "jsr.io:443"],
         ["https://evil.example/payload.js", "evil.example:443"],
+        // A data: module's own static import goes through the same check.
+        [
+          `data:application/javascript,${encodeURIComponent('import "https://deno.land/x/a.ts";')}`,
+          "deno.land:443",
+        ],
       ]
     ) {
       const result = await client.callTool({ name: "probe__import", arguments: { specifier } });
