@@ -108,6 +108,7 @@ export function redactDeep<T>(value: T, depth = 0): T {
   if (depth > 32) return REDACTED as T;
   if (Array.isArray(value)) return value.map((v) => redactDeep(v, depth + 1)) as T;
   if (value instanceof Error) return redact(value.message) as T;
+  if (value instanceof Date || ArrayBuffer.isView(value)) return value; // no text to hide
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value)) out[k] = redactDeep(v, depth + 1);
   return out as T;

@@ -118,3 +118,12 @@ Deno.test("A scope: tenant entry's per-tenant header and env values are secrets 
     assert.ok(secrets.includes(expected), `${expected} is a secret`);
   }
 });
+
+Deno.test("redactDeep keeps dates and byte arrays as they are and turns errors into their redacted message", () => {
+  const at = new Date(0);
+  const bytes = new Uint8Array([1, 2]);
+  const out = redactDeep({ at, bytes, error: new Error("GET http://u:p@h/ failed") });
+  assert.equal(out.at, at);
+  assert.equal(out.bytes, bytes);
+  assert.equal(out.error as unknown, "GET http://[redacted]@h/ failed");
+});

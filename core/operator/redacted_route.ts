@@ -23,10 +23,12 @@ export function redactedRoute(route: HttpRoute): HttpRoute {
       } catch {
         redacted = redact(text); // not JSON after all: redacted as text
       }
+      const headers = new Headers(response.headers);
+      headers.delete("content-length"); // the redacted body has its own
       return new Response(redacted, {
         status: response.status,
         statusText: response.statusText,
-        headers: response.headers,
+        headers,
       });
     },
   };
