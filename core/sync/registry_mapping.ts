@@ -121,13 +121,8 @@ function mapServer(detail: ServerDetail, id: string, options: MappingOptions): M
     };
     const names = Object.keys(env);
     if (names.length > 0) entry.env = env;
-    const permissions: Record<string, unknown> = {};
-    if (names.length > 0) permissions.env = names;
-    if (paths.size > 0) {
-      permissions.read = [...paths];
-      permissions.write = [...paths];
-    }
-    if (Object.keys(permissions).length > 0) entry.permissions = permissions;
+    // Env reads need no grant: the child's environment is already only the base and its env.
+    if (paths.size > 0) entry.permissions = { read: [...paths], write: [...paths] };
     return needs.finish(entry, [...paths]);
   }
   const remote = remotes.find((r) => r?.type === "streamable-http" || r?.type === "sse");

@@ -20,8 +20,8 @@ marked "# synced from registry: <name>@<version>"; hand-written entries are neve
 
 A registry is not trusted: new entries are written enabled: false (unless the registry is in
 MCP_SYNC_TRUSTED_REGISTRIES), they may reference only the variables in MCP_SYNC_ENV_ALLOW (never
-MCP_*), and each server that declares a path gets its own directory under MCP_SYNC_DATA_DIR
-(default .agent33/servers beside the fleet file). Every proposal shows the YAML it writes.
+MCP_*), and each server that declares a path gets its own directory <MCP_DATA_DIR>/servers/<id>
+(default ./.agent33/servers/<id>). Every proposal shows the YAML it writes.
 
 Options:
   --registry URL|FILE   Registry base URL (e.g. https://registry.modelcontextprotocol.io), or a

@@ -3,7 +3,8 @@
  * file, and optionally apply everything proposed. Shared by `main.ts sync` and the admin API.
  * @module
  */
-import { dirname, resolve } from "node:path";
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { syncEnvAllow } from "../proxy/fleet_origin.ts";
 import { readRegistry, type RegistryQuery } from "./registry_client.ts";
 import { applyProposals } from "./sync_apply.ts";
@@ -58,7 +59,7 @@ export async function planFromRegistry(options: SyncOptions): Promise<SyncResult
     env: options.env,
     allow: syncEnvAllow(options.env),
     trusted: trustedRegistry(options.registry, options.env),
-    dataDir: syncDataDir(options.fleetPath, options.env),
+    dataDir: syncDataDir(options.env),
     ...(options.include ? { include: options.include } : {}),
   });
   return {
@@ -71,22 +72,29 @@ export async function planFromRegistry(options: SyncOptions): Promise<SyncResult
   };
 }
 
-/** `MCP_SYNC_TRUSTED_REGISTRIES` (comma-separated URLs or files): whose new entries run at once. */
+/**
+ * `MCP_SYNC_TRUSTED_REGISTRIES` (comma-separated URLs, paths or file:// URLs): the registries whose
+ * new entries are written enabled. A path matches however it is spelled (relative, absolute).
+ */
 export function trustedRegistry(
   registry: string,
   env: Record<string, string | undefined>,
 ): boolean {
-  const norm = (source: string) => source.trim().replace(/\/+$/, "");
-  return (env.MCP_SYNC_TRUSTED_REGISTRIES ?? "").split(",").map(norm).filter(Boolean)
-    .includes(norm(registry));
+  const norm = (source: string) => {
+    const text = source.trim();
+    if (/^https?:\/\//i.test(text)) return text.replace(/\/+$/, "");
+    return resolve(/^file:/i.test(text) ? fileURLToPath(text) : text);
+  };
+  return (env.MCP_SYNC_TRUSTED_REGISTRIES ?? "").split(",").filter((s) => s.trim() !== "")
+    .map(norm).includes(norm(registry));
 }
 
 /**
- * `MCP_SYNC_DATA_DIR`, default `.agent33/servers` beside the fleet file: each synced server that
- * declares a path gets `<dir>/<id>` (absolute, so the child's working directory does not matter).
+ * Where declared paths go: `<MCP_DATA_DIR>/servers` (default `./.agent33/servers`), absolute, so
+ * the child's working directory does not matter; each server gets `<dir>/<id>`.
  */
-export function syncDataDir(fleetPath: string, env: Record<string, string | undefined>): string {
-  return resolve(env.MCP_SYNC_DATA_DIR ?? `${dirname(resolve(fleetPath))}/.agent33/servers`);
+export function syncDataDir(env: Record<string, string | undefined>): string {
+  return resolve(env.MCP_DATA_DIR ?? ".agent33", "servers");
 }
 
 /** Writes every proposal of `result` and remembers the sync for the next incremental run. */

@@ -9,7 +9,7 @@ import { parseFleetConfig } from "../../core/proxy/fleet_config.ts";
 import { runSyncCommand } from "../../core/sync/sync_cli.ts";
 import { SignJWT } from "jose";
 import { writeFleet } from "../support/fleet.ts";
-import { startGateway } from "../support/gateway.ts";
+import { connectHttp, startGateway } from "../support/gateway.ts";
 
 const META = "io.modelcontextprotocol.registry/official";
 
@@ -201,7 +201,6 @@ Deno.test("Sync reads every page (nextCursor and next_cursor) and proposes add, 
       command: ["deno", "run", "npm:@acme/weather-mcp@1.2.0"],
       sandbox: "deno",
       env: { WEATHER_API_KEY: "${WEATHER_API_KEY}", WEATHER_UNITS: "${WEATHER_UNITS:-metric}" },
-      permissions: { env: ["WEATHER_API_KEY", "WEATHER_UNITS"] },
     });
     assert.equal(byId["update:acme-weather"].from, "1.0.0");
     // The secret header is a placeholder, and its variable is unset: written disabled.
@@ -665,6 +664,90 @@ Deno.test("A gateway started on a hostile sync's fleet runs nothing the registry
     }
   } finally {
     await server.shutdown();
+    await fleet.remove();
+  }
+});
+
+const EXAMPLE_REGISTRY = new URL("../../examples/registry/servers.json", import.meta.url).pathname;
+
+Deno.test("The example registry page syncs the reference servers, and they start under sandbox: deno with their paths", async () => {
+  const fleet = await writeFleet("proxy_servers: []\n");
+  const data = `${fleet.dir}/data`;
+  try {
+    // Trusted, so the entries are written enabled; declared paths go under MCP_DATA_DIR.
+    const env = { MCP_DATA_DIR: data, MCP_SYNC_TRUSTED_REGISTRIES: EXAMPLE_REGISTRY };
+    const { code, out, err } = await sync(
+      ["--registry", `file://${EXAMPLE_REGISTRY}`, "--config", fleet.path, "--apply", "--json"],
+      env,
+    );
+    assert.equal(code, 0, err);
+    const plan = JSON.parse(out);
+    const fsDir = `${data}/servers/modelcontextprotocol-filesystem`;
+    const memoryDir = `${data}/servers/modelcontextprotocol-memory`;
+    const byId = Object.fromEntries(
+      plan.proposals.map((p: { server: string; entry: unknown }) => [p.server, p.entry]),
+    );
+    assert.deepEqual(byId["modelcontextprotocol-filesystem"], {
+      id: "modelcontextprotocol-filesystem",
+      command: ["deno", "run", "npm:@modelcontextprotocol/server-filesystem@2026.8.31", fsDir],
+      sandbox: "deno",
+      permissions: { read: [fsDir], write: [fsDir] },
+    });
+    assert.deepEqual(byId["modelcontextprotocol-memory"].env, {
+      MEMORY_FILE_PATH: `${memoryDir}/memory.json`,
+    });
+    assert.match(plan.skipped[0].reason, /pypi package example-mcp: not runnable here/);
+    assert.ok((await Deno.stat(fsDir)).isDirectory, "apply creates each declared directory");
+
+    const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
+    try {
+      await gateway.kernel.fleetStarted;
+      for (const id of Object.keys(byId)) {
+        const snapshot = gateway.kernel.proxy.get(id)!.snapshot();
+        assert.equal(snapshot.state, "READY", `${id}: ${snapshot.lastError}`);
+      }
+      const client = await connectHttp(gateway);
+      const text = (result: Record<string, unknown>) =>
+        (result.content as { text: string }[])[0]!.text;
+      try {
+        // Its path argument is the directory sync gave it (writes need an approval by policy).
+        await Deno.writeTextFile(`${fsDir}/note.txt`, "synced and confined");
+        const read = await client.callTool({
+          name: "modelcontextprotocol-filesystem__read_text_file",
+          arguments: { path: `${fsDir}/note.txt` },
+        });
+        assert.equal(text(read), "synced and confined");
+        const outside = await client.callTool({
+          name: "modelcontextprotocol-filesystem__read_text_file",
+          arguments: { path: fleet.path },
+        });
+        assert.equal(outside.isError, true, "a path outside its directory is refused");
+        await client.callTool({
+          name: "modelcontextprotocol-memory__create_entities",
+          arguments: { entities: [{ name: "sync", entityType: "test", observations: ["ok"] }] },
+        });
+        const graph = JSON.parse(
+          text(
+            await client.callTool({
+              name: "modelcontextprotocol-memory__read_graph",
+              arguments: {},
+            }),
+          ),
+        );
+        assert.deepEqual(graph.entities.map((e: { name: string }) => e.name), ["sync"]);
+        assert.ok((await Deno.stat(`${memoryDir}/memory.json`)).isFile);
+        const echo = await client.callTool({
+          name: "modelcontextprotocol-everything__echo",
+          arguments: { message: "hi" },
+        });
+        assert.match(text(echo), /hi/);
+      } finally {
+        await client.close();
+      }
+    } finally {
+      await gateway.stop();
+    }
+  } finally {
     await fleet.remove();
   }
 });
