@@ -7,6 +7,7 @@
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../../core/plugin_api.ts";
+import { takeStreamMark } from "./related_streams.ts";
 
 /** How a relay builds and judges its SDK transport. */
 export interface HttpRelayOptions {
@@ -14,6 +15,12 @@ export interface HttpRelayOptions {
   create(url: URL, headers: Record<string, string>): Transport;
   /** Whether an error the transport reports on its own (not from a send) ends the session. */
   isFatal(error: Error): boolean;
+  /**
+   * The `_meta` key under which the transport's fetch marks a message with the request whose
+   * response stream carried it (see related_streams.ts); the relay takes the mark off and reports
+   * it as the message's `related` request.
+   */
+  streamMarkKey?: string;
 }
 
 /** The parts of the worker global scope a relay uses (the project lib is deno.window). */
@@ -57,7 +64,9 @@ export function runHttpRelay(options: HttpRelayOptions): void {
         });
         return;
       }
-      post({ type: "message", message });
+      const key = options.streamMarkKey;
+      const related = key === undefined ? undefined : takeStreamMark(message, key);
+      post({ type: "message", message, ...(related === undefined ? {} : { related }) });
     };
     t.onerror = (error: Error) => {
       // During start the rejected start() reports it; after finish nothing is relayed.

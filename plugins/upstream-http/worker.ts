@@ -4,10 +4,19 @@
  * @module
  */
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { markingFetch, streamMarkKey } from "./related_streams.ts";
 import { runHttpRelay } from "./relay.ts";
 
+const markKey = streamMarkKey();
+
 runHttpRelay({
-  create: (url, headers) => new StreamableHTTPClientTransport(url, { requestInit: { headers } }),
+  create: (url, headers) =>
+    new StreamableHTTPClientTransport(url, {
+      requestInit: { headers },
+      // Marks what arrives on each request's own response stream with that request's id.
+      fetch: markingFetch(markKey),
+    }),
+  streamMarkKey: markKey,
   // Its own errors concern the optional GET stream, which the SDK reconnects; a dead server
   // surfaces as a failed send, which ends the session.
   isFatal: () => false,

@@ -16,6 +16,7 @@ import { SignJWT } from "jose";
 import { eventually, fixture, writeFleet } from "../support/fleet.ts";
 import { startGateway, type TestGateway } from "../support/gateway.ts";
 import { startHeaderEchoServer } from "../fixtures/upstreams/header_echo_server.ts";
+import { startSamplingHttpServer } from "../fixtures/upstreams/sampling_http_server.ts";
 import { processAlive } from "../fixtures/upstreams/support.ts";
 
 const SECRET = "a-jwt-secret-of-at-least-thirty-two-bytes";
@@ -29,6 +30,9 @@ connectors:
     tenants: ["*"]
     effects: [read, write, destructive]
   echo:
+    tenants: ["*"]
+    effects: [read, write, destructive]
+  remote:
     tenants: ["*"]
     effects: [read, write, destructive]
 `;
@@ -124,7 +128,10 @@ async function caller(
     token,
     received,
     call: (tool, args = {}) =>
-      client.callTool({ name: `sampling__${tool}`, arguments: args }) as Promise<CallToolResult>,
+      client.callTool({
+        name: tool.includes("__") ? tool : `sampling__${tool}`,
+        arguments: args,
+      }) as Promise<CallToolResult>,
   };
 }
 
@@ -304,5 +311,39 @@ Deno.test("auth: passthrough forwards each caller's own bearer token to a real H
     });
   } finally {
     await echo.close();
+  }
+});
+
+Deno.test("A shared Streamable HTTP upstream's sampling and logs reach exactly the call whose stream they came on", async () => {
+  const upstream = startSamplingHttpServer();
+  try {
+    await withGateway(
+      `proxy_servers:\n  - id: remote\n    url: ${upstream.url}\n`,
+      async (gateway) => {
+        const a = await caller(gateway, "acme");
+        const b = await caller(gateway, "globex");
+        try {
+          const [ra, rb] = await Promise.all([
+            a.call("remote__ask", { marker: "ALPHA", wait_for: 2 }),
+            b.call("remote__ask", { marker: "BRAVO", wait_for: 2 }),
+          ]);
+          assert.equal(text(ra), "answer for ALPHA: sampled by acme");
+          assert.equal(text(rb), "answer for BRAVO: sampled by globex");
+          await eventually(
+            () => a.received.length === 2 && b.received.length === 2,
+            "each tenant's log line and sampling request",
+          );
+          assert.ok(a.received.every((r) => r.includes("ALPHA") && !r.includes("BRAVO")));
+          assert.ok(b.received.every((r) => r.includes("BRAVO") && !r.includes("ALPHA")));
+          // The gateway's marker stays inside the gateway.
+          assert.ok([...a.received, ...b.received].every((r) => !r.includes("agent33.dev")));
+        } finally {
+          await a.client.close();
+          await b.client.close();
+        }
+      },
+    );
+  } finally {
+    await upstream.close();
   }
 });

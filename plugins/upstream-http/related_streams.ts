@@ -1,0 +1,100 @@
+/**
+ * Which request a Streamable HTTP upstream's server→client message belongs to: a server sends a
+ * request's own sampling, elicitation and log messages on that request's POST response stream,
+ * so the stream a message arrives on names its call. The SDK's client transport does not say
+ * which stream a message came from, so this fetch marks each message on a POST's event stream
+ * with the POSTed request's id, under a `_meta` key holding a nonce the upstream cannot know;
+ * the relay takes the mark off again ({@link takeStreamMark}) and reports it beside the message.
+ * @module
+ */
+import { createParser, type EventSourceParser } from "eventsource-parser";
+
+/** A random `_meta` key for this relay's marks. */
+export function streamMarkKey(): string {
+  return `agent33.dev/stream-of:${crypto.randomUUID()}`;
+}
+
+/** A fetch that marks the messages of each POST's event-stream response with its request's id. */
+export function markingFetch(key: string, base: typeof fetch = fetch): typeof fetch {
+  return async (input, init) => {
+    const response = await base(input, init);
+    if (init?.method !== "POST" || !response.body) return response;
+    const type = response.headers.get("content-type") ?? "";
+    if (!/^\s*text\/event-stream\s*(;|$)/i.test(type)) return response;
+    const id = requestIdOf(init.body);
+    if (id === undefined) return response;
+    const encoder = new TextEncoder();
+    let parser: EventSourceParser;
+    const marked = response.body.pipeThrough(new TextDecoderStream()).pipeThrough(
+      new TransformStream<string, Uint8Array>({
+        start(controller) {
+          const emit = (text: string) => controller.enqueue(encoder.encode(text));
+          parser = createParser({
+            onEvent: (event) => emit(frame(event.id, event.event, mark(event.data, key, id))),
+            // The server's reconnection hint, passed on as it came.
+            onRetry: (ms) => emit(`retry: ${ms}\n\n`),
+          });
+        },
+        transform(chunk) {
+          parser.feed(chunk);
+        },
+      }),
+    );
+    return new Response(marked, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
+  };
+}
+
+/** Removes this relay's mark from a message in place; the request id it named, or undefined. */
+export function takeStreamMark(message: unknown, key: string): string | number | undefined {
+  const params = (message as { params?: unknown } | null)?.params;
+  const meta = isRecord(params) ? params._meta : undefined;
+  if (!isRecord(meta) || !Object.hasOwn(meta, key)) return undefined;
+  const related = meta[key];
+  delete meta[key];
+  if (Object.keys(meta).length === 0) delete (params as Record<string, unknown>)._meta;
+  return typeof related === "string" || typeof related === "number" ? related : undefined;
+}
+
+/** The id of the JSON-RPC request a POST body holds (the SDK posts one message per request). */
+function requestIdOf(body: BodyInit | null | undefined): string | number | undefined {
+  if (typeof body !== "string") return undefined;
+  try {
+    const message = JSON.parse(body) as { id?: unknown; method?: unknown };
+    const { id } = message;
+    if (typeof message.method !== "string") return undefined;
+    return typeof id === "string" || typeof id === "number" ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The event's data with the mark added when it is a request or notification (it has a method). */
+function mark(data: string, key: string, id: string | number): string {
+  let message: unknown;
+  try {
+    message = JSON.parse(data);
+  } catch {
+    return data; // not JSON: the SDK reports it as it would have
+  }
+  if (!isRecord(message) || typeof message.method !== "string") return data;
+  const params = isRecord(message.params) ? message.params : {};
+  const meta = isRecord(params._meta) ? params._meta : {};
+  return JSON.stringify({ ...message, params: { ...params, _meta: { ...meta, [key]: id } } });
+}
+
+/** One SSE event, as the parser gave it. */
+function frame(id: string | undefined, event: string | undefined, data: string): string {
+  let out = "";
+  if (id !== undefined) out += `id: ${id}\n`;
+  if (event !== undefined) out += `event: ${event}\n`;
+  for (const line of data.split("\n")) out += `data: ${line}\n`;
+  return `${out}\n`;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
