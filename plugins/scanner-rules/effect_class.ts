@@ -187,8 +187,9 @@ export const overbroadCapability: ScannerRule = {
     for (const entity of allEntities(model)) {
       if (entity.kind !== "tool") continue;
       const text = description(entity);
-      const claim = /\b(?:do|does|perform)\s+(?:anything|everything)\b|\bany data in the system\b/i
-        .exec(text);
+      const claim =
+        /(?<!\bnot\s|n't\s)\b(?:do|does|perform)\s+(?:anything|everything)\b(?!\s+else)|\bany data in the system\b/i
+          .exec(text);
       const verbs = new Set([...text.matchAll(CRUD)].map((m) => m[0].toLowerCase()));
       if (!claim && verbs.size < 7) continue;
       findings.push({

@@ -59,9 +59,12 @@ export const exfilParameter: ScannerRule = {
 function fillInstruction(entity: ScanEntity): RuleFinding | undefined {
   const re =
     /\b(?:pass|put|include|send|use)\s+(?:its|the|their|this|that)?\s*(?:full\s+)?(?:content|contents|data|output|result)?\s*(?:as|in|into|to)\s+(?:the\s+)?['"`](\w+)['"`]|\buse the ['"`](\w+)['"`] (?:field|parameter|argument) to (?:send|pass|include|forward|copy|store)\b/i;
+  const schema = entity.raw.inputSchema as Schema | undefined;
+  const params = new Set(Object.keys((schema?.properties ?? {}) as Record<string, unknown>));
   for (const text of proseTexts(entity)) {
     const m = re.exec(text.text);
-    if (!m) continue;
+    // Only this tool's own parameter: "pass the ref to `render_map_tool`" names another tool.
+    if (!m || !params.has(m[1] ?? m[2] ?? "")) continue;
     return {
       entity,
       severity: "high",

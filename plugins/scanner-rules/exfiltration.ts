@@ -77,6 +77,8 @@ export const exfiltration: ScannerRule = patternRule({
     {
       re:
         /\b(?:store|pass|send|include|collect|record|save|put)\s{1,8}(?:here\s{1,8})?(?:all|any|every)\s{1,8}(?:\w{1,40}\s{1,8}){0,2}(?:values|data|information|messages|secrets|credentials|files|conversations?)\b/i,
+      // "Whether to include all information in the tree": a boolean's description, about output.
+      unless: /\bwhether\b/i,
       message: "asks the model to hand over everything it has",
       severity: "medium",
     },

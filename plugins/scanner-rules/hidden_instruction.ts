@@ -23,7 +23,8 @@ export const hiddenInstructionTag: ScannerRule = patternRule({
     {
       // A comment is invisible in rendered Markdown but fully visible to the model.
       // No closing "-->" needed: an unclosed comment hides the rest of the text.
-      re: /<!--\s{0,64}\S[\s\S]{7}/,
+      // "<!-- -->" written out as an example is empty, not a hidden instruction.
+      re: /<!--(?![\s-]{0,64}-->)\s{0,64}\S[\s\S]{7}/,
       message: "contains an HTML comment, hidden from users but read by the model",
     },
     {

@@ -14,6 +14,10 @@ import { hiddenInstructionTag } from "./hidden_instruction.ts";
 import { instructionOverride } from "./instruction_override.ts";
 import { toolNameCollision } from "./name_collision.ts";
 import { oversizedText } from "./oversized_text.ts";
+import { toolPreference } from "./tool_preference.ts";
+import { crossToolSequencing } from "./cross_tool_sequencing.ts";
+import { credentialTool } from "./credential_tool.ts";
+import { parameterSolicitation } from "./parameter_solicitation.ts";
 import { noSchemaValidation } from "./schema_validation.ts";
 import { embeddedSecret } from "./secrets.ts";
 import { sensitiveData } from "./sensitive_data.ts";
@@ -44,6 +48,10 @@ export const BUILTIN_RULES: readonly ScannerRule[] = [
   undisclosedEffect,
   overbroadCapability,
   toxicFlow,
+  toolPreference,
+  crossToolSequencing,
+  credentialTool,
+  parameterSolicitation,
   oversizedText,
 ];
 

@@ -22,7 +22,7 @@ export const sensitiveData: ScannerRule = patternRule({
         `(?:\\b(?:${VERB})\\b[^.\\n]{0,120}?(?:${DATA}))|(?:(?:${DATA})[^.\\n]{0,80}?\\b(?:${VERB})\\b)`,
         "i",
       ),
-      unless: /\b(?:never|does not|doesn't|without)\b/i,
+      unless: /\b(?:never|does not|doesn't|do not|don't|must not|without|avoid)\b/i,
       message: "collects or exposes personal data or credentials",
     },
   ],

@@ -30,7 +30,8 @@ export const sensitiveFile: ScannerRule = patternRule({
     },
     {
       re:
-        /\b(?:mcp\.json|claude_desktop_config\.json|\.aws\/credentials|\.netrc|\.npmrc|\.pypirc|\.git-credentials|\.docker\/config\.json|\.kube\/config|\.bash_history|\.zsh_history|wallet\.dat|credentials\.json)\b|\*credentials\*|\*secret\*/i,
+        // A dot-file after "~/" has no word boundary before its dot, hence the lookbehind.
+        /\b(?:mcp\.json|claude_desktop_config\.json|wallet\.dat|credentials\.json)\b|(?<![\w.])\.(?:aws\/credentials|netrc|npmrc|pypirc|git-credentials|docker\/config\.json|kube\/config|bash_history|zsh_history)\b|\*credentials\*|\*secret\*/i,
       message: "targets credential or client configuration files",
     },
     {

@@ -7,9 +7,11 @@ import type { RuleFinding, ScanEntity, ScannerRule } from "../../core/plugin_api
 import { allEntities, excerpt, proseTexts } from "./text.ts";
 
 const STEERING: RegExp[] = [
-  /\bwhen\s{1,4}(?:\(?[\w.-]{1,64}\)?\s{1,4})?`?[\w.-]{1,64}`?\s{1,4}(?:tool\s{1,4})?is\s{1,4}(?:invoked|called|used|run)\b/i,
+  // "when send_email is called": a tool's name (an identifier or "the X tool"), not "when the stat
+  // option is used".
+  /\bwhen\s{1,4}(?:the\s{1,4})?`?(?:[a-z][\w.]{0,40}[_-][\w.-]{1,40}|[a-z]{1,20}[A-Z][\w]{1,40})`?\s{1,4}(?:tool\s{1,4})?is\s{1,4}(?:invoked|called|used|run)\b|\bwhen\s{1,4}the\s{1,4}`?[\w.-]{1,64}`?\s{1,4}tool\s{1,4}is\s{1,4}(?:invoked|called|used|run)\b/,
   /\b(?:modify|change|alter|override)\s+the\s+behaviou?r\s+of\b/i,
-  /\b(?:all|any|every)\s+(?:other\s+)?(?:communication|messaging|email|mail|other)\s+tools\b/i,
+  /\b(?:all|any|every)\s+(?:other\s+)?(?:communication|messaging|email|mail)\s+tools\b/i,
   /\bchange\s+the\s+(?:recipient|destination|target|sender)\b/i,
   /\b(?:on|for)\s+any\s+(?:messaging|email|chat)\s+platform\b/i,
 ];
