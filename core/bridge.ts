@@ -34,7 +34,11 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { Clock } from "./clock.ts";
-import type { Definition, DefinitionRegistry } from "./definition_registry.ts";
+import {
+  AGENT_PROMPT_PREFIX,
+  type Definition,
+  type DefinitionRegistry,
+} from "./definition_registry.ts";
 import { GatewayError, toMcpError } from "./errors.ts";
 import type { EventBus } from "./event_bus.ts";
 import type { Logger } from "./logger.ts";
@@ -205,7 +209,8 @@ export class MCPServiceBridge {
         uptimeSeconds: Math.round((o.clock.now() - this.#startedAt) / 1000),
       },
       agents: o.agentRegistry.size,
-      tools: o.toolRegistry.size,
+      // Every tool served: native and proxied (tools/list shows a tenant those it may call).
+      tools: o.toolRegistry.size + (o.proxy?.aggregated.tools().length ?? 0),
       skills: o.skillRegistry.size,
       workflows: o.workflowRegistry.size,
       proxies: o.proxy?.size ?? 0,
@@ -806,7 +811,9 @@ export class MCPServiceBridge {
       for (const d of this.#registry(kind).list()) {
         resources.push({
           uri: `agent33://${kind}/${encodeURIComponent(d.id)}`,
-          name: d.name,
+          // The name is the id its tool (workflow_run, agent_invoke) takes; the human name is the title.
+          name: d.id,
+          title: d.name,
           description: d.description || `${noun} ${d.id}`,
           mimeType: "application/json",
         });
@@ -847,7 +854,7 @@ export class MCPServiceBridge {
       });
     };
     for (const skill of o.skillRegistry.list()) add(skill.id, skill);
-    for (const agent of o.agentRegistry.list()) add(`agent-${agent.id}`, agent);
+    for (const agent of o.agentRegistry.list()) add(`${AGENT_PROMPT_PREFIX}${agent.id}`, agent);
     return out;
   }
 

@@ -5,6 +5,9 @@
  * @module
  */
 
+/** Agents are also prompts, named `agent-<id>` (a skill may have the same id as an agent). */
+export const AGENT_PROMPT_PREFIX = "agent-";
+
 /** What every definition has. */
 export interface Definition {
   /** Stable id, used in resource URIs. */
@@ -38,10 +41,15 @@ export class DefinitionRegistry<T extends Definition = Definition> {
     if (this.#byId.delete(id)) { for (const listener of [...this.#listeners]) listener(); }
   }
 
-  /** The definition with this id, else the first with this name. */
+  /**
+   * The definition with this id, else the first with this name, else the one whose id or name
+   * matches ignoring case: whatever a resource or prompt lists for it finds it.
+   */
   find(idOrName: string): T | undefined {
-    return this.#byId.get(idOrName) ??
-      [...this.#byId.values()].find((d) => d.name === idOrName);
+    const all = [...this.#byId.values()];
+    const folded = idOrName.toLowerCase();
+    return this.#byId.get(idOrName) ?? all.find((d) => d.name === idOrName) ??
+      all.find((d) => d.id.toLowerCase() === folded || d.name.toLowerCase() === folded);
   }
 
   /** Every definition, sorted by id. */

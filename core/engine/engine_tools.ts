@@ -3,7 +3,7 @@
  * @module
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import type { DefinitionRegistry } from "../definition_registry.ts";
+import { AGENT_PROMPT_PREFIX, type DefinitionRegistry } from "../definition_registry.ts";
 import { GatewayError } from "../errors.ts";
 import type { NativeTool } from "../plugin_api.ts";
 import type { AgentRunner } from "./agent_runner.ts";
@@ -74,7 +74,11 @@ export function engineTools(o: EngineToolsOptions): NativeTool[] {
       },
       handler: async (args, ctx) => {
         const id = String(args.agent);
-        const found = agents.find(id);
+        // The agent's prompt name (agent-<id>) names it too.
+        const found = agents.find(id) ??
+          (id.startsWith(AGENT_PROMPT_PREFIX)
+            ? agents.find(id.slice(AGENT_PROMPT_PREFIX.length))
+            : undefined);
         if (!found) throw notFound("agent", id, agents);
         const token = o.tokenOf(ctx.meta);
         const run = typeof args.run === "string" ? args.run : undefined;
@@ -128,7 +132,7 @@ function structured(value: object, isError = false): CallToolResult {
 }
 
 function notFound(kind: string, id: string, registry: DefinitionRegistry): GatewayError {
-  const known = registry.list().map((d) => d.id);
+  const known = registry.list().map((d) => d.name === d.id ? d.id : `${d.id} ("${d.name}")`);
   return new GatewayError(
     "not_found",
     `Unknown ${kind} "${id}"; known ${kind}s: ${known.join(", ") || "none"}`,

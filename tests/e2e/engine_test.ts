@@ -104,6 +104,31 @@ Deno.test("engine: workflows, skills, knowledge and agents through the gateway",
         assert.ok(resources.some((r) => r.uri === "agent33://workflows/remember"));
       });
 
+      await t.step("the name a resource or prompt lists is a name its tool accepts", async () => {
+        const { resources } = await client.listResources();
+        const remember = resources.find((r) => r.uri === "agent33://workflows/remember")!;
+        assert.equal(remember.name, "remember");
+        assert.equal(remember.title, "Remember a fact");
+        for (const name of [remember.name, remember.title!, "Remember"]) {
+          const result = await client.callTool({
+            name: "workflow_run",
+            arguments: { workflow: name, inputs: { entity: "Lin", fact: `named ${name}` } },
+          });
+          assert.equal((result.structuredContent as { status: string }).status, "completed", name);
+        }
+        const { prompts } = await client.listPrompts();
+        const agentPrompt = prompts.find((p) => p.name.startsWith("agent-"))!;
+        // No prompt: refused for that reason, so the agent was found by its prompt's name.
+        await assert.rejects(
+          client.callTool({ name: "agent_invoke", arguments: { agent: agentPrompt.name } }),
+          /agent_invoke needs a prompt/,
+        );
+        await assert.rejects(
+          client.callTool({ name: "workflow_run", arguments: { workflow: "nope" } }),
+          /Unknown workflow "nope"; known workflows: remember \("Remember a fact"\)/,
+        );
+      });
+
       await t.step("rag_search returns the relevant passage with source and offset", async () => {
         const result = await client.callTool({
           name: "rag_search",
