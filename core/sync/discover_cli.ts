@@ -169,8 +169,11 @@ export async function runDiscoverCommand(args: string[], io: DiscoverIo): Promis
   io.out(
     values.json
       ? JSON.stringify({ proposals, applied: Boolean(values.apply) }, null, 2) + "\n"
-      : (proposals.map((p) => `  + ${p.server.padEnd(32)} ${String(p.entry?.url)}  ${p.reason}\n`)
-        .join("") || "Nothing new to propose.\n") +
+      : (proposals.map((p) =>
+        `  + ${p.server.padEnd(32)} ${String(p.entry?.url)}  ${p.reason}\n` +
+        // Exactly the text --apply writes.
+        (p.yaml ?? "").trimEnd().split("\n").map((line) => `      | ${line}\n`).join("")
+      ).join("") || "Nothing new to propose.\n") +
         (values.apply && proposals.length > 0 ? `Written to ${fleetPath}.\n` : ""),
   );
   return failed ? 1 : 0;
