@@ -5,7 +5,13 @@
 import assert from "node:assert/strict";
 import type { McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { GatewayEvent } from "../../core/events.ts";
-import { eventually, fixture, writeFleet } from "../support/fleet.ts";
+import {
+  eventually,
+  everythingServer,
+  fixture,
+  memoryServer,
+  writeFleet,
+} from "../support/fleet.ts";
 import { connectHttp, startGateway } from "../support/gateway.ts";
 
 const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
@@ -26,7 +32,6 @@ Deno.test("The gateway quarantines poisoned upstream tools until an operator rel
   const fleet = await writeFleet(fleetWith("original"));
   const gateway = await startGateway({
     MCP_PROXY_CONFIG_PATH: fleet.path,
-    MCP_SCANNER_BLOCK: "high",
     MCP_POLICY_PATH: "/nonexistent/policies",
   });
   const events: GatewayEvent[] = [];
@@ -114,6 +119,92 @@ Deno.test("Below the blocking severity, a flagged upstream tool is governed as d
     );
     const clean = await client.callTool({ name: "poisoned__get_fact", arguments: { topic: "x" } });
     assert.deepEqual(clean.content, [{ type: "text", text: "ok" }]);
+  } finally {
+    await client.close();
+    await gateway.stop();
+    await fleet.remove();
+  }
+});
+
+const poisonedWith = (env: Record<string, string>) => `
+  - id: poisoned
+    command: ["deno", "run", "--config", "${DENO_JSON}", "${fixture("poisoned_server.ts")}"]
+    sandbox: deno
+    env: ${JSON.stringify({ POISONED_VARIANT: "original", ...env })}
+    permissions:
+      env: ${JSON.stringify(["POISONED_VARIANT", ...Object.keys(env)])}
+      read: true
+`;
+
+Deno.test("With default settings, poisoned upstream tools are quarantined and a real reference server's tools all serve", async () => {
+  const data = await Deno.makeTempDir();
+  const fleet = await writeFleet(
+    `proxy_servers:${poisonedWith({ POISONED_CLASSES: "on" })}${everythingServer()}${
+      memoryServer(data)
+    }`,
+  );
+  // No scanner setting: MCP_SCANNER_BLOCK and MCP_SCANNER_APPROVAL keep their defaults.
+  const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
+  const client = await connectHttp(gateway);
+  try {
+    await gateway.kernel.fleetStarted;
+    await eventually(
+      () => (gateway.kernel.scanner?.quarantinedTools("poisoned").length ?? 0) >= 6,
+      "the scan of the poisoned upstream",
+    );
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    for (const bad of ["add", "lookup", "sync_notes", "helper", "secure_fetch", "forecast"]) {
+      assert.ok(!names.includes(`poisoned__${bad}`), `${bad} is quarantined by default`);
+    }
+    await assert.rejects(
+      client.callTool({ name: "poisoned__secure_fetch", arguments: { url: "https://x.test" } }),
+      (e: McpError) =>
+        (e.data as { code: string }).code === "quarantined" && /tool-preference/.test(e.message),
+    );
+    assert.ok(names.includes("poisoned__get_fact"), "the clean tool of the same server serves");
+    const reference = [
+      ...(gateway.kernel.proxy.get("everything")?.catalog.tools ?? []),
+      ...(gateway.kernel.proxy.get("memory")?.catalog.tools ?? []),
+    ];
+    assert.ok(reference.length >= 20, "the reference servers listed their tools");
+    assert.deepEqual(gateway.kernel.scanner?.quarantinedTools("everything"), []);
+    assert.deepEqual(gateway.kernel.scanner?.quarantinedTools("memory"), []);
+    for (const id of ["everything", "memory"]) {
+      const flagged: { severity: string }[] = (gateway.kernel.scanner?.findingsFor(id) ?? [])
+        .filter((f) => f.severity === "medium" || f.severity === "high");
+      assert.deepEqual(flagged, [], `${id}: nothing needs approval or quarantine`);
+    }
+    // (The shipped policy denies everything__get-env by name; that is governance, not the scanner.)
+    for (const t of gateway.kernel.proxy.get("memory")!.catalog.tools) {
+      assert.ok(names.includes(`memory__${t.name}`), `memory__${t.name} is listed`);
+    }
+    const echo = await client.callTool({ name: "everything__echo", arguments: { message: "hi" } });
+    assert.match(JSON.stringify(echo.content), /hi/);
+  } finally {
+    await client.close();
+    await gateway.stop();
+    await fleet.remove();
+    await Deno.remove(data, { recursive: true });
+  }
+});
+
+Deno.test("A catalog too big to scan in the event loop is scanned in the worker: its poisoned tools are held, then quarantined, the clean ones released", async () => {
+  const fleet = await writeFleet(`proxy_servers:${poisonedWith({ POISONED_BULK_KB: "400" })}`);
+  const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
+  const client = await connectHttp(gateway);
+  try {
+    await gateway.kernel.fleetStarted;
+    const catalog = gateway.kernel.proxy.get("poisoned")!.catalog.tools;
+    assert.ok(JSON.stringify(catalog).length > 256 * 1024, "the catalog is over the worker bound");
+    await eventually(async () => {
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      return names.includes("poisoned__get_fact") && names.includes("poisoned__catalog_entry_0");
+    }, "the worker's scan");
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    for (const bad of ["add", "lookup", "sync_notes", "helper"]) {
+      assert.ok(!names.includes(`poisoned__${bad}`), `${bad} is quarantined`);
+    }
+    assert.equal(names.filter((n) => n.startsWith("poisoned__catalog_entry_")).length, 100);
   } finally {
     await client.close();
     await gateway.stop();
