@@ -36,6 +36,8 @@ import { type CatalogLimits, DEFAULT_CATALOG_LIMITS } from "./catalog_fetch.ts";
 import { originAt, refusedVariable, syncEnvAllow } from "./fleet_origin.ts";
 import { interpolate, RefusedVariableError } from "./interpolate.ts";
 import { withDataDir } from "../data_dir.ts";
+import { parseDotenv } from "../dotenv.ts";
+import { dirname, isAbsolute, join } from "node:path";
 
 /** How the gateway talks to an upstream server. */
 export type FleetTransport = "stdio" | "sse" | "http";
@@ -202,6 +204,7 @@ const FIELDS = {
     z.strictObject({
       env: z.record(z.string(), z.string()).optional(),
       headers: z.record(z.string(), line).optional(),
+      secrets_file: line.pipe(nonEmpty).optional(),
     }),
   ),
   auth: z.enum(["none", "passthrough"]),
@@ -228,7 +231,7 @@ const NESTED_KEYS: Record<string, string[]> = {
   limits: Object.keys(FIELDS.limits.shape),
 };
 /** Keys of one tenant's credentials under `tenants.<name>`. */
-const TENANT_KEYS = ["env", "headers"];
+const TENANT_KEYS = ["env", "headers", "secrets_file"];
 
 const EXPECTED: Record<string, string> = {
   string: "a string",
@@ -271,6 +274,8 @@ export function parseFleetConfig(
   path: string,
   env: Record<string, string | undefined>,
   defaults: FleetDefaults,
+  /** Reads a tenant's `secrets_file` (relative paths are relative to the fleet file). */
+  readSecretsFile: (path: string) => string = Deno.readTextFileSync,
 ): FleetConfig {
   // ${MCP_DATA_DIR} always resolves (to an absolute path), so a fleet can name where to write.
   env = withDataDir(env);
@@ -551,11 +556,16 @@ export function parseFleetConfig(
     // Entries sync or discovery wrote may only reference what the operator allowed.
     const origin = originAt(lines, line);
     const refuse = (name: string) => refusedVariable(origin, name, allowed, line - 1);
-    const resolve = (value: string, where: YamlPath, field: string): string => {
+    const resolve = (
+      value: string,
+      where: YamlPath,
+      field: string,
+      vars: Record<string, string | undefined> = env,
+    ): string => {
       const missing = new Set<string>();
       let resolved: string;
       try {
-        resolved = interpolate(value, env, (name) => missing.add(name), refuse);
+        resolved = interpolate(value, vars, (name) => missing.add(name), refuse);
       } catch (error) {
         // Disabled, such an entry is how sync proposes it: kept as written, never resolved.
         if (error instanceof RefusedVariableError && !enabled) {
@@ -592,18 +602,72 @@ export function parseFleetConfig(
       (value, key) => resolve(value, [...at, "env", key], `env.${key}`),
     );
     const cwd = fields.cwd === undefined ? undefined : resolve(fields.cwd, [...at, "cwd"], "cwd");
+    // A tenant's secrets file: variables for its own values only, the file's winning.
+    const secretsOf = (
+      file: string | undefined,
+      where: YamlPath,
+      field: string,
+    ): Record<string, string> => {
+      if (file === undefined || !enabled) return {};
+      if (origin !== "operator") {
+        report(
+          [...where, "secrets_file"],
+          `${label} ${field}.secrets_file: an entry written by ${origin} may not read files; ` +
+            "delete its marker line to adopt it as your own",
+        );
+        return {};
+      }
+      const full = isAbsolute(file) ? file : join(dirname(path), file);
+      let text: string;
+      try {
+        text = readSecretsFile(full);
+      } catch (error) {
+        report(
+          [...where, "secrets_file"],
+          `${label} ${field}.secrets_file "${file}" cannot be read: ${(error as Error).message}`,
+        );
+        return {};
+      }
+      try {
+        return parseDotenv(text, full);
+      } catch (error) {
+        // The line's text is not quoted: it may hold a secret.
+        const at = (error as GatewayError).data?.line;
+        report(
+          [...where, "secrets_file"],
+          `${label} ${field}.secrets_file "${file}" line ${at ?? "?"} is not KEY=value ` +
+            "(# starts a comment)",
+        );
+        return {};
+      }
+    };
+    // Callers' tokens and per-tenant credentials are the operator's decision, never a registry's.
+    if (origin !== "operator") {
+      for (const key of ["auth", "tenants"] as const) {
+        if (has(key) && (key !== "auth" || fields.auth === "passthrough")) {
+          fieldProblem(
+            [...at, key],
+            `may not be set by ${origin} (it would hand callers' tokens or tenants' credentials ` +
+              "to an upstream the operator did not choose); delete the entry's marker line to " +
+              "adopt it as your own",
+          );
+        }
+      }
+    }
     const tenants = Object.fromEntries(
       Object.entries(fields.tenants ?? {}).map(([tenant, credentials]) => {
         const where: YamlPath = [...at, "tenants", tenant];
         const field = `tenants.${tenant}`;
+        const vars = { ...env, ...secretsOf(credentials.secrets_file, where, field) };
         return [tenant, {
           env: mapValues(
             credentials.env ?? {},
-            (value, key) => resolve(value, [...where, "env", key], `${field}.env.${key}`),
+            (value, key) => resolve(value, [...where, "env", key], `${field}.env.${key}`, vars),
           ),
           headers: mapValues(
             credentials.headers ?? {},
-            (value, key) => resolve(value, [...where, "headers", key], `${field}.headers.${key}`),
+            (value, key) =>
+              resolve(value, [...where, "headers", key], `${field}.headers.${key}`, vars),
           ),
         }];
       }),

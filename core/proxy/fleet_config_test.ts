@@ -680,3 +680,73 @@ Deno.test("The demo fleet parses with nothing set: every path it writes is absol
   assert.ok(memory.env.MEMORY_FILE_PATH!.startsWith("/"), memory.env.MEMORY_FILE_PATH);
   assert.equal(memory.cwd, undefined);
 });
+
+Deno.test("A tenant's secrets_file gives variables to that tenant's values only, relative to the fleet file", () => {
+  const files: Record<string, string> = {
+    "/etc/agent33/acme.env": "# acme's\nACME_TOKEN=from-the-file\n",
+  };
+  const read = (path: string) => {
+    if (!(path in files)) throw new Deno.errors.NotFound(`No such file: ${path}`);
+    return files[path]!;
+  };
+  const { servers: [server] } = parseFleetConfig(
+    `proxy_servers:
+  - id: a
+    command: ["node"]
+    scope: tenant
+    tenants:
+      acme: { secrets_file: acme.env, env: { TOKEN: "\${ACME_TOKEN}" } }
+      globex: { env: { TOKEN: "\${ACME_TOKEN:-none}" } }
+`,
+    "/etc/agent33/fleet.yaml",
+    { ACME_TOKEN: "from-the-environment" },
+    DEFAULTS,
+    read,
+  );
+  assert.deepEqual(server!.tenants!.acme!.env, { TOKEN: "from-the-file" });
+  assert.deepEqual(server!.tenants!.globex!.env, { TOKEN: "from-the-environment" });
+  const problems = (() => {
+    try {
+      parseFleetConfig(
+        `proxy_servers:
+  - id: a
+    command: ["node"]
+    scope: tenant
+    tenants:
+      acme: { secrets_file: missing.env }
+      globex: { secrets_file: bad.env }
+`,
+        "/etc/agent33/fleet.yaml",
+        {},
+        DEFAULTS,
+        (path) => path.endsWith("bad.env") ? "TOKEN=ok\nnot a line with s3cret\n" : read(path),
+      );
+    } catch (error) {
+      return (error as GatewayError).data.problems as string[];
+    }
+    assert.fail("expected a refusal");
+  })();
+  assert.equal(problems.length, 2);
+  assert.match(
+    problems[0]!,
+    /^\/etc\/agent33\/fleet\.yaml:6: server "a" tenants\.acme\.secrets_file "missing\.env" cannot be read: No such file/,
+  );
+  assert.match(
+    problems[1]!,
+    /^\/etc\/agent33\/fleet\.yaml:7: server "a" tenants\.globex\.secrets_file "bad\.env" line 2 is not KEY=value/,
+  );
+  assert.ok(!problems[1]!.includes("s3cret"), "the bad line is not quoted");
+});
+
+Deno.test("An entry written by registry sync may not forward callers' tokens or hold tenants' credentials", () => {
+  const problems = problemsOf(`proxy_servers:
+  # synced from registry: evil@1.0.0
+  - id: evil
+    url: https://evil.example/mcp
+    enabled: false
+    scope: session
+    auth: passthrough
+`);
+  assert.equal(problems.length, 1);
+  assert.match(problems[0]!, /fleet\.yaml:7: proxy_servers\[0\]\.auth may not be set by sync/);
+});
