@@ -36,13 +36,14 @@ function guarded(
 
 /** How callers authenticate, from the configuration. */
 export function authModes(server: GatewayConfig["server"]): string[] {
-  if (server.authDisabled) return ["none"];
+  if (server.authDisabled) return [server.authDisabledAdmin ? "none_admin" : "none"];
   const modes: string[] = [];
   if (server.authToken !== undefined) modes.push("static_token");
+  if (server.adminToken !== undefined) modes.push("admin_token");
   if (server.tokensFile !== undefined) modes.push("tokens_file");
   if (server.jwt.secret !== undefined) modes.push("jwt_hs256");
   if (server.jwt.jwksUrl !== undefined) modes.push("jwt_jwks");
-  // Nothing configured on loopback: the kernel generated a token for this run.
+  // Nothing configured on loopback: the kernel generated the two tokens for this run.
   return modes.length > 0 ? modes : ["generated_token"];
 }
 

@@ -325,6 +325,7 @@ Deno.test("While the MCP interface is off, /mcp, /sse and /messages answer 503 s
 Deno.test("The effective configuration shows no secret: tokens, JWT and approval secrets, headers and env values", async () => {
   const secrets = {
     token: "static-token-that-must-not-leak",
+    admin: "admin-token-that-must-not-leak",
     header: "header-value-that-must-not-leak",
     env: "env-value-that-must-not-leak",
   };
@@ -346,9 +347,14 @@ Deno.test("The effective configuration shows no secret: tokens, JWT and approval
       assert.ok(!answer.text.includes(secret), `${secret} leaked`);
     }
     assert.equal(answer.body.config.server.authToken, "[redacted]");
+    assert.equal(answer.body.config.server.adminToken, "[redacted]");
     assert.equal(answer.body.fleet.servers[0].headers.Authorization, "[redacted]");
     assert.equal(answer.body.fleet.servers[1].env.API_TOKEN, "[redacted]");
-  }, { MCP_SERVER_AUTH_TOKEN: secrets.token, MCP_APPROVAL_SECRET: approval });
+  }, {
+    MCP_SERVER_AUTH_TOKEN: secrets.token,
+    MCP_ADMIN_TOKEN: secrets.admin,
+    MCP_APPROVAL_SECRET: approval,
+  });
 });
 
 Deno.test("Status, connectors and sync answer operators: auth modes, each destination's policy with file:line, sync needs admin", async () => {
@@ -371,7 +377,7 @@ Deno.test("Status, connectors and sync answer operators: auth modes, each destin
       const status = await api(gateway, "GET", "/v1/mcp/status", operator);
       assert.equal(status.body.enabled, true);
       assert.equal(status.body.transport, "http");
-      assert.deepEqual(status.body.auth.modes, ["static_token", "jwt_hs256"]);
+      assert.deepEqual(status.body.auth.modes, ["static_token", "admin_token", "jwt_hs256"]);
       assert.ok(status.body.protocolVersions.includes("2025-06-18"));
       assert.equal(typeof status.body.sessions, "number");
 
