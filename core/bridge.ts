@@ -49,6 +49,7 @@ import {
   type CallScope,
   inBandAllowed,
   type ItemCall,
+  REFUSAL_CODES,
 } from "./call_pipeline.ts";
 import { approveInBand } from "./governance/in_band_approval.ts";
 import { APPROVAL_TOKEN_META_KEY, type ToolGovernance } from "./governance/tool_governance.ts";
@@ -106,23 +107,6 @@ export interface ToolCallRecord {
 export interface BridgeObserver {
   toolCall(record: ToolCallRecord): void;
 }
-
-/** Governance codes whose errors are denials, not failures. */
-const DENIAL_CODES = new Set([
-  "unknown_tenant",
-  "tool_denied",
-  "not_allowed",
-  "connector_denied",
-  "effect_not_allowed",
-  "invalid_arguments",
-  "rate_limited",
-  "approval_required",
-  "approval_invalid",
-  "approval_expired",
-  "approval_replayed",
-  "approval_mismatch",
-  "approval_denied",
-]);
 
 /** What the bridge is built from (the seed's constructor arguments). */
 export interface MCPServiceBridgeOptions {
@@ -431,7 +415,7 @@ export class MCPServiceBridge {
         return result;
       } catch (error) {
         const code = (error as { data?: { code?: unknown } }).data?.code;
-        outcome = typeof code === "string" && DENIAL_CODES.has(code) ? "denied" : "error";
+        outcome = typeof code === "string" && REFUSAL_CODES.has(code) ? "denied" : "error";
         throw error;
       } finally {
         this.#callEnded();

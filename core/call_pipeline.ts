@@ -85,20 +85,73 @@ export interface ItemCall {
   scoped: boolean;
 }
 
+/**
+ * Codes of calls the pipeline refused (a denial, counted as such), as opposed to calls that
+ * failed; `policy_error` (the gate itself failed, closed) is a failure.
+ */
+export const REFUSAL_CODES: ReadonlySet<string> = new Set([
+  "unknown_tenant",
+  "tool_denied",
+  "not_allowed",
+  "connector_denied",
+  "effect_not_allowed",
+  "invalid_arguments",
+  "rate_limited",
+  "quarantined",
+  "approval_required",
+  "approval_invalid",
+  "approval_expired",
+  "approval_replayed",
+  "approval_mismatch",
+  "approval_denied",
+  "approval_queue_full",
+]);
+
+/** Where a refusal points the caller: routes that exist on this gateway, never others. */
+export interface RefusalHints {
+  /** After "Approval request <id>: ". */
+  approval(id: string): string;
+  /** After a quarantine's finding. */
+  release: string;
+}
+
+/** The hints of a gateway serving HTTP: the approvals and scanner routes. */
+export const HTTP_HINTS: RefusalHints = {
+  approval: (id) =>
+    `an operator approves it with POST /v1/approvals/${id}/approve; then retry the same call ` +
+    `with the token in _meta["${APPROVAL_TOKEN_META_KEY}"] (GET /v1/approvals/${id} returns it ` +
+    "to you once approved)",
+  release: "An operator releases it with POST /v1/scanner/release",
+};
+
+/** The hints of a gateway serving stdio alone: it has no HTTP routes to point at. */
+export const STDIO_HINTS: RefusalHints = {
+  approval: () =>
+    "over stdio the gateway can only ask you in-band, and this client does not support " +
+    "elicitation (or could not ask): use a client that does, or serve the gateway over HTTP " +
+    "where an approver decides, then retry the same call",
+  release: "Over stdio there is no release route: fix the upstream, or review the finding in " +
+    "the gateway's log on stderr and restart the gateway once you trust the tool",
+};
+
 /** What the pipeline is built from. */
 export interface CallPipelineOptions {
   tools: ToolRegistry;
   proxy?: ProxyManager;
   governance: ToolGovernance;
   approvals: ApprovalQueue;
+  /** Where refusals point the caller; {@link HTTP_HINTS} by default. */
+  hints?: RefusalHints;
 }
 
 /** The one call path. */
 export class CallPipeline {
   readonly #options: CallPipelineOptions;
+  readonly #hints: RefusalHints;
 
   constructor(options: CallPipelineOptions) {
     this.#options = options;
+    this.#hints = options.hints ?? HTTP_HINTS;
   }
 
   /** The approvals queue in-band approvers answer. */
@@ -131,8 +184,7 @@ export class CallPipeline {
     if (quarantine) {
       throw new GatewayError(
         "quarantined",
-        `Tool "${name}" is quarantined by the scanner: ${quarantine}. An operator releases it ` +
-          "with POST /v1/scanner/release",
+        `Tool "${name}" is quarantined by the scanner: ${quarantine}. ${this.#hints.release}`,
         { tool: name, server },
       );
     }
@@ -208,7 +260,7 @@ export class CallPipeline {
       : `${PROXY_URI_PREFIX}${server}/${item.name}`;
     const target: ItemTarget = { kind, name, ...(server === undefined ? {} : { server }) };
     const verdict = this.#options.governance.access(caller, target);
-    return verdict.action === "allow" ? undefined : refusal(verdict, target, caller);
+    return verdict.action === "allow" ? undefined : refusal(verdict, target, caller, this.#hints);
   }
 
   #quarantinedItem(kind: ItemCall["kind"], route: Route): string | undefined {
@@ -237,7 +289,7 @@ export class CallPipeline {
     const { governance } = this.#options;
     const redeem = async () => {
       const refused = await governance.redeem(call.caller, resolved.target, verdict, call.args);
-      if (refused) throw refusal(refused, resolved.target, call.caller);
+      if (refused) throw refusal(refused, resolved.target, call.caller, this.#hints);
     };
     if (resolved.kind === "native") {
       await redeem();
@@ -265,7 +317,7 @@ export class CallPipeline {
       verdict = await call.approveInBand(verdict, target, call.args);
     }
     if (verdict.action === "allow") return verdict;
-    throw refusal(verdict, target, call.caller);
+    throw refusal(verdict, target, call.caller, this.#hints);
   }
 }
 
@@ -312,14 +364,13 @@ export function refusal(
   verdict: Verdict,
   target: Pick<ToolTarget, "name">,
   caller: CallContext,
+  hints: RefusalHints = HTTP_HINTS,
 ): GatewayError {
   if (verdict.action === "approval_required") {
     const { request } = verdict;
     return new GatewayError(
       "approval_required",
-      `${verdict.reason}. Approval request ${request.id}: an operator approves it with ` +
-        `POST /v1/approvals/${request.id}/approve; then retry the same call with the token in ` +
-        `_meta["${APPROVAL_TOKEN_META_KEY}"] (GET /v1/approvals/${request.id} returns it to you once approved)`,
+      `${verdict.reason}. Approval request ${request.id}: ${hints.approval(request.id)}`,
       { request, tokenMetaKey: APPROVAL_TOKEN_META_KEY, rule: verdict.rule },
     );
   }

@@ -14,7 +14,7 @@ import { type Clock, systemClock } from "./clock.ts";
 import type { GatewayConfig } from "./config.ts";
 import { DefinitionRegistry } from "./definition_registry.ts";
 import { Engine } from "./engine/engine.ts";
-import { CallPipeline } from "./call_pipeline.ts";
+import { CallPipeline, HTTP_HINTS, STDIO_HINTS } from "./call_pipeline.ts";
 import { kernelInvoker } from "./engine/kernel_invoker.ts";
 import { GatewayError, serializeError } from "./errors.ts";
 import { type EventBus, InProcessEventBus } from "./event_bus.ts";
@@ -267,6 +267,8 @@ export class Kernel {
       proxy: this.proxy,
       governance: this.governance,
       approvals: this.approvals,
+      // A stdio-only gateway has no approvals or scanner routes to point callers at.
+      hints: options.config.server.transport === "stdio" ? STDIO_HINTS : HTTP_HINTS,
     });
     this.bridge = new MCPServiceBridge({
       toolRegistry: this.tools,

@@ -5,7 +5,7 @@
  * @module
  */
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
-import type { CallPipeline } from "../call_pipeline.ts";
+import { type CallPipeline, REFUSAL_CODES } from "../call_pipeline.ts";
 import { GatewayError, serializeError } from "../errors.ts";
 import type { ApprovalSummary, CallContext } from "../governance/tool_governance.ts";
 import type { ProxyManager } from "../proxy/proxy_manager.ts";
@@ -18,24 +18,6 @@ export interface KernelInvokerOptions {
   tools: ToolRegistry;
   proxy: ProxyManager;
 }
-
-/** Codes of refusals by the gate (a denial), as opposed to failures of the call. */
-const DENIALS = new Set([
-  "unknown_tenant",
-  "tool_denied",
-  "not_allowed",
-  "connector_denied",
-  "effect_not_allowed",
-  "invalid_arguments",
-  "rate_limited",
-  "quarantined",
-  "approval_invalid",
-  "approval_expired",
-  "approval_replayed",
-  "approval_mismatch",
-  "approval_denied",
-  "policy_error",
-]);
 
 /** Builds the invoker the engine uses inside the gateway. */
 export function kernelInvoker(options: KernelInvokerOptions): ToolInvoker {
@@ -70,7 +52,7 @@ export function kernelInvoker(options: KernelInvokerOptions): ToolInvoker {
           const request = (error.data as { request: ApprovalSummary }).request;
           return { status: "approval_required", reason: e.message, request };
         }
-        if (DENIALS.has(e.code)) return { status: "denied", code: e.code, reason: e.message };
+        if (REFUSAL_CODES.has(e.code)) return { status: "denied", code: e.code, reason: e.message };
         return { status: "error", code: e.code, reason: e.message };
       }
     },

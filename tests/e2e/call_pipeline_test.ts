@@ -393,7 +393,7 @@ tenants:
   });
 });
 
-Deno.test("Over stdio the desktop user approves in-band by default", async () => {
+Deno.test("Over stdio the desktop user approves in-band by default; a client that cannot ask is told what works over stdio", async () => {
   const dir = await Deno.makeTempDir({ prefix: "agent33-stdio-approval-" });
   await Deno.writeTextFile(`${dir}/policy.yaml`, MEMORY_POLICY("{ per_minute: 600 }"));
   const fleet = await writeFleet(`proxy_servers:${memoryServer(dir)}`);
@@ -424,6 +424,34 @@ Deno.test("Over stdio the desktop user approves in-band by default", async () =>
     assert.notEqual(done.isError, true);
     assert.equal(asked.length, 1);
     assert.match(asked[0]!, /memory__delete_entities/);
+
+    // A stdio client that cannot ask is told what works over stdio, not an HTTP route.
+    const plain = new Client({ name: "plain-desktop", version: "1" });
+    const other = spawnStdioGateway({
+      MCP_PROXY_CONFIG_PATH: fleet.path,
+      MCP_POLICY_PATH: `${dir}/policy.yaml`,
+    });
+    try {
+      await plain.connect(
+        new StreamTransport(other.stdout, other.stdin, {
+          maxMessageBytes: 1 << 20,
+          answerMalformed: false,
+        }),
+      );
+      await eventually(async () => {
+        const { tools } = await plain.listTools();
+        return tools.some((t) => t.name === "memory__delete_entities");
+      }, "the memory server of the second gateway");
+      const refused = await refusedWith(
+        plain.callTool({ name: "memory__delete_entities", arguments: deletion }),
+      );
+      assert.equal(refused.code, "approval_required");
+      assert.match(refused.message, /over stdio the gateway can only ask you in-band/);
+      assert.doesNotMatch(refused.message, /\/v1\//);
+    } finally {
+      await plain.close();
+      await other.close();
+    }
   } finally {
     await client.close();
     await child.close();
