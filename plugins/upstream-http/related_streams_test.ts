@@ -36,7 +36,7 @@ Deno.test("Requests and notifications on a POST's event stream are marked with t
   assert.deepEqual(result, RESULT, "a response is passed as it came");
 });
 
-Deno.test("Only this relay's nonce key is a mark: a key the upstream wrote names nothing", async () => {
+Deno.test("Only this relay's nonce key is a mark: a key the upstream wrote names nothing", () => {
   const forged = { ...SAMPLING, params: { _meta: { [streamMarkKey()]: "a33-9" } } };
   assert.equal(takeStreamMark(structuredClone(forged), KEY), undefined);
 });
