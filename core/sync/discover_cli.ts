@@ -33,6 +33,7 @@ Options:
   --apply            With --propose: write them to the fleet file (atomic, comments kept)
   --config FILE      Fleet file (MCP_PROXY_CONFIG_PATH), to skip servers it already has
   --timeout SECONDS  How long to listen to live sources (default 5)
+  --context NAME     The kubeconfig context for k8s (given to discovery plugins as config context)
   -h, --help         Show this help`;
 
 /** Where the CLI writes. */
@@ -57,6 +58,7 @@ export async function runDiscoverCommand(args: string[], io: DiscoverIo): Promis
         apply: { type: "boolean" },
         config: { type: "string" },
         timeout: { type: "string" },
+        context: { type: "string" },
       },
       strict: true,
       allowPositionals: false,
@@ -108,12 +110,15 @@ export async function runDiscoverCommand(args: string[], io: DiscoverIo): Promis
     const ctx: PluginContext = {
       logger: logger.child(manifest.name),
       clock: systemClock,
-      config: pluginConfigSlice(
-        manifest.name,
-        Object.fromEntries(
-          Object.entries(io.env).filter((e): e is [string, string] => e[1] !== undefined),
+      config: {
+        ...pluginConfigSlice(
+          manifest.name,
+          Object.fromEntries(
+            Object.entries(io.env).filter((e): e is [string, string] => e[1] !== undefined),
+          ),
         ),
-      ),
+        ...(values.context !== undefined ? { context: values.context } : {}),
+      },
       bus: new InProcessEventBus(),
       tools: { register: () => () => {} },
     };

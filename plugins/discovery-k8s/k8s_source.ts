@@ -24,6 +24,8 @@ export interface K8sOptions {
   namespace?: string;
   /** Injectable for tests and for the in-cluster CA. */
   fetch?: typeof fetch;
+  /** Where `api` and the credentials came from, named when the API refuses (e.g. `MCP_K8S_API`). */
+  origin?: string;
   /** Wait before reconnecting a failed watch (default 1 s). */
   backoffMs?: number;
 }
@@ -132,7 +134,8 @@ export class K8sSource implements DiscoverySource {
       const text = await response.text();
       throw new Error(
         `Kubernetes API ${url} answered ${response.status}: ${text.slice(0, 200)}; ` +
-          "check MCP_K8S_API and that the token may list and watch services",
+          `check ${this.#options.origin ?? "MCP_K8S_API"} and that its credentials may list ` +
+          "and watch services (deploy/kubernetes/rbac.yaml grants exactly that)",
       );
     }
     return response;

@@ -1,24 +1,31 @@
 /**
- * Discovery over Kubernetes: Services annotated `agent33.io/mcp: "true"`. Reaches the API in
- * cluster through the service account (KUBERNETES_SERVICE_HOST/PORT, its token and CA), or
- * through `MCP_K8S_API` (+ `MCP_K8S_TOKEN`); `MCP_K8S_NAMESPACE` limits it to one namespace.
+ * Discovery over Kubernetes: Services annotated `agent33.io/mcp: "true"`. Reaches the API server
+ * through `MCP_K8S_API` (+ `MCP_K8S_TOKEN`), else a kubeconfig (`KUBECONFIG` or `~/.kube/config`,
+ * at the context from `--context` or `MCP_PLUGIN_DISCOVERY_K8S_CONTEXT`, else its
+ * current-context), else the in-cluster service account; `MCP_K8S_NAMESPACE` limits it to one
+ * namespace.
  * @module
  */
-import { definePlugin, type DiscoverySource } from "../../core/plugin_api.ts";
+import { type Clock, definePlugin, type DiscoverySource } from "../../core/plugin_api.ts";
+import { type K8sConnection, resolveConnection } from "./connection.ts";
 import { K8sSource } from "./k8s_source.ts";
-
-const ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 export default definePlugin({
   name: "discovery-k8s",
-  version: "1.0.0",
+  version: "1.1.0",
   kind: "discovery",
   description: "Proposes Kubernetes Services annotated agent33.io/mcp as upstream servers",
-  permissions: { net: true, env: true, read: [ACCOUNT] },
-  create(): DiscoverySource {
+  // A kubeconfig may name files anywhere and an exec credential plugin to run.
+  permissions: { net: true, env: true, read: true, run: true },
+  create(ctx): DiscoverySource {
     // Nothing is read until asked: the kernel creates every plugin, wanted or not.
-    let source: K8sSource | undefined;
-    const get = async () => source ??= await connect();
+    let source: Promise<K8sSource> | undefined;
+    // A failed connect is not kept: the next ask tries again (the kubeconfig may be fixed).
+    const get = () =>
+      source ??= connect(ctx.config, ctx.clock).catch((error) => {
+        source = undefined;
+        throw error;
+      });
     return {
       list: async () => await (await get()).list(),
       async *discover(signal) {
@@ -28,28 +35,24 @@ export default definePlugin({
   },
 });
 
-async function connect(): Promise<K8sSource> {
-  const env = (name: string) => Deno.env.get(name);
-  const namespace = env("MCP_K8S_NAMESPACE");
-  const api = env("MCP_K8S_API");
-  if (api) {
-    const token = env("MCP_K8S_TOKEN");
-    return new K8sSource({ api, ...(token ? { token } : {}), ...(namespace ? { namespace } : {}) });
-  }
-  const host = env("KUBERNETES_SERVICE_HOST");
-  if (!host) {
-    throw new Error(
-      "discovery-k8s: not in a cluster (no KUBERNETES_SERVICE_HOST); set MCP_K8S_API (and MCP_K8S_TOKEN) to reach the API server",
-    );
-  }
-  const token = (await Deno.readTextFile(`${ACCOUNT}/token`)).trim();
-  const ca = await Deno.readTextFile(`${ACCOUNT}/ca.crt`);
-  const client = Deno.createHttpClient({ caCerts: [ca] });
-  const port = env("KUBERNETES_SERVICE_PORT") ?? "443";
+async function connect(
+  config: Record<string, unknown>,
+  clock: Clock,
+): Promise<K8sSource> {
+  const env = Deno.env.toObject();
+  const context = typeof config.context === "string" && config.context !== ""
+    ? config.context
+    : undefined;
+  const connection: K8sConnection = await resolveConnection({
+    env,
+    clock,
+    ...(context !== undefined ? { context } : {}),
+  });
+  const namespace = env.MCP_K8S_NAMESPACE;
   return new K8sSource({
-    api: `https://${host.includes(":") ? `[${host}]` : host}:${port}`,
-    token,
+    api: connection.api,
+    origin: connection.origin,
+    fetch: connection.fetch,
     ...(namespace ? { namespace } : {}),
-    fetch: (input, init) => fetch(input, { ...init, client }),
   });
 }
