@@ -582,7 +582,7 @@ export class ChildServerHandle implements UpstreamHandle {
   ): { ctx: UpstreamCallContext } | { none: string } | { ambiguous: number } {
     if (related !== undefined) {
       const ctx = this.#byRequest.get(requestKey(related));
-      if (!ctx) return { none: "the call it belongs to has ended" };
+      if (!ctx) return { none: "the request whose stream it came on is no call in progress" };
       return ctx[wants] ? { ctx } : { none: "its call has no inbound client to relay it to" };
     }
     if (this.#active.length === 0) return { none: "no call is in progress" };

@@ -6,6 +6,9 @@ import type { GatewayEvent } from "../events.ts";
 import { silentLogger } from "../logger.ts";
 import { fleetServer, InMemoryUpstream, settle } from "../../tests/support/in_memory_upstream.ts";
 import { ChildServerHandle, type UpstreamCallContext } from "./child_server_handle.ts";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { CreateMessageResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { FleetServer } from "./fleet_config.ts";
 
 function setup(overrides: Partial<FleetServer> = {}) {
@@ -195,5 +198,78 @@ Deno.test("ChildServerHandle: a start that fails → FAILED with the reason, and
   await tick(clock, 30_000);
   await settle();
   assert.equal(handle.state, "READY");
+  await handle.stop();
+});
+
+/** An upstream whose `ask` requests sampling once `release` is called, and `wait` hangs until then. */
+function samplingUpstream() {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const connect = () => {
+    const [client, server] = InMemoryTransport.createLinkedPair();
+    const mcp = new McpServer({ name: "sampler", version: "1" });
+    mcp.registerTool("wait", { description: "hangs until released" }, async () => {
+      await released;
+      return { content: [] };
+    });
+    mcp.registerTool("ask", { description: "asks for sampling" }, async (extra) => {
+      await released;
+      try {
+        const sampled = await extra.sendRequest(
+          {
+            method: "sampling/createMessage",
+            params: { messages: [], maxTokens: 1 },
+          },
+          CreateMessageResultSchema,
+        );
+        return { content: [{ type: "text", text: JSON.stringify(sampled.content) }] };
+      } catch (error) {
+        return { content: [{ type: "text", text: (error as Error).message }], isError: true };
+      }
+    });
+    void mcp.connect(server);
+    return client;
+  };
+  return { connect, release: () => release() };
+}
+
+Deno.test("A call from no session shares with no one: an agent's call in flight makes a session's sampling ambiguous", async () => {
+  const upstream = samplingUpstream();
+  const handle = new ChildServerHandle({
+    server: fleetServer("sampler"),
+    createTransport: upstream.connect,
+    clock: new ManualClock(0),
+    logger: silentLogger,
+    bus: new InProcessEventBus(),
+  });
+  await handle.start();
+  const relayed: string[] = [];
+  const session: UpstreamCallContext = {
+    signal: new AbortController().signal,
+    sessionId: "s1",
+    tenant: "acme",
+    relay: (request) => {
+      relayed.push(request.method);
+      return Promise.resolve({
+        role: "assistant",
+        model: "m",
+        content: { type: "text", text: "x" },
+      });
+    },
+  };
+  const agent: UpstreamCallContext = { signal: new AbortController().signal, tenant: "acme" };
+  const asked = handle.callTool("ask", {}, session);
+  const waited = handle.callTool("wait", {}, agent);
+  await settle();
+  upstream.release();
+  const result = await asked;
+  await waited;
+  assert.equal(result.isError, true);
+  assert.match(JSON.stringify(result.content), /ambiguous/);
+  assert.deepEqual(relayed, []);
+  // Alone, the same session's call is relayed exactly.
+  const alone = await handle.callTool("ask", {}, session);
+  assert.equal(alone.isError, undefined);
+  assert.deepEqual(relayed, ["sampling/createMessage"]);
   await handle.stop();
 });
