@@ -976,6 +976,7 @@ export class Kernel {
       config,
       bus: this.bus,
       tools: { register: (tool) => this.tools.register(tool) },
+      models: () => this.pluginsOf("model") as ModelProvider[],
     };
     let value: unknown;
     try {

@@ -88,6 +88,8 @@ export interface PluginContext {
   config: Record<string, unknown>;
   bus: EventBus;
   tools: ToolRegistration;
+  /** The loaded model providers (the ModelRouter's), for plugins that ask a model; may be absent. */
+  models?: () => readonly ModelProvider[];
 }
 
 /** Server settings a transport needs. */
@@ -423,6 +425,12 @@ export interface ScannerRule {
   /** One line: what the rule looks for. */
   description: string;
   check(model: ScanModel): RuleFinding[];
+  /**
+   * For rules whose answers arrive later (a model's opinion): the scanner calls this once with a
+   * function the rule calls when it has new answers, so the fleet is rescanned. Such rules run in
+   * the gateway's own thread (their state lives there), never in the scan worker.
+   */
+  onChange?(rescan: () => void): void;
 }
 
 /** A plugin contributing scanner rules. */

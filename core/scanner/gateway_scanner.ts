@@ -79,6 +79,7 @@ export class GatewayScanner {
         (this.#pending.has(key(server, tool)) ? PENDING : undefined)
     );
     options.proxy.setEscalation((server, tool) => this.#escalation(server, tool));
+    for (const rule of options.rules) rule.onChange?.(() => this.#schedule());
     options.proxy.setItemQuarantine((server, kind, name) => this.#itemBlock(server, kind, name));
     this.#unsubscribe = options.subscribe((event) => {
       if (event.type === "proxy.tools" || event.type === "proxy.state") {
@@ -160,6 +161,9 @@ export class GatewayScanner {
       this.#worker ??= new WorkerScan(this.#options.pluginDirs!);
       try {
         result = await this.#worker.scan(descriptors);
+        // Rules with late answers keep their state here, so they run here (cache look-ups only).
+        const late = rules.filter((r) => r.onChange);
+        if (late.length > 0) result = merge(result, scanServers(descriptors, late));
       } catch (error) {
         if (this.#closed) return;
         this.#options.logger.warn(
@@ -315,6 +319,13 @@ export class GatewayScanner {
     if (!pins) this.#pins.set(server, pins = new Map());
     return pins;
   }
+}
+
+function merge(a: ScanResult, b: ScanResult): ScanResult {
+  const seen = new Set(a.findings.map((f) => f.fingerprint));
+  const findings = [...a.findings, ...b.findings.filter((f) => !seen.has(f.fingerprint))]
+    .sort((x, y) => severityRank(y.severity) - severityRank(x.severity));
+  return { findings, ruleFailures: [...a.ruleFailures, ...b.ruleFailures] };
 }
 
 /** Descriptor sets larger than this (as JSON) are scanned in the worker (~50 ms in process). */

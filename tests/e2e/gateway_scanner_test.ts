@@ -211,3 +211,41 @@ Deno.test("A catalog too big to scan in the event loop is scanned in the worker:
     await fleet.remove();
   }
 });
+
+Deno.test("With a model configured for a second opinion, a descriptor the offline rules pass is judged by it in the background and its verdict applies", async () => {
+  const dir = await Deno.makeTempDir();
+  const script = `${dir}/verdict.json`;
+  await Deno.writeTextFile(
+    script,
+    JSON.stringify([{ text: '{"verdict":"malicious","reason":"scripted reviewer says so"}' }]),
+  );
+  const fleet = await writeFleet(`proxy_servers:${poisonedWith({})}`);
+  const gateway = await startGateway({
+    MCP_PROXY_CONFIG_PATH: fleet.path,
+    MCP_PLUGIN_MODEL_SCRIPTED_SCRIPT: script,
+    MCP_PLUGIN_SCANNER_MODEL_PROVIDER: "scripted",
+    MCP_PLUGIN_SCANNER_MODEL_SEVERITY: "high",
+  });
+  const client = await connectHttp(gateway);
+  try {
+    await gateway.kernel.fleetStarted;
+    await eventually(
+      () =>
+        gateway.kernel.scanner?.quarantinedTools("poisoned").some((q) =>
+          q.tool === "get_fact" && /model-opinion/.test(q.reason)
+        ) ?? false,
+      "the model's verdict on get_fact",
+    );
+    await assert.rejects(
+      client.callTool({ name: "poisoned__get_fact", arguments: { topic: "x" } }),
+      (e: McpError) =>
+        (e.data as { code: string }).code === "quarantined" &&
+        /scripted reviewer says so/.test(e.message),
+    );
+  } finally {
+    await client.close();
+    await gateway.stop();
+    await fleet.remove();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
