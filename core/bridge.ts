@@ -327,14 +327,23 @@ export class MCPServiceBridge {
 
     // Resources and prompts pass the pipeline's item stages (quarantine, tenant globs, connector).
     const scoped = info.upstream !== undefined;
-    const requireAccess = (kind: ItemCall["kind"], name: string, route: Route | undefined) => {
-      const refused = o.pipeline.itemRefusal(caller, {
-        kind,
-        name,
-        scoped,
-        ...(route ? { route } : {}),
-      });
-      if (refused) throw toMcpError(refused);
+    const requireAccess = async (
+      surface: string,
+      kind: ItemCall["kind"],
+      name: string,
+      route: Route | undefined,
+      args: Record<string, unknown> = {},
+    ) => {
+      try {
+        await o.pipeline.useItem(
+          caller,
+          { kind, name, scoped, ...(route ? { route } : {}) },
+          surface,
+          args,
+        );
+      } catch (error) {
+        throw toMcpError(error);
+      }
     };
     const mayList = (kind: ItemCall["kind"], name: string, route: Route | undefined) =>
       o.pipeline.itemRefusal(caller, { kind, name, scoped, ...(route ? { route } : {}) }) ===
@@ -575,7 +584,7 @@ export class MCPServiceBridge {
       const { uri } = request.params;
       const route = view?.resolveResource(uri);
       if (route && (!native || !uri.startsWith("agent33://"))) {
-        requireAccess("resource", uri, route);
+        await requireAccess("resources/read", "resource", uri, route);
         const ctx = upstreamCallContext(session, extra, undefined, route.handle.id);
         try {
           const result = await route.handle.readResource(route.original, ctx);
@@ -588,8 +597,8 @@ export class MCPServiceBridge {
           throw toMcpError(error);
         }
       }
+      await requireAccess("resources/read", "resource", uri, undefined);
       return guard(() => {
-        requireAccess("resource", uri, undefined);
         const text = this.#readResource(uri);
         return { contents: [{ uri, mimeType: "application/json", text }] };
       });
@@ -607,7 +616,7 @@ export class MCPServiceBridge {
           ),
         );
       }
-      requireAccess("resource", uri, route);
+      await requireAccess("resources/subscribe", "resource", uri, route);
       const key = `${route.handle.id}\u0000${route.original}`;
       live.subscriptions.set(key, uri);
       try {
@@ -661,7 +670,7 @@ export class MCPServiceBridge {
       if (!found) {
         const route = view?.resolvePrompt(name);
         if (route) {
-          requireAccess("prompt", name, route);
+          await requireAccess("prompts/get", "prompt", name, route, args);
           try {
             return await route.handle.getPrompt(
               route.original,
@@ -673,8 +682,8 @@ export class MCPServiceBridge {
           }
         }
       }
+      if (found) await requireAccess("prompts/get", "prompt", name, undefined, args);
       return guard(() => {
-        if (found) requireAccess("prompt", name, undefined);
         if (!found) {
           throw new GatewayError(
             "not_found",
@@ -709,8 +718,12 @@ export class MCPServiceBridge {
           : view?.resolvePrompt(ref.name))
         : view?.resolveResource(ref.uri);
       // Completion reveals what a prompt or resource holds: the same access as using it.
-      if (ref.type === "ref/prompt") requireAccess("prompt", ref.name, route);
-      else requireAccess("resource-template", ref.uri, route);
+      const completing = { argument: argument.name };
+      if (ref.type === "ref/prompt") {
+        await requireAccess("completion/complete", "prompt", ref.name, route, completing);
+      } else {
+        await requireAccess("completion/complete", "resource-template", ref.uri, route, completing);
+      }
       if (route) {
         const upstreamRef = ref.type === "ref/prompt"
           ? { type: "ref/prompt" as const, name: route.original }

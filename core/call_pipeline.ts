@@ -238,6 +238,30 @@ export class CallPipeline {
    * connector boundary. Undefined when the caller may list and use it, else the refusal.
    */
   itemRefusal(caller: CallContext, item: ItemCall): GatewayError | undefined {
+    const checked = this.#itemTarget(item);
+    if (checked instanceof GatewayError) return checked;
+    const verdict = this.#options.governance.access(caller, checked);
+    return verdict.action === "allow" ? undefined : refusal(verdict, checked, caller, this.#hints);
+  }
+
+  /**
+   * A use of an item (`surface`: resources/read, resources/subscribe, prompts/get,
+   * completion/complete): the stages of {@link itemRefusal}, audited; throws the refusal.
+   */
+  async useItem(
+    caller: CallContext,
+    item: ItemCall,
+    surface: string,
+    args: Record<string, unknown> = {},
+  ): Promise<void> {
+    const checked = this.#itemTarget(item);
+    if (checked instanceof GatewayError) throw checked;
+    const verdict = await this.#options.governance.use(caller, checked, surface, args);
+    if (verdict.action !== "allow") throw refusal(verdict, checked, caller, this.#hints);
+  }
+
+  /** The item as policies name it, or its quarantine refusal. */
+  #itemTarget(item: ItemCall): ItemTarget | GatewayError {
     const { route } = item;
     const noun = item.kind === "prompt" ? "Prompt" : "Resource";
     if (route) {
@@ -258,9 +282,7 @@ export class CallPipeline {
       : kind === "prompt"
       ? this.#options.proxy!.qualifiedName(server, item.name)
       : `${PROXY_URI_PREFIX}${server}/${item.name}`;
-    const target: ItemTarget = { kind, name, ...(server === undefined ? {} : { server }) };
-    const verdict = this.#options.governance.access(caller, target);
-    return verdict.action === "allow" ? undefined : refusal(verdict, target, caller, this.#hints);
+    return { kind, name, ...(server === undefined ? {} : { server }) };
   }
 
   #quarantinedItem(kind: ItemCall["kind"], route: Route): string | undefined {

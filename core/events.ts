@@ -43,6 +43,8 @@ export type GatewayEvent =
     subject: string;
     tool: string;
     server?: string;
+    /** Set when a resource or prompt was used (`resources/read`, `prompts/get`, …), not a tool. */
+    surface?: string;
     effect: EffectClass;
     verdict: "allow" | "deny" | "approval_required";
     code?: string;

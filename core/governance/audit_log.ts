@@ -26,6 +26,8 @@ export interface AuditEntry {
   subject: string;
   tool: string;
   server?: string;
+  /** What was used when not a tool call: `resources/read` and the like; `tool` holds its name. */
+  surface?: string;
   effect: EffectClass;
   verdict: AuditVerdict;
   /** The denial code, for denials. */
@@ -181,6 +183,7 @@ export class AuditLog {
       subject: entry.subject,
       tool: entry.tool,
       ...(entry.server === undefined ? {} : { server: entry.server }),
+      ...(entry.surface === undefined ? {} : { surface: entry.surface }),
       effect: entry.effect,
       verdict: entry.verdict,
       ...(entry.code === undefined ? {} : { code: entry.code }),

@@ -8,6 +8,7 @@
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Clock } from "../clock.ts";
 import { GatewayError } from "../errors.ts";
+import { redact } from "../redact.ts";
 import { compileSchema } from "../schema_validator.ts";
 import type { ApprovalQueue } from "./approval_queue.ts";
 import { type ApprovalTokens, type Redemption, replayed } from "./approval_tokens.ts";
@@ -404,6 +405,39 @@ export class ToolGovernance {
     };
     this.#audit(ctx, target, denial, await argumentsHash(args), args);
     return denial;
+  }
+
+  /**
+   * {@link access} for a use of the item (read, subscribe, get, complete), audited like a tool
+   * call: one line with the surface, the item's name as `tool`, and the hash of its arguments.
+   */
+  async use(
+    ctx: CallContext,
+    item: ItemTarget,
+    surface: string,
+    args: Record<string, unknown> = {},
+  ): Promise<Verdict> {
+    const verdict = this.access(ctx, item);
+    try {
+      this.#options.audit.record({
+        tenant: ctx.tenant,
+        subject: ctx.subject,
+        // A URI is free text from a client or upstream (query tokens, userinfo): redacted here,
+        // since decision events skip the bus's redaction.
+        tool: redact(item.name),
+        ...(item.server === undefined ? {} : { server: item.server }),
+        surface,
+        effect: "read",
+        verdict: verdict.action,
+        ...(verdict.action === "deny" ? { code: verdict.code } : {}),
+        ...(verdict.rule === undefined ? {} : { rule: verdict.rule }),
+        argumentsHash: await argumentsHash(args),
+        arguments: args,
+      });
+    } catch {
+      // Arguments that cannot be hashed still get the decision; the audit log reports its own failures.
+    }
+    return verdict;
   }
 
   /**

@@ -357,3 +357,23 @@ connectors:
   assert.match((boundary as { reason: string }).reason, /policies\/test\.yaml:\d+ connector gh/);
   denied(access({ tenant: "nobody", subject: "n" }, "prompt", "x"), "unknown_tenant");
 });
+
+Deno.test("ToolGovernance.use audits a resource or prompt use with its surface", async () => {
+  const { governance, events } = setup(`
+tenants:
+  acme:
+    prompts: { deny: ["gh__secret_*"] }
+`);
+  const denied_ = await governance.use(
+    acme,
+    { kind: "prompt", name: "gh__secret_plan", server: "gh" },
+    "prompts/get",
+    { topic: "x" },
+  );
+  denied(denied_, "tool_denied");
+  const line = events.find((e) => e.type === "governance.decision");
+  assert.ok(line && line.type === "governance.decision");
+  assert.equal(line.surface, "prompts/get");
+  assert.equal(line.tool, "gh__secret_plan");
+  assert.equal(line.code, "tool_denied");
+});

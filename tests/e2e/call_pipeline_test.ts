@@ -10,6 +10,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { ElicitRequestSchema, type McpError } from "@modelcontextprotocol/sdk/types.js";
 import { SignJWT } from "jose";
 import { ESCALATION_META_KEY } from "../../core/call_pipeline.ts";
+import type { GatewayEvent } from "../../core/events.ts";
 import { runPolicyCommand } from "../../core/governance/policy_cli.ts";
 import { APPROVAL_TOKEN_META_KEY } from "../../core/governance/tool_governance.ts";
 import { StreamTransport } from "../../core/stream_transport.ts";
@@ -301,6 +302,10 @@ connectors:
   everything: { tenants: [acme], effects: [read, write] }
 `;
   await withGateway(everythingServer(), policy, async ({ gateway }) => {
+    const decisions: GatewayEvent[] = [];
+    gateway.kernel.bus.subscribe((e) =>
+      void (e.type === "governance.decision" && decisions.push(e))
+    );
     const acme = await clientAs(gateway, "acme");
     const globex = await clientAs(gateway, "globex");
     try {
@@ -326,6 +331,14 @@ connectors:
       const read = await refusedWith(globex.readResource({ uri: resource.uri }));
       assert.equal(read.code, "connector_denied");
       assert.match(read.message, /policy\.yaml:\d+ connector everything/);
+      await eventually(
+        () =>
+          decisions.some((e) =>
+            e.type === "governance.decision" && e.surface === "resources/read" &&
+            e.tenant === "globex" && e.tool === resource.uri && e.code === "connector_denied"
+          ),
+        "the refused read in the audit",
+      );
       assert.equal(
         (await refusedWith(globex.subscribeResource({ uri: resource.uri }))).code,
         "connector_denied",
