@@ -46,13 +46,18 @@ async function withGateway(
   policy: string,
   fn: (setup: Setup) => Promise<void>,
   env: Record<string, string> = {},
+  /** Agents and workflows (a workflow's YAML starts with `steps:`) by id. */
   agents: Record<string, string> = {},
 ): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "agent33-pipeline-" });
   await Deno.mkdir(`${dir}/agents`);
+  await Deno.mkdir(`${dir}/workflows`);
   await Deno.mkdir(`${dir}/data`);
   for (const [id, yaml] of Object.entries(agents)) {
-    await Deno.writeTextFile(`${dir}/agents/${id}.yaml`, yaml);
+    await Deno.writeTextFile(
+      `${dir}/${yaml.startsWith("steps:") ? "workflows" : "agents"}/${id}.yaml`,
+      `id: ${id}\n${yaml}`,
+    );
   }
   await Deno.writeTextFile(`${dir}/policy.yaml`, policy);
   const file = await writeFleet(`proxy_servers:${fleet.replaceAll("$DATA", `${dir}/data`)}`);
@@ -60,6 +65,7 @@ async function withGateway(
     MCP_PROXY_CONFIG_PATH: file.path,
     MCP_POLICY_PATH: `${dir}/policy.yaml`,
     MCP_AGENTS_PATH: `${dir}/agents`,
+    MCP_WORKFLOWS_PATH: `${dir}/workflows`,
     MCP_AUTH_JWT_SECRET: SECRET,
     ...env,
   });
@@ -102,14 +108,17 @@ async function refusedWith(promise: Promise<unknown>): Promise<{ code: string; m
 const shape = (message: string) =>
   message.replace(/MCP error -?\d+: /, "").replace(/[0-9a-f-]{36}/g, "<id>");
 
-Deno.test("An agent calling a scanner-flagged tool gets approval_required exactly like a client, naming the scanner", async () => {
+Deno.test("An agent or workflow calling a scanner-flagged tool gets approval_required exactly like a client, naming the scanner", async () => {
   const script = await Deno.makeTempFile({ suffix: ".yaml" });
   await Deno.writeTextFile(
     script,
     "- tool_calls: [{ name: poisoned__lookup, arguments: { word: x } }]\n- text: done\n",
   );
-  const agent = "id: looker\nname: Looker\ndescription: Looks words up\nsystem: Look it up.\n" +
+  const agent = "name: Looker\ndescription: Looks words up\nsystem: Look it up.\n" +
     'model: scripted\ntools: ["poisoned__*"]\nmax_steps: 3\n';
+  const workflow =
+    "steps:\n  - id: look\n    tool: poisoned__lookup\n    arguments: { word: x }\n" +
+    "name: Look up\ndescription: Looks x up\n";
   try {
     await withGateway(
       POISONED,
@@ -133,6 +142,12 @@ Deno.test("An agent calling a scanner-flagged tool gets approval_required exactl
           })).structuredContent as { status: string; approval?: { reason: string } };
           assert.equal(run.status, "approval_required", JSON.stringify(run));
           assert.equal(shape(run.approval!.reason), shape(direct.message));
+          const flow = (await client.callTool({
+            name: "workflow_run",
+            arguments: { workflow: "lookup" },
+          })).structuredContent as { status: string; approval?: { reason: string } };
+          assert.equal(flow.status, "approval_required", JSON.stringify(flow));
+          assert.equal(shape(flow.approval!.reason), shape(direct.message));
 
           // The listing says what governance decides on, and policy explain reads it back.
           const { tools } = await client.listTools();
@@ -190,7 +205,7 @@ Deno.test("An agent calling a scanner-flagged tool gets approval_required exactl
         MCP_PLUGIN_MODEL_SCRIPTED_SCRIPT: script,
         MCP_APPROVAL_IN_BAND: "false",
       },
-      { looker: agent },
+      { looker: agent, lookup: workflow },
     );
   } finally {
     await Deno.remove(script);
