@@ -34,3 +34,11 @@ Deno.test("deno task bench measures the gateway against a direct connection with
   assert.match(text, /lean client → gateway stdio → stdio\s+[\d.]+\s+×[\d.]+/);
   assert.match(text, /lean client → gateway HTTP \(JSON\) → stdio\s+[\d.]+\s+×[\d.]+/);
 });
+
+Deno.test("deno task bench reports the scanner's worst case on the hostile descriptor set", async () => {
+  const text = await bench("--scenario", "scanner");
+  assert.match(
+    text,
+    /Scanner worst case \([\d.]+ MiB hostile set, .*\): in process median \d+ ms; in the gateway's scan worker median \d+ ms/,
+  );
+});

@@ -37,6 +37,8 @@ export interface RecallFigures {
   /** Benign records of the split flagged at ≥ medium (hard negatives). */
   benign: number;
   benignFlagged: number;
+  /** rule → attacks of the split it flags at ≥ medium. */
+  perRule: Record<string, number>;
 }
 
 /** False positives on the corpus. */
@@ -108,6 +110,7 @@ export function calibrate(
       missed: [],
       benign: 0,
       benignFlagged: 0,
+      perRule: {},
     };
     const name = String(record.tool.name ?? "tool");
     // Alone, so every tool finding is this record's (whatever name the record gives).
@@ -122,6 +125,10 @@ export function calibrate(
     if (at(found, "medium")) split.medium++;
     else split.missed.push(`${record.id ?? name} (${record.class ?? "?"})`);
     if (at(found, "high")) split.high++;
+    const flagging = found.filter((f) => severityRank(f.severity) >= severityRank("medium"));
+    for (const rule of new Set(flagging.map((f) => f.rule))) {
+      split.perRule[rule] = (split.perRule[rule] ?? 0) + 1;
+    }
   }
   const figures: CorpusFigures = {
     servers: corpus.length,
@@ -171,6 +178,8 @@ export function renderCalibration(c: Calibration, verbose = false): string {
         `flagged ≥medium: ${s.benignFlagged} of ${s.benign}`,
     );
     if (s.missed.length) lines.push(`           missed: ${s.missed.join(", ")}`);
+    const rules = Object.entries(s.perRule).sort((a, b) => b[1] - a[1]);
+    lines.push(`           caught (≥medium) by: ${rules.map(([r, n]) => `${r} ${n}`).join(", ")}`);
   }
   lines.push(
     `  behaviour-only attacks (not detectable from descriptors, not counted): ${c.undetectable}`,

@@ -47,7 +47,11 @@ export interface FindingSummary {
   rule: string;
   severity: ScanSeverity;
   entity: { kind: string; name: string };
+  /** Where: a JSON Pointer into the server's descriptor (`/servers/<i>/tools/<j>/…`). */
+  pointer: string;
   message: string;
+  /** What text: an excerpt around the match, invisible characters made visible. */
+  evidence: string;
 }
 
 /** Rescans the fleet and quarantines what must not reach a model. */
@@ -95,7 +99,9 @@ export class GatewayScanner {
       rule: f.rule,
       severity: f.severity,
       entity: f.entity,
+      pointer: f.pointer,
       message: f.message,
+      evidence: f.evidence,
     }));
   }
 
