@@ -59,6 +59,9 @@ export async function runExecCredential(
       signal,
     }).output();
   } catch (error) {
+    if (deadline.signal.aborted) {
+      throw new Error(`${what} did not answer within ${options.timeoutMs} ms`);
+    }
     const hint = exec.installHint ? `; ${exec.installHint.trim()}` : "";
     throw new Error(`${what} could not run: ${(error as Error).message}${hint}`);
   } finally {

@@ -370,6 +370,93 @@ Deno.test("kubeconfig exec plugin: its ExecCredential token is sent, kept until 
   });
 });
 
+Deno.test("kubeconfig exec plugin: a 401 (a revoked token) runs the plugin again once, and its new token is used", async () => {
+  await withDir(async (dir) => {
+    const counter = `${dir}/runs`;
+    // The API server has already revoked the first token the plugin hands out.
+    const api = await fakeApiServer(dir, {
+      accept: (s) => s.authorization === "Bearer exec-token-2",
+    });
+    try {
+      await writeExecPlugin(dir, "2030-01-01T00:00:00Z");
+      await Deno.writeTextFile(
+        `${dir}/config`,
+        kubeconfig({
+          current: "dev",
+          clusters: { dev: { server: api.url, "certificate-authority": "ca.crt" } },
+          users: {
+            dev: {
+              exec: {
+                apiVersion: "client.authentication.k8s.io/v1",
+                command: `${dir}/bin/fake-auth-plugin`,
+                args: ["get-token", "--cluster=dev"],
+                env: [{ name: "COUNTER", value: counter }],
+              },
+            },
+          },
+          contexts: { dev: { cluster: "dev", user: "dev" } },
+        }),
+      );
+      const connection = await resolveConnection({
+        env: { KUBECONFIG: `${dir}/config` },
+        clock: systemClock,
+      });
+      assert.deepEqual(await listIds(connection), LISTED);
+      assert.deepEqual(api.seen.map((s) => s.authorization), [
+        "Bearer exec-token-1",
+        "Bearer exec-token-2",
+      ]);
+    } finally {
+      await api.close();
+    }
+  });
+});
+
+Deno.test("kubeconfig exec plugin: a client certificate and key in its ExecCredential pass an API server that requires one", async () => {
+  await withDir(async (dir) => {
+    const api = await fakeApiServer(dir, {
+      requireClientCert: true,
+      accept: (s) => s.clientCn === "alice",
+    });
+    try {
+      const credential = JSON.stringify({
+        apiVersion: "client.authentication.k8s.io/v1beta1",
+        kind: "ExecCredential",
+        status: {
+          clientCertificateData: await Deno.readTextFile(`${dir}/client.crt`),
+          clientKeyData: await Deno.readTextFile(`${dir}/client.key`),
+        },
+      });
+      await Deno.writeTextFile(`${dir}/credential.json`, credential);
+      await Deno.writeTextFile(
+        `${dir}/config`,
+        kubeconfig({
+          current: "dev",
+          clusters: { dev: { server: api.url, "certificate-authority": "ca.crt" } },
+          users: {
+            dev: {
+              exec: {
+                apiVersion: "client.authentication.k8s.io/v1beta1",
+                command: "cat",
+                args: [`${dir}/credential.json`],
+              },
+            },
+          },
+          contexts: { dev: { cluster: "dev", user: "dev" } },
+        }),
+      );
+      const connection = await resolveConnection({
+        env: { KUBECONFIG: `${dir}/config` },
+        clock: systemClock,
+      });
+      assert.deepEqual(await listIds(connection), LISTED);
+      assert.deepEqual(api.seen.map((s) => [s.clientCn, s.authorization]), [["alice", undefined]]);
+    } finally {
+      await api.close();
+    }
+  });
+});
+
 Deno.test("kubeconfig exec plugin: a failing plugin is named with its stderr", async () => {
   await withDir(async (dir) => {
     const api = await fakeApiServer(dir, { accept: () => true });
