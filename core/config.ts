@@ -15,6 +15,9 @@ import {
   JWKS_NEEDS_AUDIENCE,
   MIN_HS256_SECRET_BYTES,
 } from "./auth/jwt_verifier.ts";
+import { isLoopbackHost } from "./auth/host_guard.ts";
+import { isSecureOrLoopback } from "./auth/issuer_metadata.ts";
+import { IDENTITY_SCOPE_MAP, parseScopeMap, type ScopeMap } from "./auth/scope_map.ts";
 import { KNOWN_SCOPES } from "./auth/token_payload.ts";
 import { resolveDataDir } from "./data_dir.ts";
 
@@ -45,6 +48,24 @@ export interface GatewayConfig {
       audience?: string;
       /** MCP_AUTH_JWT_CLOCK_TOLERANCE: seconds of clock skew allowed on `exp`/`nbf`. */
       clockToleranceSeconds?: number;
+      /** MCP_AUTH_JWKS_COOLDOWN: seconds between JWKS refetches an unknown `kid` may cause. */
+      jwksCooldownSeconds?: number;
+    };
+    /**
+     * MCP_AUTH_OAUTH_*: the gateway as an OAuth protected resource of one issuer; tokens are
+     * verified with the issuer's published keys (and `jwt` holds no key source then).
+     */
+    oauth?: {
+      /** MCP_AUTH_OAUTH_ISSUER, exactly as tokens carry it in `iss`. */
+      issuer: string;
+      /** MCP_AUTH_OAUTH_RESOURCE: the URL clients use for /mcp, and the tokens' audience. */
+      resource: string;
+      /** MCP_AUTH_OAUTH_SCOPE_MAP: provider scope → gateway scopes. */
+      scopeMap: ScopeMap;
+      /** MCP_AUTH_OAUTH_TENANT_CLAIM: the claim naming the caller's tenant. */
+      tenantClaim: string;
+      /** MCP_AUTH_OAUTH_TENANT_DEFAULT: the tenant of a token without that claim (else refused). */
+      tenantFallback?: string;
     };
     allowedHosts: string[];
     allowedOrigins: string[];
@@ -203,6 +224,41 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
     name: "MCP_AUTH_JWT_CLOCK_TOLERANCE",
     default: "30",
     meaning: "Seconds of clock skew allowed on JWT `exp` and `nbf` (every JWT must carry `exp`)",
+  },
+  {
+    name: "MCP_AUTH_JWKS_COOLDOWN",
+    default: "30",
+    meaning:
+      "Seconds after a JWKS fetch before a token with an unknown key id may cause another (how soon a rotated key is picked up)",
+  },
+  {
+    name: "MCP_AUTH_OAUTH_ISSUER",
+    default: "(none)",
+    meaning:
+      "OAuth/OIDC issuer URL (exactly its `iss`); the gateway becomes an OAuth protected resource: publishes /.well-known/oauth-protected-resource and verifies tokens with the keys of the issuer's metadata",
+  },
+  {
+    name: "MCP_AUTH_OAUTH_RESOURCE",
+    default:
+      "http://<MCP_SERVER_HOST>:<MCP_SERVER_PORT>/mcp on a loopback host; required otherwise",
+    meaning:
+      "The gateway's resource URL as clients reach it (behind a proxy: the public URL of /mcp); tokens must carry it in `aud`",
+  },
+  {
+    name: "MCP_AUTH_OAUTH_SCOPE_MAP",
+    default: "mcp=mcp,approver=approver,operator=operator,admin=admin",
+    meaning:
+      "provider_scope=gateway_scope pairs (`mcp:tools=mcp,gw.admin=admin`); only listed provider scopes grant anything, and they are advertised in scopes_supported",
+  },
+  {
+    name: "MCP_AUTH_OAUTH_TENANT_CLAIM",
+    default: "tenant",
+    meaning: "Access-token claim naming the caller's tenant (a non-empty string)",
+  },
+  {
+    name: "MCP_AUTH_OAUTH_TENANT_DEFAULT",
+    default: "(none: a token without the claim is refused)",
+    meaning: "Tenant of an OAuth token that lacks the tenant claim",
   },
   {
     name: "MCP_AUTH_DISABLED",
@@ -490,6 +546,29 @@ const ENV_SCHEMA = z.object({
   }),
   MCP_AUTH_JWT_ISSUER: text,
   MCP_AUTH_JWT_AUDIENCE: text,
+  MCP_AUTH_JWKS_COOLDOWN: int("MCP_AUTH_JWKS_COOLDOWN", 0, 86_400),
+  MCP_AUTH_OAUTH_ISSUER: text.refine((v) => v === undefined || secureUrl(v), {
+    message: "MCP_AUTH_OAUTH_ISSUER must be an https URL (http only on a loopback host), " +
+      "e.g. https://idp.example.com/realms/agents",
+  }),
+  MCP_AUTH_OAUTH_RESOURCE: text.refine(
+    (v) => v === undefined || (URL.canParse(v) && /^https?:$/.test(new URL(v).protocol)),
+    {
+      message:
+        "MCP_AUTH_OAUTH_RESOURCE must be an absolute http(s) URL, e.g. https://gw.example.com/mcp",
+    },
+  ).refine((v) => v === undefined || !v.includes("#"), {
+    message: "MCP_AUTH_OAUTH_RESOURCE must not have a fragment (RFC 8707 §2)",
+  }),
+  MCP_AUTH_OAUTH_SCOPE_MAP: text.transform((v, ctx) => {
+    if (v === undefined) return undefined;
+    const parsed = parseScopeMap(v);
+    if (parsed.ok) return parsed.map;
+    ctx.addIssue({ code: "custom", message: parsed.message });
+    return z.NEVER;
+  }),
+  MCP_AUTH_OAUTH_TENANT_CLAIM: text,
+  MCP_AUTH_OAUTH_TENANT_DEFAULT: text,
   MCP_AUTH_DISABLED: bool("MCP_AUTH_DISABLED"),
   MCP_AUTH_DISABLED_ADMIN: bool("MCP_AUTH_DISABLED_ADMIN"),
   MCP_ALLOWED_HOSTS: list,
@@ -621,6 +700,17 @@ export function resolveConfig(
         issuer: e.MCP_AUTH_JWT_ISSUER,
         audience: e.MCP_AUTH_JWT_AUDIENCE,
         clockToleranceSeconds: e.MCP_AUTH_JWT_CLOCK_TOLERANCE,
+        jwksCooldownSeconds: e.MCP_AUTH_JWKS_COOLDOWN,
+      }),
+      ...(e.MCP_AUTH_OAUTH_ISSUER === undefined ? {} : {
+        oauth: {
+          issuer: e.MCP_AUTH_OAUTH_ISSUER,
+          resource: e.MCP_AUTH_OAUTH_RESOURCE ??
+            defaultResource(e.MCP_SERVER_HOST ?? "127.0.0.1", e.MCP_SERVER_PORT ?? 8787),
+          scopeMap: e.MCP_AUTH_OAUTH_SCOPE_MAP ?? IDENTITY_SCOPE_MAP,
+          tenantClaim: e.MCP_AUTH_OAUTH_TENANT_CLAIM ?? "tenant",
+          ...definedOnly({ tenantFallback: e.MCP_AUTH_OAUTH_TENANT_DEFAULT }),
+        },
       }),
       allowedHosts: e.MCP_ALLOWED_HOSTS ?? [],
       allowedOrigins: e.MCP_ALLOWED_ORIGINS ?? [],
@@ -676,6 +766,16 @@ export function resolveConfig(
   };
 }
 
+/** MCP_AUTH_OAUTH_RESOURCE's default on a loopback host: the /mcp URL of the bound address. */
+function defaultResource(host: string, port: number): string {
+  const name = host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+  return `http://${name}:${port}/mcp`;
+}
+
+function secureUrl(v: string): boolean {
+  return URL.canParse(v) && isSecureOrLoopback(new URL(v)) && !new URL(v).hash;
+}
+
 /** Items per list page when MCP_LIST_PAGE_SIZE is unset: one page for any realistic fleet. */
 export const DEFAULT_PAGE_SIZE = 10_000;
 
@@ -697,6 +797,44 @@ function crossChecks(e: z.infer<typeof ENV_SCHEMA>): z.core.$ZodIssue[] {
   const issues: z.core.$ZodIssue[] = [];
   const issue = (variable: string, message: string) =>
     issues.push({ code: "custom", path: [variable], message, input: undefined });
+  if (e.MCP_AUTH_OAUTH_ISSUER !== undefined) {
+    const other = ([
+      "MCP_AUTH_JWT_SECRET",
+      "MCP_AUTH_JWKS_URL",
+      "MCP_AUTH_JWT_ISSUER",
+      "MCP_AUTH_JWT_AUDIENCE",
+    ] as const)
+      .filter((name) => e[name] !== undefined);
+    if (other.length) {
+      issue(
+        other[0]!,
+        `MCP_AUTH_OAUTH_ISSUER takes the JWT settings from the issuer (keys, iss) and ` +
+          `MCP_AUTH_OAUTH_RESOURCE (aud); unset ${other.join(", ")}`,
+      );
+    }
+    const host = e.MCP_SERVER_HOST ?? "127.0.0.1";
+    if (
+      e.MCP_AUTH_OAUTH_RESOURCE === undefined && (!isLoopbackHost(host) || e.MCP_SERVER_PORT === 0)
+    ) {
+      issue(
+        "MCP_AUTH_OAUTH_RESOURCE",
+        "MCP_AUTH_OAUTH_RESOURCE is required with MCP_AUTH_OAUTH_ISSUER on a non-loopback host " +
+          "or port 0: set the URL clients use for /mcp (e.g. https://gw.example.com/mcp); " +
+          "tokens must carry it in `aud`",
+      );
+    }
+  } else {
+    for (
+      const name of [
+        "MCP_AUTH_OAUTH_RESOURCE",
+        "MCP_AUTH_OAUTH_SCOPE_MAP",
+        "MCP_AUTH_OAUTH_TENANT_CLAIM",
+        "MCP_AUTH_OAUTH_TENANT_DEFAULT",
+      ] as const
+    ) {
+      if (e[name] !== undefined) issue(name, `${name} has no effect without MCP_AUTH_OAUTH_ISSUER`);
+    }
+  }
   if (e.MCP_AUTH_JWKS_URL !== undefined && e.MCP_AUTH_JWT_AUDIENCE === undefined) {
     issue("MCP_AUTH_JWT_AUDIENCE", JWKS_NEEDS_AUDIENCE);
   }

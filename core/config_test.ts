@@ -411,3 +411,81 @@ Deno.test("--demo keeps what is configured: a fleet file, engine directories, th
   assert.equal(config.governance.auditLog, "audit.jsonl");
   assert.equal(config.governance.approvalsPath, undefined);
 });
+
+Deno.test("resolveConfig makes the gateway an OAuth resource of MCP_AUTH_OAUTH_ISSUER with the defaults", () => {
+  const { server } = resolveConfig({
+    MCP_AUTH_OAUTH_ISSUER: "https://idp.example.com/realms/agents",
+    MCP_SERVER_PORT: "9000",
+  });
+  assert.deepEqual(server.oauth && { ...server.oauth, scopeMap: [...server.oauth.scopeMap] }, {
+    issuer: "https://idp.example.com/realms/agents",
+    resource: "http://127.0.0.1:9000/mcp",
+    scopeMap: [["mcp", ["mcp"]], ["approver", ["approver"]], ["operator", ["operator"]], [
+      "admin",
+      ["admin"],
+    ]],
+    tenantClaim: "tenant",
+  });
+});
+
+Deno.test("resolveConfig reads the OAuth scope map, tenant claim and default tenant", () => {
+  const { server } = resolveConfig({
+    MCP_SERVER_HOST: "0.0.0.0",
+    MCP_AUTH_OAUTH_ISSUER: "https://login.example.com/",
+    MCP_AUTH_OAUTH_RESOURCE: "https://gw.example.com/mcp",
+    MCP_AUTH_OAUTH_SCOPE_MAP: "mcp:tools=mcp, gw.admin=admin, gw.ops=operator, gw.ops=approver",
+    MCP_AUTH_OAUTH_TENANT_CLAIM: "org_id",
+    MCP_AUTH_OAUTH_TENANT_DEFAULT: "guests",
+    MCP_AUTH_JWKS_COOLDOWN: "5",
+  });
+  assert.equal(server.oauth?.resource, "https://gw.example.com/mcp");
+  assert.deepEqual([...server.oauth!.scopeMap], [
+    ["mcp:tools", ["mcp"]],
+    ["gw.admin", ["admin"]],
+    ["gw.ops", ["operator", "approver"]],
+  ]);
+  assert.equal(server.oauth?.tenantClaim, "org_id");
+  assert.equal(server.oauth?.tenantFallback, "guests");
+  assert.equal(server.jwt.jwksCooldownSeconds, 5);
+});
+
+Deno.test("resolveConfig needs MCP_AUTH_OAUTH_RESOURCE off loopback or on port 0", () => {
+  for (const env of [{ MCP_SERVER_HOST: "0.0.0.0" }, { MCP_SERVER_PORT: "0" }]) {
+    const error = configError({ MCP_AUTH_OAUTH_ISSUER: "https://idp.example.com", ...env });
+    assert.match(error.message, /MCP_AUTH_OAUTH_RESOURCE is required with MCP_AUTH_OAUTH_ISSUER/);
+  }
+});
+
+Deno.test("resolveConfig refuses an OAuth issuer over plain http off loopback", () => {
+  const error = configError({ MCP_AUTH_OAUTH_ISSUER: "http://idp.example.com" });
+  assert.match(error.message, /MCP_AUTH_OAUTH_ISSUER must be an https URL/);
+  assert.equal(
+    resolveConfig({ MCP_AUTH_OAUTH_ISSUER: "http://127.0.0.1:4000" }).server.oauth?.issuer,
+    "http://127.0.0.1:4000",
+  );
+});
+
+Deno.test("resolveConfig refuses MCP_AUTH_OAUTH_ISSUER together with the JWT key settings", () => {
+  const error = configError({
+    MCP_AUTH_OAUTH_ISSUER: "https://idp.example.com",
+    MCP_AUTH_JWKS_URL: "https://idp.example.com/jwks",
+    MCP_AUTH_JWT_AUDIENCE: "gw",
+  });
+  assert.match(error.message, /unset MCP_AUTH_JWKS_URL, MCP_AUTH_JWT_AUDIENCE/);
+});
+
+Deno.test("resolveConfig refuses a scope map naming an unknown gateway scope", () => {
+  const error = configError({
+    MCP_AUTH_OAUTH_ISSUER: "https://idp.example.com",
+    MCP_AUTH_OAUTH_SCOPE_MAP: "mcp:tools=tools",
+  });
+  assert.match(error.message, /"mcp:tools=tools" maps to "tools", which is not a gateway scope/);
+});
+
+Deno.test("resolveConfig refuses OAuth settings without MCP_AUTH_OAUTH_ISSUER", () => {
+  const error = configError({ MCP_AUTH_OAUTH_RESOURCE: "https://gw.example.com/mcp" });
+  assert.match(
+    error.message,
+    /MCP_AUTH_OAUTH_RESOURCE has no effect without MCP_AUTH_OAUTH_ISSUER/,
+  );
+});

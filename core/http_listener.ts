@@ -19,6 +19,7 @@ import { hasControlCharacter } from "./control_characters.ts";
 import type { Authenticator } from "./auth/authenticator.ts";
 import { unauthorizedResponse } from "./auth/authenticator.ts";
 import type { HostVerdict } from "./auth/host_guard.ts";
+import type { ProtectedResource } from "./auth/oauth_resource.ts";
 import type { TokenPayload } from "./auth/token_payload.ts";
 import type { Logger } from "./logger.ts";
 import type { HttpRoute } from "./plugin_api.ts";
@@ -51,6 +52,11 @@ export interface HttpListenerOptions {
   maxBodyBytes: number;
   /** How long a request body may take to arrive before the request is refused with 408. */
   bodyTimeoutMs?: number;
+  /**
+   * With an OAuth issuer configured: serves its RFC 9728 metadata (public, like the probes) and
+   * completes every 401/403 challenge with `resource_metadata`.
+   */
+  protectedResource?: ProtectedResource;
   /** Readiness: `ready` false answers 503 on /readyz with the reasons. */
   readiness: () => { ready: boolean; detail: Record<string, unknown> };
 }
@@ -224,6 +230,13 @@ export class HttpListener {
         { "Connection": "close", "Retry-After": "5" },
       );
     }
+    const resource = this.#options.protectedResource;
+    if (resource?.serves(url.pathname)) return resource.respond(request);
+    const response = await this.#route(request, url);
+    return resource ? resource.challenge(response, url.pathname) : response;
+  }
+
+  async #route(request: Request, url: URL): Promise<Response> {
     this.#guard ??= this.#options.hostGuard(this.#options.port);
     const verdict = this.#guard(request);
     if (!verdict.ok) return jsonError(verdict.status, "forbidden", verdict.message);
@@ -262,7 +275,9 @@ export class HttpListener {
     let auth = this.#options.anonymous ?? ANONYMOUS;
     if (this.#options.authenticator) {
       const result = await this.#options.authenticator.authenticate(request);
-      if (!result.ok) return unauthorizedResponse(result);
+      if (!result.ok) {
+        return unauthorizedResponse(result, this.#options.protectedResource?.tokenHint);
+      }
       auth = result.payload;
     }
     // Read only for a caller who got this far: an anonymous client never makes the gateway

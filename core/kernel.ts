@@ -6,6 +6,8 @@
  * @module
  */
 import { createAuthenticator } from "./auth/authenticator.ts";
+import type { JwtOptions } from "./auth/jwt_verifier.ts";
+import { ProtectedResource } from "./auth/oauth_resource.ts";
 import { createHostGuard, isLoopbackHost } from "./auth/host_guard.ts";
 import { refuseNonJsonBody } from "./auth/json_body_guard.ts";
 import type { TokenPayload } from "./auth/token_payload.ts";
@@ -880,7 +882,8 @@ export class Kernel {
     let generatedAdminToken: string | undefined;
     let staticToken = server.authToken;
     let adminToken = server.adminToken;
-    const jwt = server.jwt.secret !== undefined || server.jwt.jwksUrl !== undefined;
+    const jwt = server.jwt.secret !== undefined || server.jwt.jwksUrl !== undefined ||
+      server.oauth !== undefined;
     const configured = staticToken !== undefined || adminToken !== undefined ||
       server.tokensFile !== undefined || jwt;
     if (!configured) {
@@ -911,7 +914,8 @@ export class Kernel {
       ...(staticToken === undefined ? {} : { staticToken, staticScopes }),
       ...(adminToken === undefined ? {} : { adminToken }),
       ...(server.tokensFile === undefined ? {} : { tokensFile: server.tokensFile }),
-      ...(server.jwt.secret || server.jwt.jwksUrl ? { jwt: server.jwt } : {}),
+      ...(server.oauth ? { jwt: oauthJwtOptions(server) } : {}),
+      ...(!server.oauth && (server.jwt.secret || server.jwt.jwksUrl) ? { jwt: server.jwt } : {}),
       now: () => this.clock.now(),
     });
     return { authenticator, generatedToken, generatedAdminToken, anonymous: undefined };
@@ -1077,6 +1081,9 @@ export class Kernel {
       port: server.port,
       authenticator,
       ...(anonymous ? { anonymous } : {}),
+      ...(server.oauth && authenticator
+        ? { protectedResource: new ProtectedResource(server.oauth) }
+        : {}),
       hostGuard: (port) =>
         createHostGuard({
           host: server.host,
@@ -1168,4 +1175,23 @@ function randomToken(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
   return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_")
     .replaceAll("=", "");
+}
+
+/** The JWT verification of an OAuth protected resource: the issuer's keys, its resource as `aud`. */
+function oauthJwtOptions(server: GatewayConfig["server"]): JwtOptions {
+  const oauth = server.oauth!;
+  return {
+    discoverKeys: true,
+    issuer: oauth.issuer,
+    audience: oauth.resource,
+    scopeMap: oauth.scopeMap,
+    tenantClaim: oauth.tenantClaim,
+    ...(oauth.tenantFallback === undefined ? {} : { tenantFallback: oauth.tenantFallback }),
+    ...(server.jwt.clockToleranceSeconds === undefined
+      ? {}
+      : { clockToleranceSeconds: server.jwt.clockToleranceSeconds }),
+    ...(server.jwt.jwksCooldownSeconds === undefined
+      ? {}
+      : { jwksCooldownSeconds: server.jwt.jwksCooldownSeconds }),
+  };
 }

@@ -44,6 +44,8 @@ export type AuthResult =
     status: 401 | 403;
     error: "invalid_request" | "invalid_token" | "insufficient_scope";
     description: string;
+    /** The request carried no Authorization header at all (RFC 6750 §3.1: no error code then). */
+    noCredentials?: true;
   };
 
 /** Turns requests into caller identities. */
@@ -94,7 +96,9 @@ export async function createAuthenticator(options: AuthenticatorOptions): Promis
     configured: Boolean(statics.length || fileTokens || verifyJwt),
     async authenticate(request) {
       const header = request.headers.get("authorization");
-      if (header === null) return fail("invalid_request", "missing bearer token");
+      if (header === null) {
+        return { ...fail("invalid_request", "missing bearer token"), noCredentials: true };
+      }
       const match = /^(\S+)(?:\s+(.*))?$/.exec(header.trim());
       if (!match || match[1]?.toLowerCase() !== "bearer") {
         return fail("invalid_request", "Authorization scheme must be Bearer");
@@ -124,8 +128,12 @@ export async function createAuthenticator(options: AuthenticatorOptions): Promis
   };
 }
 
-/** The WWW-Authenticate header value for a failed result (RFC 6750). */
+/**
+ * The WWW-Authenticate header value for a failed result (RFC 6750): a request that sent no
+ * credentials gets the bare challenge, one whose token failed gets the error and why.
+ */
 export function wwwAuthenticate(result: Extract<AuthResult, { ok: false }>): string {
+  if (result.noCredentials) return 'Bearer realm="agent33"';
   // Header values must be visible ASCII; quoted-string escapes `"` and `\`.
   const description = result.description
     .replace(/[^\x20-\x7e]/g, "?")
@@ -133,12 +141,19 @@ export function wwwAuthenticate(result: Extract<AuthResult, { ok: false }>): str
   return `Bearer realm="agent33", error="${result.error}", error_description="${description}"`;
 }
 
-/** A 401/403 JSON Response for a failed result, telling the client what to send instead. */
-export function unauthorizedResponse(result: Extract<AuthResult, { ok: false }>): Response {
+/**
+ * A 401/403 JSON Response for a failed result, telling the client what to send instead
+ * (`tokenHint`: where tokens come from, when not the static tokens).
+ */
+export function unauthorizedResponse(
+  result: Extract<AuthResult, { ok: false }>,
+  tokenHint?: string,
+): Response {
   const hint = result.error === "insufficient_scope"
     ? "use a token that carries the required scope"
-    : 'send "Authorization: Bearer <token>"; the tokens are printed at start-up or set with ' +
-      "MCP_SERVER_AUTH_TOKEN (clients) and MCP_ADMIN_TOKEN (operators)";
+    : tokenHint ??
+      'send "Authorization: Bearer <token>"; the tokens are printed at start-up or set with ' +
+        "MCP_SERVER_AUTH_TOKEN (clients) and MCP_ADMIN_TOKEN (operators)";
   const body = {
     error: {
       code: result.status === 403 ? "forbidden" : "unauthorized",

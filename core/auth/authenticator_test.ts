@@ -40,7 +40,7 @@ Deno.test("Authenticator is not configured when no credential source is set", as
 Deno.test("Authenticator refuses a jwt block with claims but no key source", async () => {
   await assert.rejects(
     createAuthenticator({ jwt: { issuer: "https://idp.example" } }),
-    /needs a secret or a JWKS URL/,
+    /needs a secret, a JWKS URL or an OAuth issuer/,
   );
 });
 
@@ -99,6 +99,7 @@ Deno.test("Authenticator rejects a missing Authorization header with 401 invalid
     status: 401,
     error: "invalid_request",
     description: "missing bearer token",
+    noCredentials: true,
   });
 });
 
@@ -276,13 +277,12 @@ Deno.test("unauthorizedResponse is a 401 JSON body with a challenge telling what
     status: 401,
     error: "invalid_request",
     description: "missing bearer token",
+    noCredentials: true,
   });
   assert.equal(response.status, 401);
   assert.equal(response.headers.get("content-type"), "application/json");
-  assert.equal(
-    response.headers.get("www-authenticate"),
-    'Bearer realm="agent33", error="invalid_request", error_description="missing bearer token"',
-  );
+  // RFC 6750 §3.1: a request without credentials gets no error code.
+  assert.equal(response.headers.get("www-authenticate"), 'Bearer realm="agent33"');
   assert.deepEqual(await response.json(), {
     error: {
       code: "unauthorized",

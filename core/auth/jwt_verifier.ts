@@ -6,6 +6,10 @@
  * (an audience is required, or any token the identity provider ever issued for another service
  * would do), and an HS256 secret shorter than 32 bytes is refused, since it can be brute-forced
  * from one captured token.
+ *
+ * With `discoverKeys` (MCP_AUTH_OAUTH_ISSUER) the keys come from the issuer's own metadata
+ * (`jwks_uri`), the audience is the gateway's resource URL, and the provider's scopes are mapped
+ * to the gateway's; it is the same verification, with the key source looked up first.
  * @module
  */
 import {
@@ -17,6 +21,8 @@ import {
   jwtVerify,
   type JWTVerifyGetKey,
 } from "jose";
+import { discoverJwksUri } from "./issuer_metadata.ts";
+import { mapScopes, type ScopeMap } from "./scope_map.ts";
 import type { TokenPayload } from "./token_payload.ts";
 
 /** Where JWT keys come from and which claims must match. */
@@ -26,12 +32,28 @@ export interface JwtOptions {
   issuer?: string;
   audience?: string;
   tenantClaim?: string;
+  /** The tenant of a token without the tenant claim; such a token is refused when unset. */
+  tenantFallback?: string;
+  /** Find the JWKS through the issuer's metadata (needs `issuer` and `audience`). */
+  discoverKeys?: boolean;
+  /** Provider scope → gateway scopes; unset = the token's scopes as they are. */
+  scopeMap?: ScopeMap;
+  /**
+   * Seconds after one JWKS fetch before a token with an unknown `kid` may trigger another
+   * (picks up key rotation without letting junk tokens hammer the provider);
+   * {@link DEFAULT_JWKS_COOLDOWN_SECONDS}.
+   */
+  jwksCooldownSeconds?: number;
   /** Seconds of clock skew allowed on `exp` and `nbf`; {@link DEFAULT_CLOCK_TOLERANCE_SECONDS}. */
   clockToleranceSeconds?: number;
 }
 
 /** Default of MCP_AUTH_JWT_CLOCK_TOLERANCE, in seconds. */
 export const DEFAULT_CLOCK_TOLERANCE_SECONDS = 30;
+/** Default of MCP_AUTH_JWKS_COOLDOWN, in seconds (jose's own default). */
+export const DEFAULT_JWKS_COOLDOWN_SECONDS = 30;
+/** After the issuer's metadata could not be read, how long before it is tried again, in ms. */
+export const DISCOVERY_RETRY_MS = 5_000;
 /** Shortest HS256 secret accepted, in bytes (RFC 7518 §3.2: at least the hash's size). */
 export const MIN_HS256_SECRET_BYTES = 32;
 
@@ -71,10 +93,13 @@ export function looksLikeJwt(token: string): boolean {
  * none, when the HS256 secret is too short, or when a JWKS comes without an audience.
  */
 export function createJwtVerifier(options: JwtOptions, deps: JwtVerifierDeps = {}): JwtVerifier {
-  const { secret, jwksUrl, issuer, audience, tenantClaim = "tenant" } = options;
+  const { secret, jwksUrl, issuer, audience, tenantClaim = "tenant", discoverKeys } = options;
   const clockTolerance = options.clockToleranceSeconds ?? DEFAULT_CLOCK_TOLERANCE_SECONDS;
-  if (!secret && !jwksUrl) {
-    throw new Error("JWT auth needs a secret or a JWKS URL");
+  if (!secret && !jwksUrl && !discoverKeys) {
+    throw new Error("JWT auth needs a secret, a JWKS URL or an OAuth issuer");
+  }
+  if (discoverKeys && (!issuer || !audience)) {
+    throw new Error("OAuth token verification needs the issuer and the resource URL (audience)");
   }
   const secretKey = secret ? new TextEncoder().encode(secret) : undefined;
   if (secretKey && secretKey.length < MIN_HS256_SECRET_BYTES) {
@@ -82,11 +107,17 @@ export function createJwtVerifier(options: JwtOptions, deps: JwtVerifierDeps = {
   }
   if (jwksUrl && !audience) throw new Error(JWKS_NEEDS_AUDIENCE);
   const fetchImpl = deps.fetch;
-  const jwks = jwksUrl
-    ? createRemoteJWKSet(
-      parseUrl(jwksUrl),
-      fetchImpl ? { [customFetch]: (url, init) => fetchImpl(url, init) } : undefined,
-    )
+  const cooldownDuration = (options.jwksCooldownSeconds ?? DEFAULT_JWKS_COOLDOWN_SECONDS) * 1000;
+  const remote = (url: URL) =>
+    createRemoteJWKSet(url, {
+      cooldownDuration,
+      ...(fetchImpl ? { [customFetch]: (u: string, init: RequestInit) => fetchImpl(u, init) } : {}),
+    });
+  const now = deps.now ?? Date.now;
+  const jwks: JWTVerifyGetKey | undefined = jwksUrl
+    ? remote(parseUrl(jwksUrl))
+    : discoverKeys
+    ? discoveredKeys(issuer!, remote, { fetch: fetchImpl, now })
     : undefined;
   const algorithms: JWSAlgorithm[] = [
     ...(secretKey ? ["HS256" as const] : []),
@@ -100,7 +131,6 @@ export function createJwtVerifier(options: JwtOptions, deps: JwtVerifierDeps = {
   };
 
   const verify = deps.verify ?? jwtVerify;
-  const now = deps.now ?? Date.now;
   const verified = new Map<string, { payload: TokenPayload; until: number }>();
   const remember = (token: string, payload: TokenPayload, exp: number) => {
     const until = Math.min(exp * 1000, now() + VERIFIED_TTL_MS);
@@ -128,18 +158,49 @@ export function createJwtVerifier(options: JwtOptions, deps: JwtVerifierDeps = {
     } catch (e) {
       return { ok: false, description: describe(e) };
     }
-    const tenant = claims[tenantClaim];
+    const tenant = claims[tenantClaim] ?? options.tenantFallback;
     if (tenant === undefined || tenant === "") {
       return { ok: false, description: `JWT has no "${tenantClaim}" claim` };
     }
     if (typeof tenant !== "string") {
       return { ok: false, description: `JWT "${tenantClaim}" claim must be a string` };
     }
-    const payload = { tenant, scopes: scopesOf(claims), subject: claims.sub ?? "jwt" };
+    const scopes = options.scopeMap
+      ? mapScopes(options.scopeMap, scopesOf(claims))
+      : scopesOf(claims);
+    const payload = { tenant, scopes, subject: claims.sub ?? "jwt" };
     // requiredClaims made jose check that `exp` is there and a number.
     remember(token, { ...payload, scopes: [...payload.scopes] }, claims.exp!);
     return { ok: true, payload };
   };
+}
+
+/**
+ * The keys of an issuer found through its metadata: looked up on first use (so the gateway starts
+ * while the provider is down), kept once found, and after a failure tried again only after
+ * {@link DISCOVERY_RETRY_MS}, so a burst of tokens does not become a burst of requests.
+ */
+function discoveredKeys(
+  issuer: string,
+  remote: (url: URL) => JWTVerifyGetKey,
+  deps: { fetch: typeof fetch | undefined; now: () => number },
+): JWTVerifyGetKey {
+  let keys: JWTVerifyGetKey | undefined;
+  let pending: Promise<JWTVerifyGetKey> | undefined;
+  let failed: { error: Error; until: number } | undefined;
+  const resolve = (): Promise<JWTVerifyGetKey> => {
+    if (keys) return Promise.resolve(keys);
+    if (failed && deps.now() < failed.until) return Promise.reject(failed.error);
+    pending ??= discoverJwksUri(issuer, deps.fetch ? { fetch: deps.fetch } : {}).then(
+      (url) => (keys = remote(url)),
+      (e: Error) => {
+        failed = { error: e, until: deps.now() + DISCOVERY_RETRY_MS };
+        throw e;
+      },
+    ).finally(() => (pending = undefined));
+    return pending;
+  };
+  return async (header, token) => (await resolve())(header, token);
 }
 
 /**

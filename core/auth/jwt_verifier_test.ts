@@ -3,6 +3,7 @@ import { exportJWK, generateKeyPair, type JWTPayload, jwtVerify, SignJWT } from 
 import {
   createJwtVerifier,
   DEFAULT_CLOCK_TOLERANCE_SECONDS,
+  DISCOVERY_RETRY_MS,
   looksLikeJwt,
   VERIFIED_TTL_MS,
 } from "./jwt_verifier.ts";
@@ -29,7 +30,10 @@ Deno.test("looksLikeJwt accepts three base64url parts and nothing else", () => {
 });
 
 Deno.test("JWT verifier needs a secret or a JWKS URL", () => {
-  assert.throws(() => createJwtVerifier({ issuer: "x" }), /needs a secret or a JWKS URL/);
+  assert.throws(
+    () => createJwtVerifier({ issuer: "x" }),
+    /needs a secret, a JWKS URL or an OAuth issuer/,
+  );
 });
 
 Deno.test("JWT verifier reads tenant, space-delimited scope and sub from an HS256 token", async () => {
@@ -277,4 +281,42 @@ Deno.test("A refused JWT is checked again every time, and each caller gets its o
   if (first.ok) first.payload.scopes.push("admin");
   const second = await verify(token);
   assert.deepEqual(second.ok && second.payload.scopes, ["mcp"]);
+});
+
+Deno.test("JWT verifier with an OAuth issuer retries unreadable metadata only after a pause", async () => {
+  let requests = 0;
+  await using server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, () => {
+    requests++;
+    return new Response("down for maintenance", { status: 404 });
+  });
+  const issuer = `http://127.0.0.1:${server.addr.port}`;
+  let clock = NOW;
+  const verify = createJwtVerifier(
+    { discoverKeys: true, issuer, audience: "https://gw.example.com/mcp" },
+    { now: () => clock },
+  );
+  const { privateKey } = await generateKeyPair("ES256");
+  const token = await new SignJWT({ tenant: "acme" })
+    .setProtectedHeader({ alg: "ES256", kid: "k1" })
+    .setIssuer(issuer)
+    .setAudience("https://gw.example.com/mcp")
+    .setExpirationTime(nowSec + 300)
+    .sign(privateKey);
+  const first = await verify(token);
+  assert.equal(first.ok, false);
+  assert.match(!first.ok ? first.description : "", /serves neither/);
+  const tried = requests;
+  assert.ok(tried > 0);
+  await verify(token);
+  assert.equal(requests, tried, "a second token within the pause asks nobody");
+  clock += DISCOVERY_RETRY_MS;
+  await verify(token);
+  assert.equal(requests, 2 * tried, "after the pause the metadata is asked for again");
+});
+
+Deno.test("JWT verifier needs the issuer and the audience to discover keys", () => {
+  assert.throws(
+    () => createJwtVerifier({ discoverKeys: true, issuer: "https://idp.example.com" }),
+    /needs the issuer and the resource URL/,
+  );
 });

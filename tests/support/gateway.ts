@@ -5,6 +5,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Clock } from "../../core/clock.ts";
 import { resolveConfig } from "../../core/config.ts";
 import { Kernel, type StartInfo } from "../../core/kernel.ts";
 import { createLogger, type Logger } from "../../core/logger.ts";
@@ -35,6 +36,8 @@ export async function startGateway(
     noAuthAdmin?: boolean;
     pluginDirs?: string[];
     keepLog?: (line: string) => boolean;
+    /** The kernel's clock (e.g. one running ahead, to make tokens expire without waiting). */
+    clock?: Clock;
   } = {},
 ): Promise<TestGateway> {
   const logs: string[] = [];
@@ -61,6 +64,7 @@ export async function startGateway(
     config,
     logger,
     ...(options.pluginDirs ? { pluginDirs: options.pluginDirs } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
   });
   const info = await kernel.start();
   return { kernel, info, url: info.url!, token, adminToken, logs, stop: () => kernel.stop() };

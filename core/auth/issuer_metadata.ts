@@ -1,0 +1,133 @@
+/**
+ * An OAuth issuer's metadata (RFC 8414 `/.well-known/oauth-authorization-server`, else OpenID
+ * Connect Discovery `/.well-known/openid-configuration`), fetched with the SDK's discovery: the
+ * one thing the gateway needs from it is `jwks_uri`, where the issuer publishes its signing keys.
+ *
+ * The document is hostile until checked: fetched with a deadline and a size bound, its `issuer`
+ * must be exactly the configured one (RFC 8414 §3.3, OIDC Discovery §4.3: otherwise a document
+ * served from the issuer's host could vouch for keys of another), and its `jwks_uri` must be
+ * https (or http on a loopback host).
+ * @module
+ */
+import { discoverAuthorizationServerMetadata } from "@modelcontextprotocol/sdk/client/auth.js";
+import { isLoopbackHost } from "./host_guard.ts";
+
+/** How long one metadata request may take, in ms. */
+export const METADATA_TIMEOUT_MS = 5_000;
+/** Largest metadata document read, in bytes (real ones are a few KiB). */
+export const MAX_METADATA_BYTES = 256 * 1024;
+
+/** Injected effects of {@link discoverJwksUri}. */
+export interface IssuerMetadataDeps {
+  fetch?: typeof fetch;
+  timeoutMs?: number;
+}
+
+/**
+ * Fetches the issuer's metadata and returns its `jwks_uri`; throws an Error naming the issuer,
+ * the URL tried and what is wrong.
+ */
+export async function discoverJwksUri(issuer: string, deps: IssuerMetadataDeps = {}): Promise<URL> {
+  const bounded = boundedFetch(deps.fetch ?? fetch, deps.timeoutMs ?? METADATA_TIMEOUT_MS);
+  let metadata: Awaited<ReturnType<typeof discoverAuthorizationServerMetadata>>;
+  try {
+    metadata = await discoverAuthorizationServerMetadata(issuer, { fetchFn: bounded });
+  } catch (e) {
+    throw new Error(
+      `Cannot read the metadata of OAuth issuer ${issuer} (MCP_AUTH_OAUTH_ISSUER): ${reason(e)}`,
+    );
+  }
+  if (!metadata) {
+    throw new Error(
+      `OAuth issuer ${issuer} (MCP_AUTH_OAUTH_ISSUER) serves neither ` +
+        "/.well-known/oauth-authorization-server nor /.well-known/openid-configuration; " +
+        "set the issuer URL exactly as the provider's tokens carry it in `iss`",
+    );
+  }
+  if (metadata.issuer !== issuer) {
+    throw new Error(
+      `The metadata of OAuth issuer ${issuer} names the issuer "${metadata.issuer}"; ` +
+        "set MCP_AUTH_OAUTH_ISSUER to exactly that value (trailing slash included)",
+    );
+  }
+  const jwksUri = metadata.jwks_uri;
+  if (typeof jwksUri !== "string" || !URL.canParse(jwksUri)) {
+    throw new Error(`The metadata of OAuth issuer ${issuer} has no valid jwks_uri`);
+  }
+  const url = new URL(jwksUri);
+  if (!isSecureOrLoopback(url)) {
+    throw new Error(
+      `The jwks_uri of OAuth issuer ${issuer} is ${jwksUri}; keys are fetched only over https ` +
+        "(or http on a loopback host)",
+    );
+  }
+  return url;
+}
+
+/** Whether a URL is https, or http to a loopback host (development and tests). */
+export function isSecureOrLoopback(url: URL): boolean {
+  if (url.protocol === "https:") return true;
+  return url.protocol === "http:" && isLoopbackHost(url.hostname);
+}
+
+/** A fetch that gives up after `timeoutMs` and reads at most {@link MAX_METADATA_BYTES}. */
+function boundedFetch(inner: typeof fetch, timeoutMs: number): typeof fetch {
+  return async (input, init) => {
+    const controller = new AbortController();
+    const timer = setTimeout(
+      () => controller.abort(new Error(`no answer within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    try {
+      // Redirects are not followed: the metadata is the issuer's own, at its own URL.
+      const response = await inner(input, {
+        ...init,
+        redirect: "manual",
+        signal: controller.signal,
+      });
+      const body = await readBounded(response, String(input));
+      return new Response(body, { status: response.status, headers: response.headers });
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}
+
+async function readBounded(
+  response: Response,
+  url: string,
+): Promise<Uint8Array<ArrayBuffer> | null> {
+  if (!response.body) return null;
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > MAX_METADATA_BYTES) {
+      await reader.cancel();
+      throw new Error(`${url} is larger than ${MAX_METADATA_BYTES} bytes`);
+    }
+    chunks.push(value);
+  }
+  const body = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, at);
+    at += chunk.length;
+  }
+  return body;
+}
+
+function reason(e: unknown): string {
+  if (e instanceof Error && e.name === "ZodError") {
+    const issues = (e as Error & { issues?: { path: PropertyKey[]; message: string }[] }).issues ??
+      [];
+    const which = issues.slice(0, 3).map((i) =>
+      `${i.path.join(".") || "(document)"}: ${i.message}`
+    );
+    return `the document is not valid metadata (${which.join("; ")})`;
+  }
+  return e instanceof Error ? e.message : String(e);
+}

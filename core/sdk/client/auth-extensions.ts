@@ -1,0 +1,3 @@
+// The SDK's export map gives no types for "client/auth-extensions.js" under Deno; this shim pairs runtime and types.
+// @ts-types="mcp-sdk-npm/client/auth-extensions"
+export * from "mcp-sdk-npm/client/auth-extensions.js";

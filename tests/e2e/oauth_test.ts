@@ -1,0 +1,315 @@
+/**
+ * The gateway as an OAuth 2.1 protected resource (MCP authorization spec), against a real OpenID
+ * provider (oidc-provider) on 127.0.0.1: discovery from the gateway's 401, client-credentials
+ * tokens bound to the gateway's resource URL, and what is refused.
+ */
+import assert from "node:assert/strict";
+import { ClientCredentialsProvider } from "@modelcontextprotocol/sdk/client/auth-extensions.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Clock } from "../../core/clock.ts";
+import { systemClock } from "../../core/clock.ts";
+import {
+  initializeRequest,
+  mcpHeaders,
+  startGateway,
+  type TestGateway,
+} from "../support/gateway.ts";
+import {
+  ACCESS_TOKEN_TTL,
+  startProvider,
+  type TestClient,
+  type TestProvider,
+} from "../support/oidc_provider.ts";
+
+const AGENT: TestClient = {
+  id: "agent",
+  secret: "agent-secret",
+  scope: "mcp gw.tools",
+  tenant: "acme",
+};
+const OPERATOR: TestClient = { id: "ops", secret: "ops-secret", scope: "operator", tenant: "acme" };
+const NO_TENANT: TestClient = { id: "stray", secret: "stray-secret", scope: "mcp" };
+
+/** A port nothing listens on right now, so the gateway's resource URL is known before it starts. */
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr;
+  listener.close();
+  return port;
+}
+
+interface Setup {
+  provider: TestProvider;
+  gateway: TestGateway;
+  resource: string;
+  /** Moves the gateway's clock ahead of real time by `ms`. */
+  skew(ms: number): void;
+  stop(): Promise<void>;
+}
+
+async function setup(env: Record<string, string> = {}): Promise<Setup> {
+  const provider = await startProvider([AGENT, OPERATOR, NO_TENANT]);
+  const port = freePort();
+  let offset = 0;
+  const clock: Clock = { now: () => Date.now() + offset, setTimeout: systemClock.setTimeout };
+  try {
+    const gateway = await startGateway({
+      MCP_SERVER_PORT: String(port),
+      MCP_AUTH_OAUTH_ISSUER: provider.issuer,
+      // Key rotation is picked up on the next unknown kid, not 30 s after the last fetch.
+      MCP_AUTH_JWKS_COOLDOWN: "0",
+      ...env,
+    }, { clock });
+    gateway.kernel.tools.register({
+      name: "whoami",
+      description: "Answers with the caller the gateway resolved",
+      inputSchema: { type: "object" },
+      handler: (_args, ctx) =>
+        Promise.resolve({ content: [{ type: "text", text: JSON.stringify(ctx.auth) }] }),
+    });
+    return {
+      provider,
+      gateway,
+      resource: `http://127.0.0.1:${port}/mcp`,
+      skew: (ms) => void (offset = ms),
+      stop: async () => {
+        await gateway.stop();
+        await provider.stop();
+      },
+    };
+  } catch (e) {
+    await provider.stop();
+    throw e;
+  }
+}
+
+function initialize(s: Setup, headers: Record<string, string>) {
+  return fetch(s.resource, {
+    method: "POST",
+    headers,
+    body: JSON.stringify(initializeRequest("2025-11-25")),
+  });
+}
+
+async function whoami(client: Client): Promise<unknown> {
+  const result = await client.callTool({ name: "whoami", arguments: {} });
+  const [first] = result.content as { type: string; text: string }[];
+  return JSON.parse(first!.text);
+}
+
+Deno.test("OAuth: the gateway publishes RFC 9728 metadata naming its identity provider", async () => {
+  const s = await setup();
+  try {
+    const origin = new URL(s.resource).origin;
+    const suffixed = await fetch(`${origin}/.well-known/oauth-protected-resource/mcp`);
+    assert.equal(suffixed.status, 200);
+    const document = await suffixed.json();
+    assert.deepEqual(document, {
+      resource: s.resource,
+      authorization_servers: [s.provider.issuer],
+      scopes_supported: ["mcp", "approver", "operator", "admin"],
+      bearer_methods_supported: ["header"],
+      resource_name: "AGENT-33 MCP gateway",
+    });
+    const bare = await fetch(`${origin}/.well-known/oauth-protected-resource`);
+    assert.deepEqual(await bare.json(), document);
+    // The issuer it names really is an authorization server.
+    const issuer = await fetch(`${s.provider.issuer}/.well-known/openid-configuration`);
+    assert.equal((await issuer.json()).issuer, document.authorization_servers[0]);
+  } finally {
+    await s.stop();
+  }
+});
+
+Deno.test("OAuth: a 401 without a token points to the metadata and the scope to ask for, naming no error", async () => {
+  const s = await setup();
+  try {
+    const { Authorization: _, ...headers } = mcpHeaders("");
+    const refused = await initialize(s, headers);
+    assert.equal(refused.status, 401);
+    const metadata = `${new URL(s.resource).origin}/.well-known/oauth-protected-resource/mcp`;
+    assert.equal(
+      refused.headers.get("www-authenticate"),
+      `Bearer realm="agent33", scope="mcp", resource_metadata="${metadata}"`,
+    );
+    const body = await refused.json();
+    assert.match(body.error.message, new RegExp(`from ${s.provider.issuer} for the resource`));
+  } finally {
+    await s.stop();
+  }
+});
+
+Deno.test("OAuth: an SDK client with client credentials finds the provider through the gateway and calls a tool", async () => {
+  const s = await setup();
+  try {
+    const client = new Client({ name: "cc", version: "1" });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(s.resource), {
+        authProvider: new ClientCredentialsProvider({
+          clientId: AGENT.id,
+          clientSecret: AGENT.secret,
+          scope: "mcp",
+          expectedIssuer: s.provider.issuer,
+        }),
+      }),
+    );
+    try {
+      assert.deepEqual(await whoami(client), { tenant: "acme", scopes: ["mcp"], subject: "agent" });
+    } finally {
+      await client.close();
+    }
+  } finally {
+    await s.stop();
+  }
+});
+
+Deno.test("OAuth: a token issued for another resource is refused with 401 invalid_token", async () => {
+  const s = await setup();
+  try {
+    const token = await s.provider.token(AGENT, {
+      resource: "http://127.0.0.1:1/other-service",
+      scope: "mcp",
+    });
+    const refused = await initialize(s, mcpHeaders(token));
+    assert.equal(refused.status, 401);
+    const header = refused.headers.get("www-authenticate") ?? "";
+    assert.match(header, /error="invalid_token"/);
+    assert.match(header, /\\"aud\\" claim/);
+    assert.match(header, /resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\//);
+    await refused.body?.cancel();
+  } finally {
+    await s.stop();
+  }
+});
+
+Deno.test("OAuth: an expired token is refused with 401 invalid_token", async () => {
+  const s = await setup();
+  try {
+    const token = await s.provider.token(AGENT, { resource: s.resource, scope: "mcp" });
+    // The gateway's clock runs past exp plus the 30 s tolerance: no waiting for real expiry.
+    s.skew((ACCESS_TOKEN_TTL + 31) * 1000);
+    const refused = await initialize(s, mcpHeaders(token));
+    assert.equal(refused.status, 401);
+    assert.match(refused.headers.get("www-authenticate") ?? "", /error="invalid_token".*expired/);
+    await refused.body?.cancel();
+    s.skew(0);
+    const accepted = await initialize(s, mcpHeaders(token));
+    assert.equal(accepted.status, 200, "the same token before its exp is accepted");
+    await accepted.body?.cancel();
+  } finally {
+    await s.stop();
+  }
+});
+
+Deno.test("OAuth: a rotated signing key is picked up without restarting the gateway", async () => {
+  const s = await setup();
+  try {
+    const before = await s.provider.token(AGENT, { resource: s.resource, scope: "mcp" });
+    const first = await initialize(s, mcpHeaders(before));
+    assert.equal(first.status, 200);
+    await first.body?.cancel();
+    const oldKid = s.provider.kid;
+    const newKid = await s.provider.rotateKeys();
+    assert.notEqual(newKid, oldKid);
+    const after = await s.provider.token(AGENT, { resource: s.resource, scope: "mcp" });
+    const header = JSON.parse(atob(after.split(".")[0]!.replace(/-/g, "+").replace(/_/g, "/")));
+    assert.equal(header.kid, newKid, "the new token is signed with the new key");
+    const second = await initialize(s, mcpHeaders(after));
+    assert.equal(second.status, 200);
+    await second.body?.cancel();
+  } finally {
+    await s.stop();
+  }
+});
+
+Deno.test("OAuth: a token without the mcp scope gets 403 insufficient_scope naming the scope", async () => {
+  const s = await setup();
+  try {
+    const token = await s.provider.token(OPERATOR, { resource: s.resource, scope: "operator" });
+    const refused = await initialize(s, mcpHeaders(token));
+    assert.equal(refused.status, 403);
+    const header = refused.headers.get("www-authenticate") ?? "";
+    assert.match(header, /error="insufficient_scope"/);
+    assert.match(header, /scope="mcp"/);
+    assert.match(header, /resource_metadata="/);
+    await refused.body?.cancel();
+  } finally {
+    await s.stop();
+  }
+});
+
+Deno.test("OAuth: MCP_AUTH_OAUTH_SCOPE_MAP maps the provider's scope names to the gateway's", async () => {
+  const s = await setup({ MCP_AUTH_OAUTH_SCOPE_MAP: "gw.tools=mcp,admin=admin" });
+  try {
+    const origin = new URL(s.resource).origin;
+    const document = await (await fetch(`${origin}/.well-known/oauth-protected-resource`)).json();
+    assert.deepEqual(document.scopes_supported, ["gw.tools", "admin"]);
+
+    // The provider's own `mcp` scope means nothing here; the 403 names the one to ask for.
+    const unmapped = await s.provider.token(AGENT, { resource: s.resource, scope: "mcp" });
+    const refused = await initialize(s, mcpHeaders(unmapped));
+    assert.equal(refused.status, 403);
+    assert.match(refused.headers.get("www-authenticate") ?? "", /scope="gw\.tools"/);
+    await refused.body?.cancel();
+
+    const client = new Client({ name: "mapped", version: "1" });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(s.resource), {
+        authProvider: new ClientCredentialsProvider({
+          clientId: AGENT.id,
+          clientSecret: AGENT.secret,
+          scope: "gw.tools",
+          expectedIssuer: s.provider.issuer,
+        }),
+      }),
+    );
+    try {
+      assert.deepEqual(await whoami(client), { tenant: "acme", scopes: ["mcp"], subject: "agent" });
+    } finally {
+      await client.close();
+    }
+  } finally {
+    await s.stop();
+  }
+});
+
+Deno.test("OAuth: a token without the tenant claim is refused unless a default tenant is set", async () => {
+  const strict = await setup();
+  try {
+    const token = await strict.provider.token(NO_TENANT, {
+      resource: strict.resource,
+      scope: "mcp",
+    });
+    const refused = await initialize(strict, mcpHeaders(token));
+    assert.equal(refused.status, 401);
+    assert.match(refused.headers.get("www-authenticate") ?? "", /no \\"tenant\\" claim/);
+    await refused.body?.cancel();
+  } finally {
+    await strict.stop();
+  }
+  const lenient = await setup({ MCP_AUTH_OAUTH_TENANT_DEFAULT: "guests" });
+  try {
+    const client = new Client({ name: "stray", version: "1" });
+    const token = await lenient.provider.token(NO_TENANT, {
+      resource: lenient.resource,
+      scope: "mcp",
+    });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(lenient.resource), {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      }),
+    );
+    try {
+      assert.deepEqual(await whoami(client), {
+        tenant: "guests",
+        scopes: ["mcp"],
+        subject: "stray",
+      });
+    } finally {
+      await client.close();
+    }
+  } finally {
+    await lenient.stop();
+  }
+});
