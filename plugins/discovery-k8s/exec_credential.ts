@@ -41,9 +41,9 @@ export async function runExecCredential(
   const signal = options.signal
     ? AbortSignal.any([options.signal, deadline.signal])
     : deadline.signal;
-  let output: Deno.CommandOutput;
+  let child: Deno.ChildProcess;
   try {
-    output = await new Deno.Command(exec.command, {
+    child = new Deno.Command(exec.command, {
       args: exec.args,
       env: {
         ...exec.env,
@@ -57,27 +57,79 @@ export async function runExecCredential(
       stdout: "piped",
       stderr: "piped",
       signal,
-    }).output();
+    }).spawn();
   } catch (error) {
-    if (deadline.signal.aborted) {
-      throw new Error(`${what} did not answer within ${options.timeoutMs} ms`);
-    }
+    clearTimeout(timer);
     const hint = exec.installHint ? `; ${exec.installHint.trim()}` : "";
     throw new Error(`${what} could not run: ${(error as Error).message}${hint}`);
+  }
+  let stdout: Capped, stderr: Capped, status: Deno.CommandStatus;
+  try {
+    // Read both pipes as they fill, so a chatty plugin neither blocks nor grows without bound.
+    [stdout, stderr, status] = await Promise.all([
+      readCapped(child.stdout, MAX_EXEC_OUTPUT_BYTES, () => {
+        try {
+          child.kill();
+        } catch { /* it has just exited */ }
+      }),
+      readCapped(child.stderr, 400),
+      child.status,
+    ]);
   } finally {
     clearTimeout(timer);
   }
   if (deadline.signal.aborted) {
     throw new Error(`${what} did not answer within ${options.timeoutMs} ms`);
   }
-  if (!output.success) {
-    const stderr = new TextDecoder().decode(output.stderr.subarray(0, 400)).trim();
-    throw new Error(`${what} exited with ${output.code}${stderr ? `: ${stderr}` : ""}`);
-  }
-  if (output.stdout.byteLength > MAX_EXEC_OUTPUT_BYTES) {
+  if (stdout.over) {
     throw new Error(`${what} printed more than ${MAX_EXEC_OUTPUT_BYTES} bytes`);
   }
-  return parseExecCredential(new TextDecoder().decode(output.stdout), exec.apiVersion, what);
+  if (!status.success) {
+    const text = new TextDecoder().decode(stderr.bytes).trim();
+    throw new Error(`${what} exited with ${status.code}${text ? `: ${text}` : ""}`);
+  }
+  return parseExecCredential(new TextDecoder().decode(stdout.bytes), exec.apiVersion, what);
+}
+
+/** The first bytes of a stream, and whether there were more. */
+interface Capped {
+  bytes: Uint8Array;
+  over: boolean;
+}
+
+/**
+ * Reads `stream`, keeping at most `max` bytes; past that, with `onOver` it calls it and stops
+ * reading, without it reads the rest and drops it (a verbose stderr is no failure).
+ */
+async function readCapped(
+  stream: ReadableStream<Uint8Array>,
+  max: number,
+  onOver?: () => void,
+): Promise<Capped> {
+  const kept: Uint8Array[] = [];
+  let size = 0;
+  let over = false;
+  for await (const chunk of stream) {
+    if (size + chunk.byteLength > max) {
+      if (!over) kept.push(chunk.subarray(0, max - size));
+      over = true;
+      size = max;
+      if (onOver) {
+        onOver();
+        break;
+      }
+    } else if (!over) {
+      kept.push(chunk);
+      size += chunk.byteLength;
+    }
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const part of kept) {
+    bytes.set(part, at);
+    at += part.byteLength;
+  }
+  return { bytes, over };
 }
 
 /** The credential in an ExecCredential document, checked field by field. */

@@ -17,6 +17,10 @@ import {
   resolveConnection,
   TOKEN_FILE_TTL_MS,
 } from "../../plugins/discovery-k8s/connection.ts";
+import {
+  MAX_EXEC_OUTPUT_BYTES,
+  runExecCredential,
+} from "../../plugins/discovery-k8s/exec_credential.ts";
 
 const TESTDATA = new URL("../../plugins/discovery-k8s/testdata/", import.meta.url);
 const SERVICES = await Deno.readTextFile(new URL("services_list.json", TESTDATA));
@@ -494,6 +498,44 @@ Deno.test("kubeconfig exec plugin: a failing plugin is named with its stderr", a
   });
 });
 
+Deno.test("an exec plugin is bounded: one that hangs is stopped at its deadline, one that floods stdout is stopped at 1 MiB, a missing one names its install hint", async () => {
+  const exec = (command: string, args: string[], installHint?: string) => ({
+    apiVersion: "client.authentication.k8s.io/v1",
+    command,
+    args,
+    env: {},
+    ...(installHint ? { installHint } : {}),
+  });
+  await assert.rejects(
+    runExecCredential(exec("sh", ["-c", "exec sleep 30"]), { timeoutMs: 200 }),
+    /exec credential plugin "sh" did not answer within 200 ms/,
+  );
+  await assert.rejects(
+    runExecCredential(exec("sh", ["-c", "exec yes"]), { timeoutMs: 20_000 }),
+    new RegExp(`exec credential plugin "sh" printed more than ${MAX_EXEC_OUTPUT_BYTES} bytes`),
+  );
+  await assert.rejects(
+    runExecCredential(
+      exec("kubelogin-not-installed", [], "Install kubelogin: https://example.invalid"),
+      {
+        timeoutMs: 5_000,
+      },
+    ),
+    /exec credential plugin "kubelogin-not-installed" could not run: .*; Install kubelogin/,
+  );
+  // Noise on stderr is no failure; a wrong kind on stdout is.
+  await assert.rejects(
+    runExecCredential(
+      exec("sh", [
+        "-c",
+        `head -c 100000 /dev/zero >&2; echo '{"kind":"Secret","apiVersion":"v1"}'`,
+      ]),
+      { timeoutMs: 5_000 },
+    ),
+    /printed no ExecCredential of apiVersion client\.authentication\.k8s\.io\/v1/,
+  );
+});
+
 Deno.test("discover --plugin k8s --context picks that context's cluster and user from a merged KUBECONFIG", async () => {
   await withDir(async (dir) => {
     const api = await fakeApiServer(dir, {
@@ -698,6 +740,14 @@ Deno.test("kubeconfig settings that cannot be honoured are refused, naming the s
     await assert.rejects(
       resolveConnection({ env: { HOME: dir }, context: "dev", clock: systemClock }),
       /--context "dev" needs a kubeconfig/,
+    );
+    await assert.rejects(
+      resolveConnection({
+        env: { MCP_K8S_API: "https://127.0.0.1:6443" },
+        context: "dev",
+        clock: systemClock,
+      }),
+      /--context selects a kubeconfig context, but MCP_K8S_API is set/,
     );
     await Deno.writeTextFile(`${dir}/config`, "clusters: [{ name: x }]\n");
     await assert.rejects(
