@@ -63,6 +63,7 @@ import {
   leanStdio,
   leanWaitForTool,
 } from "./lean_client.ts";
+import { type OtlpSink, startOtlpSink } from "./otlp_sink.ts";
 
 /** Latency scenarios, in table order. */
 const LATENCY = [
@@ -77,6 +78,8 @@ const LATENCY = [
   "gw-stdio-inline-lean",
   "gw-http-json-lean",
   "gw-http-sse-lean",
+  "gw-stdio-traced-lean",
+  "gw-http-json-traced-lean",
 ] as const;
 type LatencyName = (typeof LATENCY)[number];
 const ALL = [...LATENCY, "throughput", "memory", "governance", "tools-list", "scanner"] as const;
@@ -94,6 +97,8 @@ const LABELS: Record<LatencyName, string> = {
   "gw-stdio-inline-lean": "lean client → gateway stdio → stdio, isolation: inline",
   "gw-http-json-lean": "lean client → gateway HTTP (JSON) → stdio",
   "gw-http-sse-lean": "lean client → gateway HTTP (SSE) → stdio",
+  "gw-stdio-traced-lean": "the same stdio gateway with OTLP trace export on",
+  "gw-http-json-traced-lean": "the same HTTP (JSON) gateway with OTLP trace export on",
 };
 
 /** Every figure is a ratio to the direct stdio connection with the same kind of client. */
@@ -240,6 +245,8 @@ interface Endpoints {
   calls: Partial<Record<LatencyName, Call>>;
   /** The process serving each scenario (an HTTP gateway serves two), for errors and RSS. */
   servers: Partial<Record<LatencyName, Child>>;
+  /** The OTLP sink of the traced scenarios, once started. */
+  sink?: OtlpSink;
 }
 
 async function setUpEndpoints(
@@ -281,6 +288,35 @@ async function setUpEndpoints(
   };
   const tasks: Promise<void>[] = [];
   const task = (fn: () => Promise<void>) => tasks.push(fn());
+  // Traced gateways export (OTLP/HTTP protobuf, the default) to a sink in this process, so the
+  // gateway's CPU column holds the tracing and export work and none of the receiving.
+  const traced = () => ({
+    OTEL_EXPORTER_OTLP_ENDPOINT: (endpoints.sink ??= startOtlpSink()).url,
+    OTEL_SERVICE_NAME: "agent33-bench",
+  });
+  if (wanted.has("gw-stdio-traced-lean")) {
+    task(async () => {
+      progress("starting gateway (stdio, lean client, tracing on)");
+      const child = track(spawnStdioGateway(fleetPath, traced()));
+      await serveLean("gw-stdio-traced-lean", child, () => leanStdio(child));
+    });
+  }
+  if (wanted.has("gw-http-json-traced-lean")) {
+    task(async () => {
+      progress("starting gateway (HTTP, JSON responses, tracing on)");
+      const gateway = await startHttpGateway("gateway (HTTP, JSON, traced)", fleetPath, {
+        MCP_HTTP_RESPONSE_MODE: "json",
+        ...traced(),
+      });
+      track(gateway.child);
+      await waitFleetReady(gateway, 1, 60_000);
+      await serveLean(
+        "gw-http-json-traced-lean",
+        gateway.child,
+        () => leanHttp(`${gateway.url}/mcp`),
+      );
+    });
+  }
   if (wanted.has("direct")) {
     task(async () => {
       progress(`starting direct upstream: ${directPlan(EVERYTHING).argv.slice(1).join(" ")}`);
@@ -452,6 +488,13 @@ async function runLatencyAndThroughput(settings: Settings, results: Results): Pr
     await Promise.all(endpoints.clients.map(closeClient));
     await Promise.all(endpoints.leans.map((c) => c.close().catch(() => {})));
     await Promise.all(endpoints.children.map((c) => c.stop()));
+    if (endpoints.sink) {
+      results.tracing = {
+        spansBytesReceived: endpoints.sink.bytes,
+        exports: endpoints.sink.requests,
+      };
+      await endpoints.sink.close();
+    }
     await fleet.remove();
     await inlineFleet.remove();
   }

@@ -45,6 +45,8 @@ export interface Results {
   gateway: { root: string; revision: { commit: string; changedFiles: number } | null };
   upstream: { package: string; tool: string; arguments: unknown; argv: string[] };
   latency: Record<string, ScenarioResult>;
+  /** What the traced scenarios exported to the bench's OTLP sink. */
+  tracing?: { spansBytesReceived: number; exports: number };
   throughput?: {
     concurrency: number[];
     calls: number;

@@ -123,13 +123,13 @@ const gatewayArgs = () => [
 ];
 
 /** `main.ts serve --transport stdio` with the fleet file. */
-export function spawnStdioGateway(fleetPath: string): Child {
+export function spawnStdioGateway(fleetPath: string, env: Record<string, string> = {}): Child {
   return spawnChild(
     "gateway (stdio)",
     Deno.execPath(),
     [...gatewayArgs(), "--transport", "stdio"],
     {
-      env: cleanEnv({ MCP_PROXY_CONFIG_PATH: fleetPath }),
+      env: cleanEnv({ MCP_PROXY_CONFIG_PATH: fleetPath, ...env }),
       cwd: gatewayRoot,
       stdin: "piped",
       stdout: "piped",

@@ -67,6 +67,12 @@ import { type InboundSession, upstreamCallContext } from "./upstream_context.ts"
 import { GATEWAY_INFO } from "./version.ts";
 import { toolPage } from "./wire_json.ts";
 import { MAX_CALLED_NAME } from "./proxy/catalog_fetch.ts";
+import {
+  errorType,
+  type SpanValue,
+  type TraceSpan,
+  type Tracing,
+} from "./tracing/gateway_tracer.ts";
 
 /** URI of the system status resource. */
 export const STATUS_URI = "agent33://system/status";
@@ -134,6 +140,8 @@ export interface MCPServiceBridgeOptions {
   discovery: ToolDiscovery;
   /** Told about every tool call (metrics). */
   observer?: BridgeObserver;
+  /** Spans of inbound requests, when tracing is on (its tracer is set once tracing started). */
+  tracing?: Tracing;
 }
 
 interface LiveSession {
@@ -288,6 +296,42 @@ export class MCPServiceBridge {
     const { info } = live;
     const view = this.#view(info);
     const native = info.upstream === undefined; // a /mcp/<id> session sees one upstream alone
+    // What every request span of this session carries (OTel's MCP conventions, and ours).
+    const spanAttributes = (method: string, extra: HandlerExtra): Record<string, SpanValue> => ({
+      "mcp.method.name": method,
+      "mcp.session.id": live.id,
+      "jsonrpc.request.id": String(extra.requestId),
+      "network.transport": info.transport === "stdio" ? "pipe" : "tcp",
+      "agent33.transport": info.transport,
+      "agent33.tenant": info.auth.tenant,
+    });
+    const tracing = o.tracing;
+    // Every request but tools/call (whose span onToolCall makes) gets a span here.
+    const handle = <S extends z.ZodObject>(
+      target: Server,
+      schema: S,
+      handler: (request: z.infer<S>, extra: HandlerExtra) => unknown,
+    ) =>
+      handleRequest(
+        target,
+        schema,
+        handler,
+        tracing === undefined ? undefined : (method, params, extra) => {
+          const tracer = tracing.tracer;
+          if (tracer === undefined || method === "tools/call") return undefined;
+          const p = params as { _meta?: unknown; uri?: unknown; name?: unknown } | undefined;
+          const span = tracer.request(
+            method,
+            { meta: p?._meta, headers: extra.requestInfo?.headers },
+            spanAttributes(method, extra),
+          );
+          if (typeof p?.uri === "string") span.set("mcp.resource.uri", p.uri.slice(0, 2048));
+          if (method === "prompts/get" && typeof p?.name === "string") {
+            span.set("gen_ai.prompt.name", p.name.slice(0, 256));
+          }
+          return span;
+        },
+      );
     const server = new Server(GATEWAY_INFO, {
       capabilities: {
         tools: { listChanged: true },
@@ -417,14 +461,22 @@ export class MCPServiceBridge {
       }
       const started = performance.now();
       let outcome: ToolCallOutcome = "error";
+      const tracer = tracing?.tracer;
+      const span = tracer === undefined ? undefined : tracer.request(
+        `tools/call ${called}`,
+        { meta: request.params._meta, headers: extra.requestInfo?.headers },
+        { ...spanAttributes("tools/call", extra), "gen_ai.tool.name": called },
+      );
       this.#callStarted();
       try {
-        const result = await callTool(request, extra);
+        const result = await callTool(request, extra, span);
         outcome = result.isError ? "tool_error" : "ok";
+        if (result.isError) span?.fail("tool_error", "the tool returned isError: true");
         return result;
       } catch (error) {
         const code = (error as { data?: { code?: unknown } }).data?.code;
         outcome = typeof code === "string" && REFUSAL_CODES.has(code) ? "denied" : "error";
+        span?.fail(errorType(error), error instanceof Error ? error.message : String(error));
         throw error;
       } finally {
         this.#callEnded();
@@ -432,6 +484,11 @@ export class MCPServiceBridge {
         const upstream = native && o.toolRegistry.has(name)
           ? undefined
           : view?.resolveTool(name)?.handle.id;
+        if (span) {
+          span.set("agent33.outcome", outcome);
+          span.set("agent33.upstream", upstream);
+          span.end();
+        }
         try {
           o.observer?.toolCall({
             tool: name,
@@ -451,6 +508,7 @@ export class MCPServiceBridge {
     const callTool = async (
       request: ToolCallRequest,
       extra: HandlerExtra,
+      span: TraceSpan | undefined,
     ): Promise<CallToolResult> => {
       const { name, arguments: rawArgs } = request.params;
       const args = rawArgs ?? {};
@@ -477,6 +535,7 @@ export class MCPServiceBridge {
           name,
           args,
           scope,
+          ...(span === undefined ? {} : { span }),
           ...(typeof token === "string" ? { approvalToken: token } : {}),
           ...(inBand
             ? {
@@ -902,23 +961,31 @@ function cursor(next: string | undefined): { nextCursor?: string } {
   return next === undefined ? {} : { nextCursor: next };
 }
 
+/** Starts the span of one request, or undefined (tracing off, or the handler makes its own). */
+type RequestSpanStarter = (
+  method: string,
+  params: unknown,
+  extra: HandlerExtra,
+) => TraceSpan | undefined;
+
 /**
  * Installs a request handler whose malformed params are answered with -32602 Invalid params.
  *
  * The SDK parses params before a handler runs and reports a failure as -32603 Internal error;
  * a client that sends `{"name": 42}` made a mistake of its own, so the parse happens here.
  */
-function handle<S extends z.ZodObject>(
+function handleRequest<S extends z.ZodObject>(
   server: Server,
   schema: S,
   handler: (
     request: z.infer<S>,
     extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
   ) => unknown,
+  startSpan?: RequestSpanStarter,
 ): void {
   const method = (schema.shape as { method: z.ZodLiteral<string> }).method.value;
   const lenient = schema.extend({ params: z.unknown().optional() });
-  server.setRequestHandler(lenient, (request, extra) => {
+  const run = (request: unknown, extra: HandlerExtra) => {
     const parsed = schema.safeParse(request);
     if (!parsed.success) {
       throw new McpError(
@@ -926,8 +993,28 @@ function handle<S extends z.ZodObject>(
         `Invalid params for ${method}: ${z.prettifyError(parsed.error).replaceAll("\n", "; ")}`,
       );
     }
-    return handler(parsed.data, extra) as never;
+    return handler(parsed.data, extra);
+  };
+  server.setRequestHandler(lenient, (request, extra) => {
+    const span = startSpan?.(method, (request as { params?: unknown }).params, extra);
+    if (span === undefined) return run(request, extra) as never;
+    return traced(span, () => run(request, extra)) as never;
   });
+}
+
+/** Runs a handler inside its request span: the outcome, or the error's code, then the end. */
+async function traced(span: TraceSpan, fn: () => unknown): Promise<unknown> {
+  try {
+    const result = await fn();
+    span.set("agent33.outcome", "ok");
+    return result;
+  } catch (error) {
+    span.set("agent33.outcome", "error");
+    span.fail(errorType(error), error instanceof Error ? error.message : String(error));
+    throw error;
+  } finally {
+    span.end();
+  }
 }
 
 /** Runs a handler body, turning gateway errors into wire errors. */

@@ -31,6 +31,7 @@ import {
 } from "./proxy/proxy_manager.ts";
 import { redactDeep } from "./redact.ts";
 import type { ToolRegistry } from "./tool_registry.ts";
+import { errorType, type TraceSpan } from "./tracing/gateway_tracer.ts";
 
 /** The `_meta` key of a listed tool the scanner escalated: the finding, in words. */
 export const ESCALATION_META_KEY = "agent33/escalation";
@@ -68,6 +69,8 @@ export interface PipelineCall {
   approvalToken?: string;
   /** Set when this caller may approve in-band (see {@link inBandAllowed}). */
   approveInBand?: InBandApprover;
+  /** The caller's request span, when tracing is on: each stage adds a child span under it. */
+  span?: TraceSpan;
   /** Runs an allowed native tool with the caller's context. */
   runNative(tool: NativeTool): Promise<CallToolResult>;
   /** The context a forwarded call carries back to its caller (progress, logs, relays). */
@@ -320,7 +323,17 @@ export class CallPipeline {
     const { route } = resolved;
     // The token is redeemed inside the breaker's admission: a call it refuses keeps the token.
     const ctx: UpstreamCallContext = { ...call.upstream(route), admitted: redeem };
-    const result = await route.handle.callTool(route.original, call.args, ctx);
+    const span = call.span === undefined ? undefined : upstreamSpan(call.span, route);
+    if (span) ctx.trace = span.carrier();
+    let result: CallToolResult;
+    try {
+      result = await route.handle.callTool(route.original, call.args, ctx);
+    } catch (error) {
+      span?.fail(errorType(error), error instanceof Error ? error.message : String(error));
+      throw error;
+    } finally {
+      span?.end();
+    }
     // A tool's error result is a diagnostic too; a successful result is left alone.
     return result.isError === true ? redactDeep(result) : result;
   }
@@ -331,15 +344,61 @@ export class CallPipeline {
    */
   async admit(call: PipelineCall, target: ToolTarget): Promise<Verdict & { action: "allow" }> {
     const { governance } = this.#options;
-    let verdict = await governance.check(call.caller, target, call.args, {
+    const span = call.span;
+    const checking = span?.child("governance", {
+      "gen_ai.tool.name": target.name,
+      ...(target.server === undefined ? {} : { "agent33.upstream": target.server }),
+    });
+    const check = governance.check(call.caller, target, call.args, {
       ...(call.approvalToken === undefined ? {} : { approvalToken: call.approvalToken }),
       deferRedeem: true,
     });
+    let verdict = checking === undefined ? await check : await decided(checking, check);
     if (verdict.action === "approval_required" && call.approveInBand) {
-      verdict = await call.approveInBand(verdict, target, call.args);
+      const asked = call.approveInBand(verdict, target, call.args);
+      const approving = span?.child("approval", { "agent33.approval.by": "in_band" });
+      verdict = approving === undefined ? await asked : await decided(approving, asked);
     }
+    if (span) traceVerdict(span, verdict);
     if (verdict.action === "allow") return verdict;
     throw refusal(verdict, target, call.caller, this.#hints);
+  }
+}
+
+/** The client span of a forwarded call, with the upstream and its breaker's state as it was sent. */
+function upstreamSpan(parent: TraceSpan, route: Route): TraceSpan {
+  const server = route.handle.id;
+  parent.set("agent33.upstream", server);
+  parent.set("agent33.breaker.state", route.handle.breaker.state);
+  return parent.child(`tools/call ${route.original}`, {
+    "mcp.method.name": "tools/call",
+    "gen_ai.tool.name": route.original,
+    "agent33.upstream": server,
+    "agent33.upstream.transport": route.handle.server.transport,
+    "agent33.breaker.state": route.handle.breaker.state,
+  }, "client");
+}
+
+/** Awaits a decision inside its stage's span, records it there, and ends the span. */
+async function decided(span: TraceSpan, decision: Promise<Verdict>): Promise<Verdict> {
+  try {
+    const verdict = await decision;
+    traceVerdict(span, verdict);
+    return verdict;
+  } catch (error) {
+    span.fail(errorType(error), error instanceof Error ? error.message : String(error));
+    throw error;
+  } finally {
+    span.end();
+  }
+}
+
+/** A decision on a span: the action, and for a refusal its code and the rule. */
+function traceVerdict(span: TraceSpan, verdict: Verdict): void {
+  span.set("agent33.verdict", verdict.action);
+  if (verdict.action === "deny") {
+    span.set("agent33.verdict.code", verdict.code);
+    span.set("agent33.verdict.rule", verdict.rule);
   }
 }
 

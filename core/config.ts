@@ -20,6 +20,7 @@ import { isSecureOrLoopback } from "./auth/issuer_metadata.ts";
 import { IDENTITY_SCOPE_MAP, parseScopeMap, type ScopeMap } from "./auth/scope_map.ts";
 import { KNOWN_SCOPES } from "./auth/token_payload.ts";
 import { resolveDataDir } from "./data_dir.ts";
+import { type TracingConfig, tracingConfig } from "./tracing/tracing_config.ts";
 
 /** The fully resolved configuration. */
 export interface GatewayConfig {
@@ -142,6 +143,8 @@ export interface GatewayConfig {
   log: { level: "debug" | "info" | "warn" | "error"; format: "text" | "json" };
   /** Every `MCP_PLUGIN_*` variable, for plugin config slices. */
   pluginEnv: Record<string, string>;
+  /** Trace export, from the standard `OTEL_*` variables (off unless an OTLP endpoint is set). */
+  tracing: TracingConfig;
 }
 
 /** CLI flags; each overrides the variable named beside it. */
@@ -465,6 +468,43 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
     meaning: "`debug`, `info`, `warn` or `error` (logs go to stderr)",
   },
   { name: "MCP_LOG_FORMAT", default: "text", meaning: "`text` or `json`" },
+  {
+    name: "OTEL_EXPORTER_OTLP_ENDPOINT",
+    default: "(none: no tracing)",
+    meaning:
+      "OTLP/HTTP collector base URL (`/v1/traces` is added); setting it (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, the full URL) turns tracing on",
+  },
+  {
+    name: "OTEL_EXPORTER_OTLP_PROTOCOL",
+    default: "http/protobuf",
+    meaning: "`http/protobuf` or `http/json` (also OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)",
+  },
+  {
+    name: "OTEL_EXPORTER_OTLP_HEADERS",
+    default: "(none)",
+    meaning: "`key=value,…` headers on every export (e.g. an API key; also _TRACES_HEADERS)",
+  },
+  {
+    name: "OTEL_TRACES_EXPORTER",
+    default: "otlp (once an endpoint is set)",
+    meaning: "`otlp`, or `none` to turn tracing off; `otlp` alone exports to http://localhost:4318",
+  },
+  {
+    name: "OTEL_SDK_DISABLED",
+    default: "false",
+    meaning: "`true` turns tracing off whatever else is set",
+  },
+  {
+    name: "OTEL_SERVICE_NAME",
+    default: "agent33",
+    meaning: "service.name of the spans (OTEL_RESOURCE_ATTRIBUTES adds more attributes)",
+  },
+  {
+    name: "OTEL_TRACES_SAMPLER",
+    default: "parentbased_always_on",
+    meaning:
+      "always_on, always_off, traceidratio or parentbased_* (the ratio in OTEL_TRACES_SAMPLER_ARG)",
+  },
 ];
 
 const bool = (name: string) =>
@@ -643,7 +683,16 @@ export function resolveConfig(
   if (flags.noAuthAdmin) merged.MCP_AUTH_DISABLED_ADMIN = "true";
 
   const parsed = ENV_SCHEMA.safeParse(merged);
-  const issues = parsed.success ? crossChecks(parsed.data) : parsed.error.issues;
+  const tracing = tracingConfig(merged);
+  const issues = [
+    ...(parsed.success ? crossChecks(parsed.data) : parsed.error.issues),
+    ...tracing.issues.map((t): z.core.$ZodIssue => ({
+      code: "custom",
+      path: [t.variable],
+      message: t.message,
+      input: undefined,
+    })),
+  ];
   if (!parsed.success || issues.length) {
     const problems = issues.map((issue) => {
       const variable = String(issue.path[0] ?? "configuration");
@@ -763,6 +812,7 @@ export function resolveConfig(
     scannerApproval: e.MCP_SCANNER_APPROVAL ?? "medium",
     log: { level: e.MCP_LOG_LEVEL ?? "info", format: e.MCP_LOG_FORMAT ?? "text" },
     pluginEnv,
+    tracing: tracing.config,
   };
 }
 

@@ -2,6 +2,7 @@ import { fileURLToPath } from "node:url";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { type ConfigFlags, loadConfig, resolveConfig } from "./config.ts";
+import { TRACING_OFF } from "./tracing/tracing_config.ts";
 import { GatewayError } from "./errors.ts";
 
 /** Resolves and returns the `config_invalid` error it must throw. */
@@ -62,6 +63,7 @@ Deno.test("resolveConfig resolves an empty environment to the documented default
     scannerApproval: "medium",
     log: { level: "info", format: "text" },
     pluginEnv: {},
+    tracing: TRACING_OFF,
   });
 });
 

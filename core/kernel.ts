@@ -74,6 +74,7 @@ import { systemStatusTool } from "./system_tools.ts";
 import { ToolActivationManager } from "./tool_activation_manager.ts";
 import { ToolDiscovery } from "./tool_discovery.ts";
 import { ToolRegistry } from "./tool_registry.ts";
+import { startTracer, type Tracing } from "./tracing/gateway_tracer.ts";
 
 /** What the kernel is built from; everything but `config` has a default. */
 export interface KernelOptions {
@@ -148,6 +149,8 @@ export class Kernel {
   readonly skills: DefinitionRegistry = new DefinitionRegistry();
   readonly workflows: DefinitionRegistry = new DefinitionRegistry();
   readonly bridge: MCPServiceBridge;
+  /** The tracer, once started (absent unless `OTEL_*` configures an exporter). */
+  readonly tracing: Tracing = {};
   readonly proxy: ProxyManager;
   readonly governance: ToolGovernance;
   readonly approvals: ApprovalQueue;
@@ -283,6 +286,7 @@ export class Kernel {
       pageSize: options.config.server.pageSize,
       proxy: this.proxy,
       pipeline,
+      tracing: this.tracing,
       startupWaitMs: options.config.proxy.startupWaitMs,
       approvalInBand: governance.approvalInBand,
       observer: {
@@ -450,6 +454,8 @@ export class Kernel {
   async #start(): Promise<StartInfo> {
     const { server } = this.config;
     const auth = server.transport === "http" ? await this.#prepareAuth() : undefined;
+    const tracer = await startTracer(this.config.tracing, this.logger.child("tracing"));
+    if (tracer) this.tracing.tracer = tracer;
 
     const dirs = this.#options.pluginDirs ?? [BUILTIN_PLUGIN_DIR, ...this.config.pluginPaths];
     const { plugins, failures } = await loadPlugins(dirs);
@@ -557,6 +563,9 @@ export class Kernel {
       }
       await this.#approvalStore?.flush();
       await this.audit.close();
+      await this.tracing.tracer?.shutdown().catch((error) =>
+        this.logger.warn("trace export at shutdown failed", { error: String(error) })
+      );
       await this.bus.close();
     } finally {
       for (const owner of Object.values(this.#secrets)) forgetSecrets(owner);

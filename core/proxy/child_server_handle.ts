@@ -72,6 +72,11 @@ export interface UpstreamCallContext {
    * fails the call without sending it and without counting against the upstream.
    */
   admitted?: () => Promise<void>;
+  /**
+   * The W3C trace context of the gateway's span for this call (tracing on): sent in the request's
+   * `_meta` (`traceparent`, `tracestate`), which the HTTP relay also sends as headers.
+   */
+  trace?: { traceparent: string; tracestate?: string };
 }
 
 /** The latest health check. */
@@ -410,7 +415,13 @@ export class ChildServerHandle implements UpstreamHandle {
       `tools/call "${name}"`,
       ctx,
       (_client, options, raw) =>
-        raw.request("tools/call", { name, arguments: args }, options) as Promise<CallToolResult>,
+        raw.request(
+          "tools/call",
+          ctx.trace === undefined
+            ? { name, arguments: args }
+            : { name, arguments: args, _meta: ctx.trace },
+          options,
+        ) as Promise<CallToolResult>,
     );
   }
 

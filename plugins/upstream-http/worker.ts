@@ -6,6 +6,7 @@
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { markingFetch, streamMarkKey } from "./related_streams.ts";
 import { runHttpRelay } from "./relay.ts";
+import { traceHeadersFetch } from "./trace_headers.ts";
 
 const markKey = streamMarkKey();
 
@@ -13,8 +14,9 @@ runHttpRelay({
   create: (url, headers) =>
     new StreamableHTTPClientTransport(url, {
       requestInit: { headers },
-      // Marks what arrives on each request's own response stream with that request's id.
-      fetch: markingFetch(markKey),
+      // Marks what arrives on each request's own response stream with that request's id, and
+      // sends a request's trace context (its `_meta.traceparent`) as headers too.
+      fetch: markingFetch(markKey, traceHeadersFetch()),
     }),
   streamMarkKey: markKey,
   // Its own errors concern the optional GET stream, which the SDK reconnects; a dead server

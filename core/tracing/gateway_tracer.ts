@@ -1,0 +1,84 @@
+/**
+ * The gateway's tracing seam: what the bridge and the call pipeline call to make spans. The
+ * OpenTelemetry SDK behind it (otel_tracer.ts) is imported only when tracing is configured, so a
+ * gateway without `OTEL_*` settings loads none of it and its hot path checks one value: whether
+ * a tracer (or a parent span) is there at all.
+ * @module
+ */
+import type { Logger } from "../logger.ts";
+import type { TracingConfig } from "./tracing_config.ts";
+
+/** A span attribute value. */
+export type SpanValue = string | number | boolean;
+
+/** W3C trace context as it travels: `traceparent` and, when there is one, `tracestate`. */
+export interface TraceCarrier {
+  traceparent: string;
+  tracestate?: string;
+}
+
+/** One span in progress. */
+export interface TraceSpan {
+  /** The trace this span belongs to (32 hex digits). */
+  readonly traceId: string;
+  set(key: string, value: SpanValue | undefined): void;
+  /** Marks the span failed with a stable error code (`error.type`) and a message. */
+  fail(code: string, message: string): void;
+  /** Starts a child span; `client` for a call that leaves the gateway. */
+  child(
+    name: string,
+    attributes?: Record<string, SpanValue>,
+    kind?: "internal" | "client",
+  ): TraceSpan;
+  /** The context a request sent from this span carries (upstream `_meta` and headers). */
+  carrier(): TraceCarrier;
+  end(): void;
+}
+
+/** Where an inbound request's trace context may come from. */
+export interface InboundContext {
+  /** The request's `params._meta` (MCP clients put `traceparent` there). */
+  meta?: unknown;
+  /** The HTTP request's headers (lower-case names), when the transport is HTTP. */
+  headers?: Record<string, string | string[] | undefined>;
+}
+
+/** Makes the spans of inbound MCP requests. */
+export interface GatewayTracer {
+  /** A server span for one inbound MCP request, the child of the caller's context if it sent one. */
+  request(name: string, inbound: InboundContext, attributes: Record<string, SpanValue>): TraceSpan;
+  /** Exports what is buffered. */
+  flush(): Promise<void>;
+  /** Exports what is buffered and stops. */
+  shutdown(): Promise<void>;
+}
+
+/** The tracer the gateway serves with: set once tracing has started, absent when it is off. */
+export interface Tracing {
+  tracer?: GatewayTracer;
+}
+
+/**
+ * A failed span's `error.type`: the gateway's stable code (a GatewayError's own, or the one a wire
+ * error carries in `data.code`), else the JSON-RPC error code (`jsonrpc_-32603`).
+ */
+export function errorType(error: unknown): string {
+  const e = error as { code?: unknown; data?: { code?: unknown } } | null;
+  if (typeof e?.code === "string") return e.code;
+  if (typeof e?.data?.code === "string") return e.data.code;
+  return typeof e?.code === "number" ? `jsonrpc_${e.code}` : "error";
+}
+
+/** Builds the OpenTelemetry-backed tracer when `config.enabled`; undefined otherwise. */
+export async function startTracer(
+  config: TracingConfig,
+  logger: Logger,
+): Promise<GatewayTracer | undefined> {
+  if (!config.enabled) return undefined;
+  const { OtelTracer } = await import("./otel_tracer.ts");
+  const tracer = new OtelTracer(config, logger);
+  logger.info(
+    `exporting traces to ${config.endpoint} (${config.protocol}) as service ${config.serviceName}`,
+  );
+  return tracer;
+}

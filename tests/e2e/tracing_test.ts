@@ -1,0 +1,229 @@
+/**
+ * OpenTelemetry traces, end to end: an SDK client over Streamable HTTP sends a W3C traceparent,
+ * the gateway exports its spans over OTLP/HTTP to a receiver run in the test, and a real stdio
+ * upstream (in `_meta`) and a real HTTP upstream (in its headers) see the same trace.
+ * @module
+ */
+import assert from "node:assert/strict";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { startHeaderEchoServer } from "../fixtures/upstreams/header_echo_server.ts";
+import { fixture, writeFleet } from "../support/fleet.ts";
+import { startGateway, type TestGateway } from "../support/gateway.ts";
+import {
+  type OtlpReceiver,
+  type ReceivedSpan,
+  startOtlpReceiver,
+} from "../support/otlp_receiver.ts";
+
+const ROOT = new URL("../../", import.meta.url).pathname;
+
+/** The client's own span: what its traceparent names as the parent of the gateway's span. */
+const CLIENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CLIENT_SPAN = "00f067aa0ba902b7";
+const CLIENT_TRACEPARENT = `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`;
+const HEADER_TRACE = "0af7651916cd43dd8448eb211c80319c";
+const HEADER_SPAN = "b7ad6b7169203331";
+
+function text(result: unknown): string {
+  const content = (result as CallToolResult).content[0];
+  assert.ok(content?.type === "text", "the tool answers with text");
+  return content.text;
+}
+
+/** The trace context in a traceparent: its trace id and parent span id. */
+function parsed(traceparent: unknown): { traceId: string; parentId: string } {
+  assert.equal(typeof traceparent, "string", "a traceparent was sent");
+  const match = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/.exec(traceparent as string);
+  assert.ok(match, `a W3C traceparent: ${traceparent}`);
+  return { traceId: match[1]!, parentId: match[2]! };
+}
+
+async function withTracedGateway(
+  fn: (gateway: TestGateway, receiver: OtlpReceiver) => Promise<void>,
+): Promise<void> {
+  const receiver = startOtlpReceiver();
+  const echo = startHeaderEchoServer();
+  const command = [
+    "deno",
+    "run",
+    "--config",
+    `${ROOT}deno.json`,
+    fixture("upstreams/meta_echo_server.ts"),
+  ];
+  const fleet = await writeFleet(`proxy_servers:
+  - id: meta
+    command: ${JSON.stringify(command)}
+    sandbox: deno
+    permissions: { read: true }
+  - id: echo
+    url: ${echo.url}
+`);
+  const gateway = await startGateway({
+    MCP_PROXY_CONFIG_PATH: fleet.path,
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+    OTEL_SERVICE_NAME: "agent33-under-test",
+  });
+  try {
+    await gateway.kernel.fleetStarted;
+    await fn(gateway, receiver);
+  } finally {
+    await gateway.stop();
+    await fleet.remove();
+    await echo.close();
+    await receiver.close();
+  }
+}
+
+async function connect(
+  gateway: TestGateway,
+  headers: Record<string, string> = {},
+): Promise<Client> {
+  const client = new Client({ name: "traced-client", version: "1.0.0" });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${gateway.url}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${gateway.token}`, ...headers } },
+    }),
+  );
+  return client;
+}
+
+/** The spans of one trace, after the gateway flushed what it buffered. */
+async function traceOf(gateway: TestGateway, receiver: OtlpReceiver, traceId: string) {
+  await gateway.kernel.tracing.tracer!.flush();
+  const spans = receiver.spans.filter((s) => s.traceId === traceId);
+  const named = (name: string) => {
+    const found = spans.filter((s) => s.name === name);
+    assert.equal(
+      found.length,
+      1,
+      `one "${name}" span in ${JSON.stringify(spans.map((s) => s.name))}`,
+    );
+    return found[0]!;
+  };
+  return { spans, named };
+}
+
+function assertChild(child: ReceivedSpan, parent: ReceivedSpan): void {
+  assert.equal(child.parentSpanId, parent.spanId, `"${child.name}" is a child of "${parent.name}"`);
+}
+
+Deno.test("A client call with _meta.traceparent yields one connected trace into a stdio upstream, which gets the trace in _meta", async () => {
+  await withTracedGateway(async (gateway, receiver) => {
+    const client = await connect(gateway);
+    try {
+      const result = await client.callTool({
+        name: "meta__meta",
+        arguments: {},
+        _meta: { traceparent: CLIENT_TRACEPARENT },
+      });
+      const seen = JSON.parse(text(result)) as Record<string, unknown>;
+      const { named } = await traceOf(gateway, receiver, CLIENT_TRACE);
+      const request = named("tools/call meta__meta");
+      assert.equal(
+        request.parentSpanId,
+        CLIENT_SPAN,
+        "the gateway's span is the client span's child",
+      );
+      assert.equal(request.kind, 2, "a server span");
+      assert.equal(request.service, "agent33-under-test");
+      assert.deepEqual(
+        {
+          method: request.attributes["mcp.method.name"],
+          tool: request.attributes["gen_ai.tool.name"],
+          transport: request.attributes["agent33.transport"],
+          tenant: request.attributes["agent33.tenant"],
+          verdict: request.attributes["agent33.verdict"],
+          upstream: request.attributes["agent33.upstream"],
+          breaker: request.attributes["agent33.breaker.state"],
+          outcome: request.attributes["agent33.outcome"],
+        },
+        {
+          method: "tools/call",
+          tool: "meta__meta",
+          transport: "streamable-http",
+          tenant: "default",
+          verdict: "allow",
+          upstream: "meta",
+          breaker: "CLOSED",
+          outcome: "ok",
+        },
+      );
+      const governance = named("governance");
+      assertChild(governance, request);
+      assert.equal(governance.attributes["agent33.verdict"], "allow");
+      const upstream = named("tools/call meta");
+      assertChild(upstream, request);
+      assert.equal(upstream.kind, 3, "a client span");
+      assert.equal(upstream.attributes["agent33.upstream"], "meta");
+      // The stdio upstream got the gateway's upstream span as its parent, in the same trace.
+      const sent = parsed(seen.traceparent);
+      assert.equal(sent.traceId, CLIENT_TRACE);
+      assert.equal(sent.parentId, upstream.spanId);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+Deno.test("A client's traceparent header reaches a Streamable HTTP upstream as a header of the same trace", async () => {
+  await withTracedGateway(async (gateway, receiver) => {
+    const client = await connect(gateway, { traceparent: `00-${HEADER_TRACE}-${HEADER_SPAN}-01` });
+    try {
+      const result = await client.callTool({ name: "echo__headers", arguments: {} });
+      const headers = JSON.parse(text(result)) as Record<string, string>;
+      const { named } = await traceOf(gateway, receiver, HEADER_TRACE);
+      const request = named("tools/call echo__headers");
+      assert.equal(request.parentSpanId, HEADER_SPAN);
+      assertChild(named("governance"), request);
+      const upstream = named("tools/call headers");
+      assertChild(upstream, request);
+      assert.equal(upstream.attributes["agent33.upstream.transport"], "http");
+      const sent = parsed(headers.traceparent);
+      assert.equal(sent.traceId, HEADER_TRACE);
+      assert.equal(sent.parentId, upstream.spanId);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+Deno.test("A refused call's span carries the refusal's code, and a malformed traceparent starts a trace of the gateway's own", async () => {
+  await withTracedGateway(async (gateway, receiver) => {
+    const client = await connect(gateway);
+    try {
+      const bad = `00-${"0".repeat(32)}-${CLIENT_SPAN}-01`; // an all-zero trace id is invalid
+      await assert.rejects(
+        client.callTool({ name: "nope__nothing", arguments: {}, _meta: { traceparent: bad } }),
+        /Unknown tool/,
+      );
+      await gateway.kernel.tracing.tracer!.flush();
+      const refused = receiver.spans.filter((s) => s.name === "tools/call nope__nothing");
+      assert.equal(refused.length, 1);
+      assert.equal(
+        refused[0]!.parentSpanId,
+        undefined,
+        "no parent taken from a malformed traceparent",
+      );
+      assert.notEqual(refused[0]!.traceId, "0".repeat(32));
+      assert.equal(refused[0]!.attributes["error.type"], "unknown_tool");
+      assert.equal(refused[0]!.attributes["agent33.outcome"], "error");
+      assert.equal(refused[0]!.status, 2, "an error status");
+      assert.ok(receiver.contentTypes.every((t) => t.startsWith("application/json")));
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+Deno.test("Without OTEL_* settings the gateway starts no tracer", async () => {
+  const gateway = await startGateway();
+  try {
+    assert.equal(gateway.kernel.tracing.tracer, undefined);
+    assert.equal(gateway.kernel.config.tracing.enabled, false);
+  } finally {
+    await gateway.stop();
+  }
+});
