@@ -273,3 +273,30 @@ Deno.test("A call from no session shares with no one: an agent's call in flight 
   assert.deepEqual(relayed, ["sampling/createMessage"]);
   await handle.stop();
 });
+
+Deno.test("ChildServerHandle: a call to a server not serving names where to look as the inbound transport allows", async () => {
+  const ctx = { signal: new AbortController().signal } as UpstreamCallContext;
+  const failing = (statusHint?: (id: string) => string) =>
+    new ChildServerHandle({
+      server: fleetServer("gone"),
+      createTransport: () => {
+        throw new Error("spawn failed: no such command");
+      },
+      clock: new ManualClock(),
+      logger: silentLogger,
+      bus: new InProcessEventBus(),
+      ...(statusHint ? { statusHint } : {}),
+    });
+  const plain = failing();
+  await plain.start();
+  await assert.rejects(plain.callTool("echo", {}, ctx), (error: GatewayError) => {
+    assert.match(error.message, /is FAILED.*no such command.*the gateway's log says why/);
+    assert.doesNotMatch(error.message, /\/v1\//, "no HTTP route by default (stdio has none)");
+    return true;
+  });
+  await plain.stop();
+  const http = failing((id) => `check GET /v1/operator/status for ${id}`);
+  await http.start();
+  await assert.rejects(http.callTool("echo", {}, ctx), /check GET \/v1\/operator\/status for gone/);
+  await http.stop();
+});
