@@ -104,6 +104,7 @@ export async function fetchCatalog(
   const remaining = options.deadline - options.clock.now();
   const controller = new AbortController();
   const timer = options.clock.setTimeout(() => controller.abort(), Math.max(0, remaining));
+  if (remaining <= 0) controller.abort();
   const budget = { bytes: 0 };
   const read = <T>(
     method: string,
