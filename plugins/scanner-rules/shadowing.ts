@@ -32,6 +32,7 @@ export const crossServerShadowing: ScannerRule = {
         names.set(entity.name, entity);
       }
     }
+    const heads = headsOf(names.keys());
     for (const entity of allEntities(model)) {
       let reported = false;
       for (const text of proseTexts(entity)) {
@@ -47,7 +48,7 @@ export const crossServerShadowing: ScannerRule = {
           });
         }
         if (names.size === 0) continue;
-        for (const [name, at] of mentions(text.text, names)) {
+        for (const [name, at] of mentions(text.text, heads)) {
           const other = names.get(name)!;
           if (other.server === entity.server) continue;
           findings.push({
@@ -65,22 +66,29 @@ export const crossServerShadowing: ScannerRule = {
 };
 
 const TOKEN = /[\w-]+/g;
+/** Names sharing one first token that are compared (a bound on crafted fleets of "x.1", "x.2" …). */
+const MAX_PER_HEAD = 32;
 
-/**
- * Which of `names` occur in `text` as whole words (not inside a longer `[\w-]` run), with the
- * index of the first occurrence: one pass over the text's tokens, not one search per name.
- */
-function mentions(text: string, names: Map<string, unknown>): Map<string, number> {
-  const found = new Map<string, number>();
+/** Names by their first `[\w-]` run: built once per scan, so each text is one pass. */
+function headsOf(names: Iterable<string>): Map<string, string[]> {
   const heads = new Map<string, string[]>();
-  for (const name of names.keys()) {
+  for (const name of names) {
     // A name with other characters ("a.b") is looked up by its first token, then compared.
     const head = /^[\w-]+/.exec(name)?.[0];
     if (!head) continue;
     const list = heads.get(head) ?? [];
-    list.push(name);
+    if (list.length < MAX_PER_HEAD) list.push(name);
     heads.set(head, list);
   }
+  return heads;
+}
+
+/**
+ * Which names occur in `text` as whole words (not inside a longer `[\w-]` run), with the index
+ * of the first occurrence: one pass over the text's tokens, not one search per name.
+ */
+function mentions(text: string, heads: Map<string, string[]>): Map<string, number> {
+  const found = new Map<string, number>();
   TOKEN.lastIndex = 0;
   for (let m = TOKEN.exec(text); m; m = TOKEN.exec(text)) {
     for (const name of heads.get(m[0]) ?? []) {
