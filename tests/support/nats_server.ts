@@ -1,12 +1,11 @@
 /**
  * Test helper: runs a real `nats-server` (with JetStream) on a free loopback port.
  *
- * Tests that need NATS pass {@link NEEDS_NATS} as their options: without the binary they are
- * reported as ignored, with one line saying how to install it, so `deno task test` passes on a
- * machine with only Node. When `CI` is set they always run (and fail without the binary): `.ci/run`
- * installs it.
+ * Tests that need NATS pass {@link NEEDS_NATS} as their options (see needs_binary.ts): ignored
+ * with one line saying how to install it when the binary is missing, required when `CI` is set.
  * @module
  */
+import { needsBinary } from "./needs_binary.ts";
 
 /** A running nats-server owned by a test. */
 export interface NatsServerHandle {
@@ -38,49 +37,12 @@ function candidates(): string[] {
   return override ? [override] : ["/usr/sbin/nats-server", "nats-server"];
 }
 
-/** Whether a nats-server binary can be found (the override, Debian's path, or on PATH). */
-export function natsServerInstalled(): boolean {
-  const override = Deno.env.get("NATS_SERVER_BIN");
-  const paths = override ? [override] : [
-    "/usr/sbin/nats-server",
-    ...(Deno.env.get("PATH") ?? "").split(":").filter(Boolean)
-      .map((dir) => `${dir}/nats-server`),
-  ];
-  return paths.some((path) => {
-    try {
-      return Deno.statSync(path).isFile;
-    } catch {
-      return false;
-    }
-  });
-}
-
-/** True when NATS tests are skipped: no binary, and not on CI (where it is required). */
-const SKIP_NATS = !Deno.env.get("CI") && !natsServerInstalled();
-
 /** Options for a test that needs nats-server: `Deno.test(name, NEEDS_NATS, fn)`. */
-export const NEEDS_NATS: { ignore: boolean } = { ignore: SKIP_NATS };
-
-if (SKIP_NATS) announceSkip();
-
-/**
- * Says once per `deno test` run (test files load in isolates of one process, so the claim is a
- * file named after its pid) that the NATS tests are skipped and how to run them.
- */
-function announceSkip(): void {
-  try {
-    Deno.openSync(`${Deno.env.get("TMPDIR") ?? "/tmp"}/agent33-nats-skip-${Deno.pid}`, {
-      write: true,
-      createNew: true,
-    }).close();
-  } catch {
-    return; // another test file of this run said it already
-  }
-  Deno.stderr.writeSync(new TextEncoder().encode(
-    "\nnats-server is not installed: the tests that need it are skipped (reported as ignored); " +
-      "to run them: apt-get install -y nats-server (with CI set they are required)\n",
-  ));
-}
+export const NEEDS_NATS: { ignore: boolean } = needsBinary(
+  "nats-server",
+  [Deno.env.get("NATS_SERVER_BIN") ?? "/usr/sbin/nats-server", "nats-server"],
+  "apt-get install -y nats-server",
+);
 
 /** Asks the kernel for a free port: bind port 0, read it, close. */
 function freePort(): number {
