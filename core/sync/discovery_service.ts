@@ -19,6 +19,8 @@ export { DISCOVERY_MARKER };
 
 const MAX_LABELS = 16;
 const MAX_ERRORS = 50;
+/** Candidates kept at once: a network that announces without end cannot grow the gateway. */
+export const MAX_CANDIDATES = 1_000;
 
 /**
  * Why a candidate cannot be proposed (undefined when it can): an announcement is outside the
@@ -126,7 +128,11 @@ export async function collectCandidates(
     const timer = setTimeout(() => controller.abort(), timeoutMs);
     try {
       const problem = (c: DiscoveryCandidate) => {
-        const found = candidateProblem(c);
+        const key = `${c.source}/${c.id}`;
+        const found = candidateProblem(c) ??
+          (!c.removed && !candidates.has(key) && candidates.size >= MAX_CANDIDATES
+            ? `discovery: ignored further candidates: more than ${MAX_CANDIDATES} at once`
+            : undefined);
         // A flood of bad announcements must not grow the report without bound.
         if (found && errors.length < MAX_ERRORS) errors.push(found);
         return found !== undefined;
@@ -225,7 +231,13 @@ export class DiscoveryService {
     if (problem) return this.#onError(new Error(problem));
     const key = `${candidate.source}/${candidate.id}`;
     if (candidate.removed) this.#candidates.delete(key);
-    else this.#candidates.set(key, candidate);
+    else if (this.#candidates.has(key) || this.#candidates.size < MAX_CANDIDATES) {
+      this.#candidates.set(key, candidate);
+    } else {
+      return this.#onError(
+        new Error(`discovery: ignored further candidates: more than ${MAX_CANDIDATES} at once`),
+      );
+    }
     this.#onChange(this.candidates);
   }
 }

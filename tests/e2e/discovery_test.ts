@@ -7,7 +7,12 @@ import assert from "node:assert/strict";
 import { parse } from "yaml";
 import { K8sSource } from "../../plugins/discovery-k8s/k8s_source.ts";
 import type { DiscoveryCandidate } from "../../core/plugin_api.ts";
-import { candidateProposals, DiscoveryService } from "../../core/sync/discovery_service.ts";
+import {
+  candidateProposals,
+  collectCandidates,
+  DiscoveryService,
+  MAX_CANDIDATES,
+} from "../../core/sync/discovery_service.ts";
 import { BUILTIN_PLUGIN_DIR } from "../../core/plugin_loader.ts";
 import { startGateway } from "../support/gateway.ts";
 import { runDiscoverCommand } from "../../core/sync/discover_cli.ts";
@@ -528,4 +533,22 @@ Deno.test("An mDNS instance name with a line break is not proposed, and the othe
   ];
   const proposals = candidateProposals(candidatesFromRecords(records), [], new Set());
   assert.deepEqual(proposals.map((p) => p.marker), ["# discovered by lan: notes"]);
+});
+
+Deno.test("A source announcing without end is cut off at MAX_CANDIDATES, saying so", async () => {
+  const flood = {
+    list: () =>
+      Promise.resolve(
+        Array.from({ length: MAX_CANDIDATES + 500 }, (_, i): DiscoveryCandidate => ({
+          id: `s${i}`,
+          source: "lan",
+          transport: "http",
+          url: `http://10.0.${i >> 8}.${i & 255}:8080/mcp`,
+        })),
+      ),
+  };
+  const { candidates, errors } = await collectCandidates([flood]);
+  assert.equal(candidates.length, MAX_CANDIDATES);
+  assert.ok(errors.length <= 50, "the report is bounded too");
+  assert.match(errors[0]!, /ignored further candidates: more than 1000 at once/);
 });
