@@ -209,6 +209,12 @@ function printWhereToConnect(info: StartInfo): void {
   say(`  Legacy SSE:      ${info.url}/sse`);
   say(`  Health:          ${info.url}/healthz  ${info.url}/readyz`);
   say(`  Fleet status:    ${info.url}/v1/operator/status (operator token)`);
+  if (info.oauth) {
+    say();
+    say(`OAuth: clients get access tokens from ${info.oauth.issuer}`);
+    say(`  for the resource ${info.oauth.resource}; the gateway advertises this at`);
+    say(`  ${info.oauth.metadataUrl}`);
+  }
   if (info.fleet) {
     say();
     say(`Upstreams from ${info.fleet.path}: ${info.fleet.servers.join(", ") || "none enabled"}`);

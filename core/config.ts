@@ -251,7 +251,7 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
     name: "MCP_AUTH_OAUTH_SCOPE_MAP",
     default: "mcp=mcp,approver=approver,operator=operator,admin=admin",
     meaning:
-      "provider_scope=gateway_scope pairs (`mcp:tools=mcp,gw.admin=admin`); only listed provider scopes grant anything, and they are advertised in scopes_supported",
+      "provider_scope=gateway_scope pairs (`mcp:tools=mcp,gw.admin=admin`); only listed provider scopes grant anything; those mapped to mcp are advertised in scopes_supported",
   },
   {
     name: "MCP_AUTH_OAUTH_TENANT_CLAIM",

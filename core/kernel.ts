@@ -99,6 +99,8 @@ export interface StartInfo {
    * source grants admin; printed once, for the admin API, the dashboard and approvals.
    */
   generatedAdminToken?: string;
+  /** With MCP_AUTH_OAUTH_ISSUER: where clients get tokens, for which resource, and the metadata. */
+  oauth?: { issuer: string; resource: string; metadataUrl: string };
   /** Plugins that failed to load, with why. */
   pluginFailures: PluginFailure[];
   /** The fleet file and the enabled upstreams starting in the background. */
@@ -486,9 +488,16 @@ export class Kernel {
     if (server.transport === "stdio") {
       await this.#startStdio();
     } else {
-      info.url = await this.#startHttp(auth!.authenticator, auth!.anonymous);
+      const resource = server.oauth && auth!.authenticator
+        ? new ProtectedResource(server.oauth)
+        : undefined;
+      info.url = await this.#startHttp(auth!.authenticator, auth!.anonymous, resource);
       if (auth!.generatedToken) info.generatedToken = auth!.generatedToken;
       if (auth!.generatedAdminToken) info.generatedAdminToken = auth!.generatedAdminToken;
+      if (resource) {
+        const { issuer, resource: url } = server.oauth!;
+        info.oauth = { issuer, resource: url, metadataUrl: resource.metadataUrl };
+      }
     }
     this.#ready = true;
     this.scanner = new GatewayScanner({
@@ -1083,6 +1092,7 @@ export class Kernel {
   async #startHttp(
     authenticator: Awaited<ReturnType<typeof createAuthenticator>> | null,
     anonymous: TokenPayload | undefined,
+    protectedResource?: ProtectedResource,
   ) {
     const { server } = this.config;
     const listener = new HttpListener({
@@ -1090,9 +1100,7 @@ export class Kernel {
       port: server.port,
       authenticator,
       ...(anonymous ? { anonymous } : {}),
-      ...(server.oauth && authenticator
-        ? { protectedResource: new ProtectedResource(server.oauth) }
-        : {}),
+      ...(protectedResource ? { protectedResource } : {}),
       hostGuard: (port) =>
         createHostGuard({
           host: server.host,

@@ -21,7 +21,7 @@ export interface ProtectedResourceOptions {
   resource: string;
   /** MCP_AUTH_OAUTH_ISSUER: the authorization server that issues tokens for it. */
   issuer: string;
-  /** Provider scope → gateway scopes; its keys are the scopes advertised. */
+  /** Provider scope → gateway scopes; those granting `mcp` are the scopes advertised. */
   scopeMap: ScopeMap;
 }
 
@@ -46,7 +46,9 @@ export class ProtectedResource {
     this.#document = {
       resource: options.resource,
       authorization_servers: [options.issuer],
-      scopes_supported: [...options.scopeMap.keys()],
+      // What a client of this resource (/mcp) needs, and no more: the MCP spec's clients ask for
+      // every advertised scope when the challenge names none, and an agent has no use for admin.
+      scopes_supported: [...options.scopeMap].filter(([, g]) => g.includes("mcp")).map(([p]) => p),
       bearer_methods_supported: ["header"],
       resource_name: "AGENT-33 MCP gateway",
     };

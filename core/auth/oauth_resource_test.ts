@@ -41,7 +41,7 @@ Deno.test("Protected resource metadata names the resource, its issuer, scopes an
   assert.deepEqual(await response.json(), {
     resource: "https://gw.example.com/mcp",
     authorization_servers: ["https://idp.example.com/realms/agents"],
-    scopes_supported: ["mcp", "approver", "operator", "admin"],
+    scopes_supported: ["mcp"],
     bearer_methods_supported: ["header"],
     resource_name: "AGENT-33 MCP gateway",
   });

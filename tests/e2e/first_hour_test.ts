@@ -13,10 +13,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { type CallToolResult, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { StreamTransport } from "../../core/stream_transport.ts";
+import { hasNpx, INSPECTOR } from "../support/inspector.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const SANITIZED = { sanitizeOps: true, sanitizeResources: true };
-const INSPECTOR = "@modelcontextprotocol/inspector@2.12.0";
 /** Tools the demo serves at least: natives plus server-everything's and server-memory's. */
 const DEMO_TOOLS = 20;
 
@@ -43,17 +43,6 @@ function task(cwd: string, args: string[], stdin: "piped" | "null" = "null") {
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-}
-
-/** Whether `npx` is on PATH (the Inspector CLI runs through it). */
-function hasNpx(): boolean {
-  return (Deno.env.get("PATH") ?? "").split(":").some((dir) => {
-    try {
-      return Deno.statSync(join(dir, "npx")).isFile;
-    } catch {
-      return false;
-    }
-  });
 }
 
 /** Runs the Inspector CLI with `args` and returns the tool names its tools/list printed. */

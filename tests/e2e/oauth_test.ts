@@ -15,6 +15,7 @@ import {
   startGateway,
   type TestGateway,
 } from "../support/gateway.ts";
+import { hasNpx, inspectorCli } from "../support/inspector.ts";
 import {
   ACCESS_TOKEN_TTL,
   startProvider,
@@ -108,7 +109,7 @@ Deno.test("OAuth: the gateway publishes RFC 9728 metadata naming its identity pr
     assert.deepEqual(document, {
       resource: s.resource,
       authorization_servers: [s.provider.issuer],
-      scopes_supported: ["mcp", "approver", "operator", "admin"],
+      scopes_supported: ["mcp"],
       bearer_methods_supported: ["header"],
       resource_name: "AGENT-33 MCP gateway",
     });
@@ -244,7 +245,7 @@ Deno.test("OAuth: MCP_AUTH_OAUTH_SCOPE_MAP maps the provider's scope names to th
   try {
     const origin = new URL(s.resource).origin;
     const document = await (await fetch(`${origin}/.well-known/oauth-protected-resource`)).json();
-    assert.deepEqual(document.scopes_supported, ["gw.tools", "admin"]);
+    assert.deepEqual(document.scopes_supported, ["gw.tools"], "only what /mcp needs");
 
     // The provider's own `mcp` scope means nothing here; the 403 names the one to ask for.
     const unmapped = await s.provider.token(AGENT, { resource: s.resource, scope: "mcp" });
@@ -312,4 +313,34 @@ Deno.test("OAuth: a token without the tenant claim is refused unless a default t
   } finally {
     await lenient.stop();
   }
+});
+
+Deno.test({
+  name: "OAuth: the Inspector CLI is told where to get a token, and lists the tools with one",
+  ignore: !hasNpx(),
+  fn: async () => {
+    const s = await setup();
+    try {
+      const list = [s.resource, "--transport", "http", "--method", "tools/list"];
+      const env = { MCP_INSPECTOR_SECRET_STORE: "memory" };
+      // Without a TTY the Inspector cannot run a browser login; told not to, it shows the 401.
+      const refused = await inspectorCli([...list, "--stored-auth-only"], { env });
+      const said = refused.stdout + refused.stderr;
+      assert.match(said, /auth_required/);
+      assert.ok(said.includes(`get an access token from ${s.provider.issuer}`), said);
+      assert.ok(said.includes(`for the resource ${s.resource}`), said);
+
+      const token = await s.provider.token(AGENT, { resource: s.resource, scope: "mcp" });
+      const listed = await inspectorCli([...list, "--header", `Authorization: Bearer ${token}`], {
+        env,
+      });
+      assert.equal(listed.code, 0, listed.stderr.slice(-2000));
+      const names = (JSON.parse(listed.stdout) as { tools: { name: string }[] }).tools.map((t) =>
+        t.name
+      );
+      assert.ok(names.includes("whoami"), names.join(", "));
+    } finally {
+      await s.stop();
+    }
+  },
 });
