@@ -7,7 +7,8 @@
  * the relay takes the mark off again ({@link takeStreamMark}) and reports it beside the message.
  * @module
  */
-import { createParser, type EventSourceParser } from "eventsource-parser";
+import { createParser, type EventSourceMessage } from "eventsource-parser";
+import { sseEventSplitter } from "./sse_event_splitter.ts";
 
 /** A random `_meta` key for this relay's marks. */
 export function streamMarkKey(): string {
@@ -23,22 +24,8 @@ export function markingFetch(key: string, base: typeof fetch = fetch): typeof fe
     if (!/^\s*text\/event-stream\s*(;|$)/i.test(type)) return response;
     const id = requestIdOf(init.body);
     if (id === undefined) return response;
-    const encoder = new TextEncoder();
-    let parser: EventSourceParser;
-    const marked = response.body.pipeThrough(new TextDecoderStream()).pipeThrough(
-      new TransformStream<string, Uint8Array>({
-        start(controller) {
-          const emit = (text: string) => controller.enqueue(encoder.encode(text));
-          parser = createParser({
-            onEvent: (event) => emit(frame(event.id, event.event, mark(event.data, key, id))),
-            // The server's reconnection hint, passed on as it came.
-            onRetry: (ms) => emit(`retry: ${ms}\n\n`),
-          });
-        },
-        transform(chunk) {
-          parser.feed(chunk);
-        },
-      }),
+    const marked = response.body.pipeThrough(
+      sseEventSplitter((event) => markEvent(event, key, id), MARK_LIMIT_BYTES),
     );
     return new Response(marked, {
       status: response.status,
@@ -72,7 +59,43 @@ function requestIdOf(body: BodyInit | null | undefined): string | number | undef
   }
 }
 
-/** The event's data with the mark added when it is a request or notification (it has a method). */
+/** The messages whose recipient the mark decides (progress is routed by its token). */
+const MARKED_METHODS = [
+  "sampling/createMessage",
+  "elicitation/create",
+  "roots/list",
+  "notifications/message",
+];
+const QUOTED_METHODS = MARKED_METHODS.map((method) => `"${method}"`);
+/**
+ * Larger events pass unmarked (a response of many megabytes is neither decoded nor parsed here);
+ * an unmarked message falls back to the gateway's rule for uncorrelated ones, which never
+ * misdelivers.
+ */
+const MARK_LIMIT_BYTES = 4 * 1024 * 1024;
+const decoder = new TextDecoder();
+const encoder = new TextEncoder();
+
+/** One event's bytes with its message marked, or undefined to pass it as it came. */
+function markEvent(bytes: Uint8Array, key: string, id: string | number): Uint8Array | undefined {
+  const text = decoder.decode(bytes);
+  // Cheap test first: most events are responses and progress, which pass untouched.
+  if (!QUOTED_METHODS.some((m) => text.includes(m))) return undefined;
+  const events: EventSourceMessage[] = [];
+  let retry: number | undefined;
+  const parser = createParser({
+    onEvent: (event) => void events.push(event),
+    onRetry: (ms) => void (retry = ms),
+  });
+  parser.feed(text);
+  // The splitter hands over one whole event, empty line included; the flush is for safety.
+  parser.reset({ consume: true });
+  let out = retry === undefined ? "" : `retry: ${retry}\n\n`;
+  for (const event of events) out += frame(event.id, event.event, mark(event.data, key, id));
+  return encoder.encode(out);
+}
+
+/** The event's data, with the mark added when it is one of {@link MARKED_METHODS}. */
 function mark(data: string, key: string, id: string | number): string {
   let message: unknown;
   try {
@@ -80,7 +103,7 @@ function mark(data: string, key: string, id: string | number): string {
   } catch {
     return data; // not JSON: the SDK reports it as it would have
   }
-  if (!isRecord(message) || typeof message.method !== "string") return data;
+  if (!isRecord(message) || !MARKED_METHODS.includes(message.method as string)) return data;
   const params = isRecord(message.params) ? message.params : {};
   const meta = isRecord(params._meta) ? params._meta : {};
   return JSON.stringify({ ...message, params: { ...params, _meta: { ...meta, [key]: id } } });
