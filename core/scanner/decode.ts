@@ -14,11 +14,13 @@ const TAG_RUN = /[\u{e0000}-\u{e007f}]+/gu;
 const BASE64_RUN = /(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{24,}={0,2}(?![A-Za-z0-9+/_-])/g;
 const HEX_RUN = /\b(?:[0-9a-fA-F]{2}){16,}\b/g;
 const decoder = new TextDecoder("utf-8", { fatal: true });
+const PRINTABLE = /[\p{L}\p{N}\p{P}\p{Zs}\n\t]/gu;
 
 /** Every hidden payload in `text` that decodes to readable text. */
 export function decodeHidden(text: string): DecodedText[] {
   const out: DecodedText[] = [];
-  for (const m of text.matchAll(TAG_RUN)) {
+  // Tag characters are astral: every one starts with the high surrogate U+DB40.
+  for (const m of text.includes("\udb40") ? text.matchAll(TAG_RUN) : []) {
     const decoded = [...m[0]].map((c) => String.fromCodePoint(c.codePointAt(0)! - 0xe0000)).join(
       "",
     );
@@ -60,6 +62,6 @@ function utf8(bytes: Uint8Array): string | undefined {
 
 /** Mostly printable and containing words: hashes and binary keys decode to noise. */
 function readable(text: string): boolean {
-  const printable = [...text].filter((c) => /[\p{L}\p{N}\p{P}\p{Zs}\n\t]/u.test(c)).length;
+  const printable = text.match(PRINTABLE)?.length ?? 0;
   return printable / text.length > 0.9 && /[A-Za-z]{3,}/.test(text) && /\s/.test(text);
 }
