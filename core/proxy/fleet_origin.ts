@@ -50,12 +50,13 @@ export function refusedVariable(
   if (origin === "operator") return undefined;
   const who = origin === "sync" ? "registry sync" : "discovery";
   if (isGatewayVariable(name)) {
-    return `\${${name}} is a gateway variable (MCP_*), which an entry written by ${who} ` +
+    // The bare name: a `${…}` reference text may itself be redacted as a secret value.
+    return `variable ${name} is a gateway variable (MCP_*), which an entry written by ${who} ` +
       `(marker on line ${markerLine}) may never reference; remove the reference, or delete the ` +
       "marker line to adopt the entry as your own";
   }
   if (allowed.has(name)) return undefined;
-  return `\${${name}} is not in MCP_SYNC_ENV_ALLOW, so an entry written by ${who} ` +
+  return `variable ${name} is not in MCP_SYNC_ENV_ALLOW, so an entry written by ${who} ` +
     `(marker on line ${markerLine}) may not reference it; add ${name} to MCP_SYNC_ENV_ALLOW, ` +
     "or delete the marker line to adopt the entry as your own";
 }

@@ -34,7 +34,7 @@ Deno.test("A synced or discovered entry never references a gateway variable, eve
     assert.equal(found.length, 1, marker);
     assert.match(
       found[0]!,
-      /fleet\.yaml:6: .*MCP_APPROVAL_SECRET\} is a gateway variable \(MCP_\*\)/,
+      /fleet\.yaml:6: .*variable MCP_APPROVAL_SECRET is a gateway variable \(MCP_\*\)/,
     );
     assert.match(found[0]!, /marker on line 2.*delete the marker line to adopt the entry/);
   }
@@ -48,7 +48,7 @@ Deno.test("A synced entry references only variables in MCP_SYNC_ENV_ALLOW", () =
   assert.equal(found.length, 1);
   assert.match(
     found[0]!,
-    /\$\{HOME\} is not in MCP_SYNC_ENV_ALLOW.*add HOME to MCP_SYNC_ENV_ALLOW/,
+    /variable HOME is not in MCP_SYNC_ENV_ALLOW.*add HOME to MCP_SYNC_ENV_ALLOW/,
   );
   // With nothing allowed (the default), not even the token.
   assert.equal(problems(entry(marker, "${GITHUB_TOKEN}"), { GITHUB_TOKEN: "t" }).length, 1);
