@@ -11,6 +11,7 @@ import type { TLSSocket } from "node:tls";
 import type { AddressInfo } from "node:net";
 import { stringify } from "yaml";
 import { ManualClock, systemClock } from "../../core/clock.ts";
+import { needsBinary } from "../support/needs_binary.ts";
 import { K8sSource } from "../../plugins/discovery-k8s/k8s_source.ts";
 import {
   type K8sConnection,
@@ -174,6 +175,9 @@ async function listIds(connection: K8sConnection): Promise<string[]> {
 
 const LISTED = ["tools/weather-mcp", "tools/legacy-sse"];
 
+/** The tests that make certificates. */
+const OPENSSL = needsBinary("openssl", ["openssl"], "apt-get install -y openssl");
+
 async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "k8s-auth-" });
   try {
@@ -184,127 +188,149 @@ async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
   }
 }
 
-Deno.test("kubeconfig: the current-context's server, CA data and bearer token reach the API", async () => {
-  await withDir(async (dir) => {
-    const api = await fakeApiServer(dir, { accept: (s) => s.authorization === "Bearer s3cret" });
-    try {
-      const ca = await Deno.readTextFile(`${dir}/ca.crt`);
-      await Deno.writeTextFile(
-        `${dir}/config`,
-        kubeconfig({
-          current: "dev",
-          clusters: { dev: { server: api.url, "certificate-authority-data": b64(ca) } },
-          users: { dev: { token: "s3cret" } },
-          contexts: { dev: { cluster: "dev", user: "dev" } },
-        }),
-      );
-      const connection = await resolveConnection({
-        env: { KUBECONFIG: `${dir}/config` },
-        clock: systemClock,
-      });
-      assert.equal(connection.origin, 'kubeconfig context "dev"');
-      assert.deepEqual(await listIds(connection), LISTED);
-      assert.deepEqual(api.seen.map((s) => s.authorization), ["Bearer s3cret"]);
-    } finally {
-      await api.close();
-    }
-  });
-});
-
-Deno.test("kubeconfig: a client certificate and key from files (relative to the kubeconfig) pass an API server that requires one", async () => {
-  await withDir(async (dir) => {
-    const api = await fakeApiServer(dir, {
-      requireClientCert: true,
-      accept: (s) => s.clientCn === "alice" && s.authorization === undefined,
+Deno.test(
+  "kubeconfig: the current-context's server, CA data and bearer token reach the API",
+  OPENSSL,
+  async () => {
+    await withDir(async (dir) => {
+      const api = await fakeApiServer(dir, { accept: (s) => s.authorization === "Bearer s3cret" });
+      try {
+        const ca = await Deno.readTextFile(`${dir}/ca.crt`);
+        await Deno.writeTextFile(
+          `${dir}/config`,
+          kubeconfig({
+            current: "dev",
+            clusters: { dev: { server: api.url, "certificate-authority-data": b64(ca) } },
+            users: { dev: { token: "s3cret" } },
+            contexts: { dev: { cluster: "dev", user: "dev" } },
+          }),
+        );
+        const connection = await resolveConnection({
+          env: { KUBECONFIG: `${dir}/config` },
+          clock: systemClock,
+        });
+        assert.equal(connection.origin, 'kubeconfig context "dev"');
+        assert.deepEqual(await listIds(connection), LISTED);
+        assert.deepEqual(api.seen.map((s) => s.authorization), ["Bearer s3cret"]);
+      } finally {
+        await api.close();
+      }
     });
-    try {
-      await Deno.writeTextFile(
-        `${dir}/config`,
-        kubeconfig({
-          current: "mtls",
-          clusters: { mtls: { server: api.url, "certificate-authority": "ca.crt" } },
-          users: { alice: { "client-certificate": "client.crt", "client-key": "client.key" } },
-          contexts: { mtls: { cluster: "mtls", user: "alice" } },
-        }),
-      );
-      const connection = await resolveConnection({
-        env: { KUBECONFIG: `${dir}/config` },
-        clock: systemClock,
-      });
-      assert.deepEqual(await listIds(connection), LISTED);
-      assert.deepEqual(api.seen.map((s) => s.clientCn), ["alice"]);
-    } finally {
-      await api.close();
-    }
-  });
-});
+  },
+);
 
-Deno.test("kubeconfig: client-certificate-data and client-key-data work inline, and without them the API server refuses the handshake", async () => {
-  await withDir(async (dir) => {
-    const api = await fakeApiServer(dir, {
-      requireClientCert: true,
-      accept: (s) => s.clientCn === "alice",
+Deno.test(
+  "kubeconfig: a client certificate and key from files (relative to the kubeconfig) pass an API server that requires one",
+  OPENSSL,
+  async () => {
+    await withDir(async (dir) => {
+      const api = await fakeApiServer(dir, {
+        requireClientCert: true,
+        accept: (s) => s.clientCn === "alice" && s.authorization === undefined,
+      });
+      try {
+        await Deno.writeTextFile(
+          `${dir}/config`,
+          kubeconfig({
+            current: "mtls",
+            clusters: { mtls: { server: api.url, "certificate-authority": "ca.crt" } },
+            users: { alice: { "client-certificate": "client.crt", "client-key": "client.key" } },
+            contexts: { mtls: { cluster: "mtls", user: "alice" } },
+          }),
+        );
+        const connection = await resolveConnection({
+          env: { KUBECONFIG: `${dir}/config` },
+          clock: systemClock,
+        });
+        assert.deepEqual(await listIds(connection), LISTED);
+        assert.deepEqual(api.seen.map((s) => s.clientCn), ["alice"]);
+      } finally {
+        await api.close();
+      }
     });
-    try {
-      const file = (name: string) => Deno.readTextFile(`${dir}/${name}`);
-      const cluster = { server: api.url, "certificate-authority-data": b64(await file("ca.crt")) };
-      await Deno.writeTextFile(
-        `${dir}/config`,
-        kubeconfig({
-          current: "inline",
-          clusters: { c: cluster },
-          users: {
-            inline: {
-              "client-certificate-data": b64(await file("client.crt")),
-              "client-key-data": b64(await file("client.key")),
+  },
+);
+
+Deno.test(
+  "kubeconfig: client-certificate-data and client-key-data work inline, and without them the API server refuses the handshake",
+  OPENSSL,
+  async () => {
+    await withDir(async (dir) => {
+      const api = await fakeApiServer(dir, {
+        requireClientCert: true,
+        accept: (s) => s.clientCn === "alice",
+      });
+      try {
+        const file = (name: string) => Deno.readTextFile(`${dir}/${name}`);
+        const cluster = {
+          server: api.url,
+          "certificate-authority-data": b64(await file("ca.crt")),
+        };
+        await Deno.writeTextFile(
+          `${dir}/config`,
+          kubeconfig({
+            current: "inline",
+            clusters: { c: cluster },
+            users: {
+              inline: {
+                "client-certificate-data": b64(await file("client.crt")),
+                "client-key-data": b64(await file("client.key")),
+              },
+              nobody: { token: "not-a-certificate" },
             },
-            nobody: { token: "not-a-certificate" },
-          },
-          contexts: {
-            inline: { cluster: "c", user: "inline" },
-            anonymous: { cluster: "c", user: "nobody" },
-          },
-        }),
-      );
-      const env = { KUBECONFIG: `${dir}/config` };
-      assert.deepEqual(await listIds(await resolveConnection({ env, clock: systemClock })), LISTED);
-      await assert.rejects(
-        listIds(await resolveConnection({ env, context: "anonymous", clock: systemClock })),
-        /kubeconfig context "anonymous"\): .* unreachable: /,
-      );
-    } finally {
-      await api.close();
-    }
-  });
-});
+            contexts: {
+              inline: { cluster: "c", user: "inline" },
+              anonymous: { cluster: "c", user: "nobody" },
+            },
+          }),
+        );
+        const env = { KUBECONFIG: `${dir}/config` };
+        assert.deepEqual(
+          await listIds(await resolveConnection({ env, clock: systemClock })),
+          LISTED,
+        );
+        await assert.rejects(
+          listIds(await resolveConnection({ env, context: "anonymous", clock: systemClock })),
+          /kubeconfig context "anonymous"\): .* unreachable: /,
+        );
+      } finally {
+        await api.close();
+      }
+    });
+  },
+);
 
-Deno.test("kubeconfig: the server is verified against the cluster's CA, not any CA", async () => {
-  await withDir(async (dir) => {
-    const api = await fakeApiServer(dir, { accept: () => true });
-    try {
-      await Deno.writeTextFile(
-        `${dir}/config`,
-        kubeconfig({
-          current: "wrong-ca",
-          clusters: { wrong: { server: api.url, "certificate-authority": `${dir}/other.crt` } },
-          users: { u: { token: "t" } },
-          contexts: { "wrong-ca": { cluster: "wrong", user: "u" } },
-        }),
-      );
-      const connection = await resolveConnection({
-        env: { KUBECONFIG: `${dir}/config` },
-        clock: systemClock,
-      });
-      await assert.rejects(
-        listIds(connection),
-        /discovery-k8s \(kubeconfig context "wrong-ca"\): https:\/\/127\.0\.0\.1:\d+\/api\/v1\/services unreachable: .*(certificate|UnknownIssuer)/i,
-      );
-      assert.deepEqual(api.seen, []);
-    } finally {
-      await api.close();
-    }
-  });
-});
+Deno.test(
+  "kubeconfig: the server is verified against the cluster's CA, not any CA",
+  OPENSSL,
+  async () => {
+    await withDir(async (dir) => {
+      const api = await fakeApiServer(dir, { accept: () => true });
+      try {
+        await Deno.writeTextFile(
+          `${dir}/config`,
+          kubeconfig({
+            current: "wrong-ca",
+            clusters: { wrong: { server: api.url, "certificate-authority": `${dir}/other.crt` } },
+            users: { u: { token: "t" } },
+            contexts: { "wrong-ca": { cluster: "wrong", user: "u" } },
+          }),
+        );
+        const connection = await resolveConnection({
+          env: { KUBECONFIG: `${dir}/config` },
+          clock: systemClock,
+        });
+        await assert.rejects(
+          listIds(connection),
+          /discovery-k8s \(kubeconfig context "wrong-ca"\): https:\/\/127\.0\.0\.1:\d+\/api\/v1\/services unreachable: .*(certificate|UnknownIssuer)/i,
+        );
+        assert.deepEqual(api.seen, []);
+      } finally {
+        await api.close();
+      }
+    });
+  },
+);
 
 /** An exec credential plugin: prints `exec-token-<n>` for its n-th run, expiring at `expiry`. */
 async function writeExecPlugin(dir: string, expiry: string): Promise<string> {
@@ -325,178 +351,197 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
   return path;
 }
 
-Deno.test("kubeconfig exec plugin: its ExecCredential token is sent, kept until expirationTimestamp, then fetched again", async () => {
-  await withDir(async (dir) => {
-    const counter = `${dir}/runs`;
-    const current = () => `Bearer exec-token-${Deno.readTextFileSync(counter).trim()}`;
-    const api = await fakeApiServer(dir, { accept: (s) => s.authorization === current() });
-    const expiry = "2030-01-01T00:00:00Z";
-    const clock = new ManualClock(Date.parse(expiry) - 60_000);
-    try {
-      await writeExecPlugin(dir, expiry);
-      await Deno.writeTextFile(
-        `${dir}/config`,
-        kubeconfig({
-          current: "dev",
-          clusters: { dev: { server: api.url, "certificate-authority": "ca.crt" } },
-          users: {
-            dev: {
-              exec: {
-                apiVersion: "client.authentication.k8s.io/v1",
-                command: "./bin/fake-auth-plugin", // relative to the kubeconfig's directory
-                args: ["get-token", "--cluster=dev"],
-                env: [{ name: "COUNTER", value: counter }],
-                interactiveMode: "Never",
-              },
-            },
-          },
-          contexts: { dev: { cluster: "dev", user: "dev" } },
-        }),
-      );
-      const connection = await resolveConnection({ env: { KUBECONFIG: `${dir}/config` }, clock });
+Deno.test(
+  "kubeconfig exec plugin: its ExecCredential token is sent, kept until expirationTimestamp, then fetched again",
+  OPENSSL,
+  async () => {
+    await withDir(async (dir) => {
+      const counter = `${dir}/runs`;
+      const current = () => `Bearer exec-token-${Deno.readTextFileSync(counter).trim()}`;
+      const api = await fakeApiServer(dir, { accept: (s) => s.authorization === current() });
+      const expiry = "2030-01-01T00:00:00Z";
+      const clock = new ManualClock(Date.parse(expiry) - 60_000);
       try {
-        const source = new K8sSource({ api: connection.api, fetch: connection.fetch });
-        assert.deepEqual((await source.list()).map((c) => c.id), LISTED);
-        assert.deepEqual((await source.list()).map((c) => c.id), LISTED);
-        clock.advance(60_000); // past expirationTimestamp
-        assert.deepEqual((await source.list()).map((c) => c.id), LISTED);
+        await writeExecPlugin(dir, expiry);
+        await Deno.writeTextFile(
+          `${dir}/config`,
+          kubeconfig({
+            current: "dev",
+            clusters: { dev: { server: api.url, "certificate-authority": "ca.crt" } },
+            users: {
+              dev: {
+                exec: {
+                  apiVersion: "client.authentication.k8s.io/v1",
+                  command: "./bin/fake-auth-plugin", // relative to the kubeconfig's directory
+                  args: ["get-token", "--cluster=dev"],
+                  env: [{ name: "COUNTER", value: counter }],
+                  interactiveMode: "Never",
+                },
+              },
+            },
+            contexts: { dev: { cluster: "dev", user: "dev" } },
+          }),
+        );
+        const connection = await resolveConnection({ env: { KUBECONFIG: `${dir}/config` }, clock });
+        try {
+          const source = new K8sSource({ api: connection.api, fetch: connection.fetch });
+          assert.deepEqual((await source.list()).map((c) => c.id), LISTED);
+          assert.deepEqual((await source.list()).map((c) => c.id), LISTED);
+          clock.advance(60_000); // past expirationTimestamp
+          assert.deepEqual((await source.list()).map((c) => c.id), LISTED);
+        } finally {
+          connection.close();
+        }
+        assert.deepEqual(api.seen.map((s) => s.authorization), [
+          "Bearer exec-token-1",
+          "Bearer exec-token-1",
+          "Bearer exec-token-2",
+        ]);
       } finally {
-        connection.close();
+        await api.close();
       }
-      assert.deepEqual(api.seen.map((s) => s.authorization), [
-        "Bearer exec-token-1",
-        "Bearer exec-token-1",
-        "Bearer exec-token-2",
-      ]);
-    } finally {
-      await api.close();
-    }
-  });
-});
-
-Deno.test("kubeconfig exec plugin: a 401 (a revoked token) runs the plugin again once, and its new token is used", async () => {
-  await withDir(async (dir) => {
-    const counter = `${dir}/runs`;
-    // The API server has already revoked the first token the plugin hands out.
-    const api = await fakeApiServer(dir, {
-      accept: (s) => s.authorization === "Bearer exec-token-2",
     });
-    try {
-      await writeExecPlugin(dir, "2030-01-01T00:00:00Z");
-      await Deno.writeTextFile(
-        `${dir}/config`,
-        kubeconfig({
-          current: "dev",
-          clusters: { dev: { server: api.url, "certificate-authority": "ca.crt" } },
-          users: {
-            dev: {
-              exec: {
-                apiVersion: "client.authentication.k8s.io/v1",
-                command: `${dir}/bin/fake-auth-plugin`,
-                args: ["get-token", "--cluster=dev"],
-                env: [{ name: "COUNTER", value: counter }],
+  },
+);
+
+Deno.test(
+  "kubeconfig exec plugin: a 401 (a revoked token) runs the plugin again once, and its new token is used",
+  OPENSSL,
+  async () => {
+    await withDir(async (dir) => {
+      const counter = `${dir}/runs`;
+      // The API server has already revoked the first token the plugin hands out.
+      const api = await fakeApiServer(dir, {
+        accept: (s) => s.authorization === "Bearer exec-token-2",
+      });
+      try {
+        await writeExecPlugin(dir, "2030-01-01T00:00:00Z");
+        await Deno.writeTextFile(
+          `${dir}/config`,
+          kubeconfig({
+            current: "dev",
+            clusters: { dev: { server: api.url, "certificate-authority": "ca.crt" } },
+            users: {
+              dev: {
+                exec: {
+                  apiVersion: "client.authentication.k8s.io/v1",
+                  command: `${dir}/bin/fake-auth-plugin`,
+                  args: ["get-token", "--cluster=dev"],
+                  env: [{ name: "COUNTER", value: counter }],
+                },
               },
             },
-          },
-          contexts: { dev: { cluster: "dev", user: "dev" } },
-        }),
-      );
-      const connection = await resolveConnection({
-        env: { KUBECONFIG: `${dir}/config` },
-        clock: systemClock,
-      });
-      assert.deepEqual(await listIds(connection), LISTED);
-      assert.deepEqual(api.seen.map((s) => s.authorization), [
-        "Bearer exec-token-1",
-        "Bearer exec-token-2",
-      ]);
-    } finally {
-      await api.close();
-    }
-  });
-});
-
-Deno.test("kubeconfig exec plugin: a client certificate and key in its ExecCredential pass an API server that requires one", async () => {
-  await withDir(async (dir) => {
-    const api = await fakeApiServer(dir, {
-      requireClientCert: true,
-      accept: (s) => s.clientCn === "alice",
+            contexts: { dev: { cluster: "dev", user: "dev" } },
+          }),
+        );
+        const connection = await resolveConnection({
+          env: { KUBECONFIG: `${dir}/config` },
+          clock: systemClock,
+        });
+        assert.deepEqual(await listIds(connection), LISTED);
+        assert.deepEqual(api.seen.map((s) => s.authorization), [
+          "Bearer exec-token-1",
+          "Bearer exec-token-2",
+        ]);
+      } finally {
+        await api.close();
+      }
     });
-    try {
-      const credential = JSON.stringify({
-        apiVersion: "client.authentication.k8s.io/v1beta1",
-        kind: "ExecCredential",
-        status: {
-          clientCertificateData: await Deno.readTextFile(`${dir}/client.crt`),
-          clientKeyData: await Deno.readTextFile(`${dir}/client.key`),
-        },
-      });
-      await Deno.writeTextFile(`${dir}/credential.json`, credential);
-      await Deno.writeTextFile(
-        `${dir}/config`,
-        kubeconfig({
-          current: "dev",
-          clusters: { dev: { server: api.url, "certificate-authority": "ca.crt" } },
-          users: {
-            dev: {
-              exec: {
-                apiVersion: "client.authentication.k8s.io/v1beta1",
-                command: "cat",
-                args: [`${dir}/credential.json`],
-              },
-            },
-          },
-          contexts: { dev: { cluster: "dev", user: "dev" } },
-        }),
-      );
-      const connection = await resolveConnection({
-        env: { KUBECONFIG: `${dir}/config` },
-        clock: systemClock,
-      });
-      assert.deepEqual(await listIds(connection), LISTED);
-      assert.deepEqual(api.seen.map((s) => [s.clientCn, s.authorization]), [["alice", undefined]]);
-    } finally {
-      await api.close();
-    }
-  });
-});
+  },
+);
 
-Deno.test("kubeconfig exec plugin: a failing plugin is named with its stderr", async () => {
-  await withDir(async (dir) => {
-    const api = await fakeApiServer(dir, { accept: () => true });
-    try {
-      await writeExecPlugin(dir, "2030-01-01T00:00:00Z");
-      await Deno.writeTextFile(
-        `${dir}/config`,
-        kubeconfig({
-          current: "dev",
-          clusters: { dev: { server: api.url, "certificate-authority": "ca.crt" } },
-          users: {
-            dev: {
-              exec: {
-                apiVersion: "client.authentication.k8s.io/v1",
-                command: `${dir}/bin/fake-auth-plugin`,
-                args: ["wrong"],
+Deno.test(
+  "kubeconfig exec plugin: a client certificate and key in its ExecCredential pass an API server that requires one",
+  OPENSSL,
+  async () => {
+    await withDir(async (dir) => {
+      const api = await fakeApiServer(dir, {
+        requireClientCert: true,
+        accept: (s) => s.clientCn === "alice",
+      });
+      try {
+        const credential = JSON.stringify({
+          apiVersion: "client.authentication.k8s.io/v1beta1",
+          kind: "ExecCredential",
+          status: {
+            clientCertificateData: await Deno.readTextFile(`${dir}/client.crt`),
+            clientKeyData: await Deno.readTextFile(`${dir}/client.key`),
+          },
+        });
+        await Deno.writeTextFile(`${dir}/credential.json`, credential);
+        await Deno.writeTextFile(
+          `${dir}/config`,
+          kubeconfig({
+            current: "dev",
+            clusters: { dev: { server: api.url, "certificate-authority": "ca.crt" } },
+            users: {
+              dev: {
+                exec: {
+                  apiVersion: "client.authentication.k8s.io/v1beta1",
+                  command: "cat",
+                  args: [`${dir}/credential.json`],
+                },
               },
             },
-          },
-          contexts: { dev: { cluster: "dev", user: "dev" } },
-        }),
-      );
-      const connection = await resolveConnection({
-        env: { KUBECONFIG: `${dir}/config` },
-        clock: systemClock,
-      });
-      await assert.rejects(
-        listIds(connection),
-        /exec credential plugin ".*fake-auth-plugin" exited with 4: bad args: wrong/,
-      );
-      assert.deepEqual(api.seen, []);
-    } finally {
-      await api.close();
-    }
-  });
-});
+            contexts: { dev: { cluster: "dev", user: "dev" } },
+          }),
+        );
+        const connection = await resolveConnection({
+          env: { KUBECONFIG: `${dir}/config` },
+          clock: systemClock,
+        });
+        assert.deepEqual(await listIds(connection), LISTED);
+        assert.deepEqual(api.seen.map((s) => [s.clientCn, s.authorization]), [[
+          "alice",
+          undefined,
+        ]]);
+      } finally {
+        await api.close();
+      }
+    });
+  },
+);
+
+Deno.test(
+  "kubeconfig exec plugin: a failing plugin is named with its stderr",
+  OPENSSL,
+  async () => {
+    await withDir(async (dir) => {
+      const api = await fakeApiServer(dir, { accept: () => true });
+      try {
+        await writeExecPlugin(dir, "2030-01-01T00:00:00Z");
+        await Deno.writeTextFile(
+          `${dir}/config`,
+          kubeconfig({
+            current: "dev",
+            clusters: { dev: { server: api.url, "certificate-authority": "ca.crt" } },
+            users: {
+              dev: {
+                exec: {
+                  apiVersion: "client.authentication.k8s.io/v1",
+                  command: `${dir}/bin/fake-auth-plugin`,
+                  args: ["wrong"],
+                },
+              },
+            },
+            contexts: { dev: { cluster: "dev", user: "dev" } },
+          }),
+        );
+        const connection = await resolveConnection({
+          env: { KUBECONFIG: `${dir}/config` },
+          clock: systemClock,
+        });
+        await assert.rejects(
+          listIds(connection),
+          /exec credential plugin ".*fake-auth-plugin" exited with 4: bad args: wrong/,
+        );
+        assert.deepEqual(api.seen, []);
+      } finally {
+        await api.close();
+      }
+    });
+  },
+);
 
 Deno.test("an exec plugin is bounded: one that hangs is stopped at its deadline, one that floods stdout is stopped at 1 MiB, a missing one names its install hint", async () => {
   const exec = (command: string, args: string[], installHint?: string) => ({
@@ -536,132 +581,143 @@ Deno.test("an exec plugin is bounded: one that hangs is stopped at its deadline,
   );
 });
 
-Deno.test("discover --plugin k8s --context picks that context's cluster and user from a merged KUBECONFIG", async () => {
-  await withDir(async (dir) => {
-    const api = await fakeApiServer(dir, {
-      accept: (s) => s.authorization === "Bearer staging-token",
-    });
-    try {
-      const ca = b64(await Deno.readTextFile(`${dir}/ca.crt`));
-      const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-      const gone = `https://127.0.0.1:${closed.addr.port}`;
-      closed.close();
-      // The first file's current-context points at a server that is not there.
-      await Deno.writeTextFile(
-        `${dir}/a.yaml`,
-        kubeconfig({
-          current: "prod",
-          clusters: { prod: { server: gone, "certificate-authority-data": ca } },
-          users: { prod: { token: "prod-token" } },
-          contexts: { prod: { cluster: "prod", user: "prod" } },
-        }),
-      );
-      // The second file's "prod" cluster loses to the first file's: the first to define a name wins.
-      await Deno.writeTextFile(
-        `${dir}/b.yaml`,
-        kubeconfig({
-          current: "staging",
-          clusters: {
-            staging: { server: api.url, "certificate-authority-data": ca },
-            prod: { server: api.url, "certificate-authority-data": ca },
-          },
-          users: { staging: { token: "staging-token" } },
-          contexts: { staging: { cluster: "staging", user: "staging" } },
-        }),
-      );
-      const env = { KUBECONFIG: `${dir}/a.yaml:${dir}/missing.yaml:${dir}/b.yaml`, NO_COLOR: "1" };
-      const run = async (...args: string[]) => {
-        const output = await new Deno.Command(Deno.execPath(), {
-          args: [
-            "run",
-            "--allow-read",
-            "--allow-write",
-            "--allow-net",
-            "--allow-env",
-            "--allow-run",
-            "--allow-sys",
-            MAIN,
-            "discover",
-            "--plugin",
-            "k8s",
-            "--json",
-            "--timeout",
-            "2",
-            ...args,
-          ],
-          env,
-          clearEnv: false,
-          stdout: "piped",
-          stderr: "piped",
-        }).output();
-        const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
-        return { code: output.code, out: text(output.stdout), err: text(output.stderr) };
-      };
-      const staging = await run("--context", "staging");
-      assert.equal(staging.code, 0, staging.err);
-      assert.deepEqual(
-        JSON.parse(staging.out).candidates.map((c: { id: string }) => c.id).sort(),
-        [...LISTED].sort(),
-      );
-      assert.ok(
-        api.seen.length > 0 && api.seen.every((s) => s.authorization === "Bearer staging-token"),
-      );
-
-      const current = await run();
-      assert.equal(current.code, 1);
-      assert.match(
-        current.err,
-        new RegExp(`context "prod"\\): ${gone}/api/v1/services unreachable`),
-      );
-
-      const unknown = await run("--context", "nope");
-      assert.equal(unknown.code, 1);
-      assert.match(unknown.err, /has no context "nope"; contexts: prod, staging/);
-    } finally {
-      await api.close();
-    }
-  });
-});
-
-Deno.test("in cluster: the service account's token and CA and KUBERNETES_SERVICE_HOST/PORT reach the API; a rotated token is read again", async () => {
-  await withDir(async (dir) => {
-    const account = `${dir}/serviceaccount`;
-    await Deno.mkdir(account);
-    await Deno.copyFile(`${dir}/ca.crt`, `${account}/ca.crt`);
-    await Deno.writeTextFile(`${account}/token`, "sa-token-1\n");
-    const api = await fakeApiServer(dir, {
-      accept: (s) =>
-        s.authorization === `Bearer ${Deno.readTextFileSync(`${account}/token`).trim()}`,
-    });
-    const clock = new ManualClock(1_000);
-    try {
-      const port = new URL(api.url).port;
-      const connection = await resolveConnection({
-        env: { KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: port, HOME: dir },
-        clock,
-        serviceAccountDir: account,
+Deno.test(
+  "discover --plugin k8s --context picks that context's cluster and user from a merged KUBECONFIG",
+  OPENSSL,
+  async () => {
+    await withDir(async (dir) => {
+      const api = await fakeApiServer(dir, {
+        accept: (s) => s.authorization === "Bearer staging-token",
       });
       try {
-        assert.equal(connection.origin, "in-cluster service account");
-        assert.equal(connection.api, `https://127.0.0.1:${port}`);
-        const source = new K8sSource({ api: connection.api, fetch: connection.fetch });
-        assert.deepEqual((await source.list()).map((c) => c.id), LISTED);
-        // The kubelet rotates the projected token; it is read again after TOKEN_FILE_TTL_MS.
-        await Deno.writeTextFile(`${account}/token`, "sa-token-2\n");
-        clock.advance(TOKEN_FILE_TTL_MS);
-        assert.deepEqual((await source.list()).map((c) => c.id), LISTED);
+        const ca = b64(await Deno.readTextFile(`${dir}/ca.crt`));
+        const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+        const gone = `https://127.0.0.1:${closed.addr.port}`;
+        closed.close();
+        // The first file's current-context points at a server that is not there.
+        await Deno.writeTextFile(
+          `${dir}/a.yaml`,
+          kubeconfig({
+            current: "prod",
+            clusters: { prod: { server: gone, "certificate-authority-data": ca } },
+            users: { prod: { token: "prod-token" } },
+            contexts: { prod: { cluster: "prod", user: "prod" } },
+          }),
+        );
+        // The second file's "prod" cluster loses to the first file's: the first to define a name wins.
+        await Deno.writeTextFile(
+          `${dir}/b.yaml`,
+          kubeconfig({
+            current: "staging",
+            clusters: {
+              staging: { server: api.url, "certificate-authority-data": ca },
+              prod: { server: api.url, "certificate-authority-data": ca },
+            },
+            users: { staging: { token: "staging-token" } },
+            contexts: { staging: { cluster: "staging", user: "staging" } },
+          }),
+        );
+        const env = {
+          KUBECONFIG: `${dir}/a.yaml:${dir}/missing.yaml:${dir}/b.yaml`,
+          NO_COLOR: "1",
+        };
+        const run = async (...args: string[]) => {
+          const output = await new Deno.Command(Deno.execPath(), {
+            args: [
+              "run",
+              "--allow-read",
+              "--allow-write",
+              "--allow-net",
+              "--allow-env",
+              "--allow-run",
+              "--allow-sys",
+              MAIN,
+              "discover",
+              "--plugin",
+              "k8s",
+              "--json",
+              "--timeout",
+              "2",
+              ...args,
+            ],
+            env,
+            clearEnv: false,
+            stdout: "piped",
+            stderr: "piped",
+          }).output();
+          const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+          return { code: output.code, out: text(output.stdout), err: text(output.stderr) };
+        };
+        const staging = await run("--context", "staging");
+        assert.equal(staging.code, 0, staging.err);
+        assert.deepEqual(
+          JSON.parse(staging.out).candidates.map((c: { id: string }) => c.id).sort(),
+          [...LISTED].sort(),
+        );
+        assert.ok(
+          api.seen.length > 0 && api.seen.every((s) => s.authorization === "Bearer staging-token"),
+        );
+
+        const current = await run();
+        assert.equal(current.code, 1);
+        assert.match(
+          current.err,
+          new RegExp(`context "prod"\\): ${gone}/api/v1/services unreachable`),
+        );
+
+        const unknown = await run("--context", "nope");
+        assert.equal(unknown.code, 1);
+        assert.match(unknown.err, /has no context "nope"; contexts: prod, staging/);
       } finally {
-        connection.close();
+        await api.close();
       }
-      assert.deepEqual(api.seen.map((s) => s.authorization), [
-        "Bearer sa-token-1",
-        "Bearer sa-token-2",
-      ]);
-    } finally {
-      await api.close();
-    }
-  });
-});
+    });
+  },
+);
+
+Deno.test(
+  "in cluster: the service account's token and CA and KUBERNETES_SERVICE_HOST/PORT reach the API; a rotated token is read again",
+  OPENSSL,
+  async () => {
+    await withDir(async (dir) => {
+      const account = `${dir}/serviceaccount`;
+      await Deno.mkdir(account);
+      await Deno.copyFile(`${dir}/ca.crt`, `${account}/ca.crt`);
+      await Deno.writeTextFile(`${account}/token`, "sa-token-1\n");
+      const api = await fakeApiServer(dir, {
+        accept: (s) =>
+          s.authorization === `Bearer ${Deno.readTextFileSync(`${account}/token`).trim()}`,
+      });
+      const clock = new ManualClock(1_000);
+      try {
+        const port = new URL(api.url).port;
+        const connection = await resolveConnection({
+          env: { KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: port, HOME: dir },
+          clock,
+          serviceAccountDir: account,
+        });
+        try {
+          assert.equal(connection.origin, "in-cluster service account");
+          assert.equal(connection.api, `https://127.0.0.1:${port}`);
+          const source = new K8sSource({ api: connection.api, fetch: connection.fetch });
+          assert.deepEqual((await source.list()).map((c) => c.id), LISTED);
+          // The kubelet rotates the projected token; it is read again after TOKEN_FILE_TTL_MS.
+          await Deno.writeTextFile(`${account}/token`, "sa-token-2\n");
+          clock.advance(TOKEN_FILE_TTL_MS);
+          assert.deepEqual((await source.list()).map((c) => c.id), LISTED);
+        } finally {
+          connection.close();
+        }
+        assert.deepEqual(api.seen.map((s) => s.authorization), [
+          "Bearer sa-token-1",
+          "Bearer sa-token-2",
+        ]);
+      } finally {
+        await api.close();
+      }
+    });
+  },
+);
 
 Deno.test("MCP_K8S_API and MCP_K8S_TOKEN win over KUBECONFIG, and KUBECONFIG over the in-cluster account", async () => {
   const dir = await Deno.makeTempDir();
