@@ -11,6 +11,7 @@ import { z } from "zod";
 import { readDotenv } from "./dotenv.ts";
 import { GatewayError } from "./errors.ts";
 import {
+  DEFAULT_SCOPE_CLAIMS,
   hs256SecretTooShort,
   JWKS_NEEDS_AUDIENCE,
   MIN_HS256_SECRET_BYTES,
@@ -61,8 +62,12 @@ export interface GatewayConfig {
       issuer: string;
       /** MCP_AUTH_OAUTH_RESOURCE: the URL clients use for /mcp, and the tokens' audience. */
       resource: string;
+      /** MCP_AUTH_OAUTH_AUDIENCE: the `aud` values accepted; the resource by default. */
+      audience: string[];
       /** MCP_AUTH_OAUTH_SCOPE_MAP: provider scope → gateway scopes. */
       scopeMap: ScopeMap;
+      /** MCP_AUTH_OAUTH_SCOPE_CLAIMS: the claims scopes are read from. */
+      scopeClaims: string[];
       /** MCP_AUTH_OAUTH_TENANT_CLAIM: the claim naming the caller's tenant. */
       tenantClaim: string;
       /** MCP_AUTH_OAUTH_TENANT_DEFAULT: the tenant of a token without that claim (else refused). */
@@ -246,6 +251,18 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
       "http://<MCP_SERVER_HOST>:<MCP_SERVER_PORT>/mcp on a loopback host; required otherwise",
     meaning:
       "The gateway's resource URL as clients reach it (behind a proxy: the public URL of /mcp); tokens must carry it in `aud`",
+  },
+  {
+    name: "MCP_AUTH_OAUTH_AUDIENCE",
+    default: "(the resource URL)",
+    meaning:
+      "Comma-separated `aud` values accepted instead, for a provider that cannot put the resource URL in `aud` (Entra ID v2: the app's client id)",
+  },
+  {
+    name: "MCP_AUTH_OAUTH_SCOPE_CLAIMS",
+    default: "scope,scp,scopes",
+    meaning:
+      "Comma-separated claims the token's scopes are read from (add `roles` for Entra app roles, `permissions` for Auth0 RBAC)",
   },
   {
     name: "MCP_AUTH_OAUTH_SCOPE_MAP",
@@ -607,6 +624,8 @@ const ENV_SCHEMA = z.object({
     ctx.addIssue({ code: "custom", message: parsed.message });
     return z.NEVER;
   }),
+  MCP_AUTH_OAUTH_AUDIENCE: list,
+  MCP_AUTH_OAUTH_SCOPE_CLAIMS: list,
   MCP_AUTH_OAUTH_TENANT_CLAIM: text,
   MCP_AUTH_OAUTH_TENANT_DEFAULT: text,
   MCP_AUTH_DISABLED: bool("MCP_AUTH_DISABLED"),
@@ -752,15 +771,9 @@ export function resolveConfig(
         jwksCooldownSeconds: e.MCP_AUTH_JWKS_COOLDOWN,
       }),
       ...(e.MCP_AUTH_OAUTH_ISSUER === undefined ? {} : {
-        oauth: {
-          issuer: e.MCP_AUTH_OAUTH_ISSUER,
-          resource: e.MCP_AUTH_OAUTH_RESOURCE ??
-            defaultResource(e.MCP_SERVER_HOST ?? "127.0.0.1", e.MCP_SERVER_PORT ?? 8787),
-          scopeMap: e.MCP_AUTH_OAUTH_SCOPE_MAP ?? IDENTITY_SCOPE_MAP,
-          tenantClaim: e.MCP_AUTH_OAUTH_TENANT_CLAIM ?? "tenant",
-          ...definedOnly({ tenantFallback: e.MCP_AUTH_OAUTH_TENANT_DEFAULT }),
-        },
+        oauth: oauthSettings(e, e.MCP_AUTH_OAUTH_ISSUER),
       }),
+
       allowedHosts: e.MCP_ALLOWED_HOSTS ?? [],
       allowedOrigins: e.MCP_ALLOWED_ORIGINS ?? [],
       maxMessageBytes: e.MCP_MAX_MESSAGE_BYTES ?? 4 * 1024 * 1024,
@@ -813,6 +826,24 @@ export function resolveConfig(
     log: { level: e.MCP_LOG_LEVEL ?? "info", format: e.MCP_LOG_FORMAT ?? "text" },
     pluginEnv,
     tracing: tracing.config,
+  };
+}
+
+/** The resolved MCP_AUTH_OAUTH_* settings. */
+function oauthSettings(
+  e: z.infer<typeof ENV_SCHEMA>,
+  issuer: string,
+): NonNullable<GatewayConfig["server"]["oauth"]> {
+  const resource = e.MCP_AUTH_OAUTH_RESOURCE ??
+    defaultResource(e.MCP_SERVER_HOST ?? "127.0.0.1", e.MCP_SERVER_PORT ?? 8787);
+  return {
+    issuer,
+    resource,
+    audience: e.MCP_AUTH_OAUTH_AUDIENCE ?? [resource],
+    scopeMap: e.MCP_AUTH_OAUTH_SCOPE_MAP ?? IDENTITY_SCOPE_MAP,
+    scopeClaims: e.MCP_AUTH_OAUTH_SCOPE_CLAIMS ?? [...DEFAULT_SCOPE_CLAIMS],
+    tenantClaim: e.MCP_AUTH_OAUTH_TENANT_CLAIM ?? "tenant",
+    ...definedOnly({ tenantFallback: e.MCP_AUTH_OAUTH_TENANT_DEFAULT }),
   };
 }
 
@@ -877,6 +908,8 @@ function crossChecks(e: z.infer<typeof ENV_SCHEMA>): z.core.$ZodIssue[] {
     for (
       const name of [
         "MCP_AUTH_OAUTH_RESOURCE",
+        "MCP_AUTH_OAUTH_AUDIENCE",
+        "MCP_AUTH_OAUTH_SCOPE_CLAIMS",
         "MCP_AUTH_OAUTH_SCOPE_MAP",
         "MCP_AUTH_OAUTH_TENANT_CLAIM",
         "MCP_AUTH_OAUTH_TENANT_DEFAULT",

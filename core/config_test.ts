@@ -422,6 +422,8 @@ Deno.test("resolveConfig makes the gateway an OAuth resource of MCP_AUTH_OAUTH_I
   assert.deepEqual(server.oauth && { ...server.oauth, scopeMap: [...server.oauth.scopeMap] }, {
     issuer: "https://idp.example.com/realms/agents",
     resource: "http://127.0.0.1:9000/mcp",
+    audience: ["http://127.0.0.1:9000/mcp"],
+    scopeClaims: ["scope", "scp", "scopes"],
     scopeMap: [["mcp", ["mcp"]], ["approver", ["approver"]], ["operator", ["operator"]], [
       "admin",
       ["admin"],
@@ -439,7 +441,14 @@ Deno.test("resolveConfig reads the OAuth scope map, tenant claim and default ten
     MCP_AUTH_OAUTH_TENANT_CLAIM: "org_id",
     MCP_AUTH_OAUTH_TENANT_DEFAULT: "guests",
     MCP_AUTH_JWKS_COOLDOWN: "5",
+    MCP_AUTH_OAUTH_AUDIENCE: "0b8c6c2e-1111-2222-3333-444455556666, api://agent33",
+    MCP_AUTH_OAUTH_SCOPE_CLAIMS: "scp,roles",
   });
+  assert.deepEqual(server.oauth?.audience, [
+    "0b8c6c2e-1111-2222-3333-444455556666",
+    "api://agent33",
+  ]);
+  assert.deepEqual(server.oauth?.scopeClaims, ["scp", "roles"]);
   assert.equal(server.oauth?.resource, "https://gw.example.com/mcp");
   assert.deepEqual([...server.oauth!.scopeMap], [
     ["mcp:tools", ["mcp"]],

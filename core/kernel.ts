@@ -1200,8 +1200,9 @@ function oauthJwtOptions(server: GatewayConfig["server"]): JwtOptions {
   return {
     discoverKeys: true,
     issuer: oauth.issuer,
-    audience: oauth.resource,
+    audience: oauth.audience,
     scopeMap: oauth.scopeMap,
+    scopeClaims: oauth.scopeClaims,
     tenantClaim: oauth.tenantClaim,
     ...(oauth.tenantFallback === undefined ? {} : { tenantFallback: oauth.tenantFallback }),
     ...(server.jwt.clockToleranceSeconds === undefined

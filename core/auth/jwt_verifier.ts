@@ -30,7 +30,8 @@ export interface JwtOptions {
   secret?: string;
   jwksUrl?: string;
   issuer?: string;
-  audience?: string;
+  /** Required `aud`: one value, or several of which the token must carry one. */
+  audience?: string | string[];
   tenantClaim?: string;
   /** The tenant of a token without the tenant claim; such a token is refused when unset. */
   tenantFallback?: string;
@@ -38,6 +39,8 @@ export interface JwtOptions {
   discoverKeys?: boolean;
   /** Provider scope → gateway scopes; unset = the token's scopes as they are. */
   scopeMap?: ScopeMap;
+  /** Claims the scopes are read from; {@link DEFAULT_SCOPE_CLAIMS}. */
+  scopeClaims?: readonly string[];
   /**
    * Seconds after one JWKS fetch before a token with an unknown `kid` may trigger another
    * (picks up key rotation without letting junk tokens hammer the provider);
@@ -50,6 +53,8 @@ export interface JwtOptions {
 
 /** Default of MCP_AUTH_JWT_CLOCK_TOLERANCE, in seconds. */
 export const DEFAULT_CLOCK_TOLERANCE_SECONDS = 30;
+/** Where scopes are read from unless told otherwise (MCP_AUTH_OAUTH_SCOPE_CLAIMS). */
+export const DEFAULT_SCOPE_CLAIMS: readonly string[] = ["scope", "scp", "scopes"];
 /** Default of MCP_AUTH_JWKS_COOLDOWN, in seconds (jose's own default). */
 export const DEFAULT_JWKS_COOLDOWN_SECONDS = 30;
 /** After the issuer's metadata could not be read, how long before it is tried again, in ms. */
@@ -98,14 +103,14 @@ export function createJwtVerifier(options: JwtOptions, deps: JwtVerifierDeps = {
   if (!secret && !jwksUrl && !discoverKeys) {
     throw new Error("JWT auth needs a secret, a JWKS URL or an OAuth issuer");
   }
-  if (discoverKeys && (!issuer || !audience)) {
+  if (discoverKeys && (!issuer || !audience?.length)) {
     throw new Error("OAuth token verification needs the issuer and the resource URL (audience)");
   }
   const secretKey = secret ? new TextEncoder().encode(secret) : undefined;
   if (secretKey && secretKey.length < MIN_HS256_SECRET_BYTES) {
     throw new Error(hs256SecretTooShort(secretKey.length));
   }
-  if (jwksUrl && !audience) throw new Error(JWKS_NEEDS_AUDIENCE);
+  if (jwksUrl && !audience?.length) throw new Error(JWKS_NEEDS_AUDIENCE);
   const fetchImpl = deps.fetch;
   const cooldownDuration = (options.jwksCooldownSeconds ?? DEFAULT_JWKS_COOLDOWN_SECONDS) * 1000;
   const remote = (url: URL) =>
@@ -165,9 +170,8 @@ export function createJwtVerifier(options: JwtOptions, deps: JwtVerifierDeps = {
     if (typeof tenant !== "string") {
       return { ok: false, description: `JWT "${tenantClaim}" claim must be a string` };
     }
-    const scopes = options.scopeMap
-      ? mapScopes(options.scopeMap, scopesOf(claims))
-      : scopesOf(claims);
+    const listed = scopesOf(claims, options.scopeClaims ?? DEFAULT_SCOPE_CLAIMS);
+    const scopes = options.scopeMap ? mapScopes(options.scopeMap, listed) : listed;
     const payload = { tenant, scopes, subject: claims.sub ?? "jwt" };
     // requiredClaims made jose check that `exp` is there and a number.
     remember(token, { ...payload, scopes: [...payload.scopes] }, claims.exp!);
@@ -204,13 +208,14 @@ function discoveredKeys(
 }
 
 /**
- * Scopes from OAuth's space-delimited `scope` (RFC 8693 §4.2), `scp` (a string or an array, as
- * Azure AD and Okta send it) and/or a `scopes` array, de-duplicated.
+ * Scopes from the named claims, de-duplicated: each a space-delimited string (OAuth's `scope`,
+ * RFC 8693 §4.2; `scp` as Azure AD and Okta send it) or an array (`scp`, `scopes`, Entra's app
+ * `roles`, Auth0's `permissions`).
  */
-function scopesOf(claims: JWTPayload): string[] {
+function scopesOf(claims: JWTPayload, names: readonly string[]): string[] {
   const listed = (value: unknown): unknown[] =>
     typeof value === "string" ? value.split(" ") : Array.isArray(value) ? value : [];
-  const all = [...listed(claims.scope), ...listed(claims.scp), ...listed(claims.scopes)].filter((
+  const all = names.flatMap((name) => listed(claims[name])).filter((
     s,
   ): s is string => typeof s === "string" && s !== "");
   return [...new Set(all)];

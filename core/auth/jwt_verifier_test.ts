@@ -320,3 +320,30 @@ Deno.test("JWT verifier needs the issuer and the audience to discover keys", () 
     /needs the issuer and the resource URL/,
   );
 });
+
+Deno.test("JWT verifier reads scopes from the configured claims and maps them", async () => {
+  const verify = createJwtVerifier({
+    secret: SECRET,
+    scopeClaims: ["roles", "permissions"],
+    scopeMap: new Map([["Gateway.Call", ["mcp"]], ["gateway:admin", ["admin"]]]),
+  }, { now });
+  const verdict = await verify(
+    await hs256({
+      tenant: "acme",
+      sub: "svc",
+      roles: ["Gateway.Call"],
+      permissions: ["gateway:admin"],
+      scope: "operator", // not a configured claim: ignored
+    }),
+  );
+  assert.deepEqual(verdict, {
+    ok: true,
+    payload: { tenant: "acme", scopes: ["mcp", "admin"], subject: "svc" },
+  });
+});
+
+Deno.test("JWT verifier accepts any one of several configured audiences", async () => {
+  const verify = createJwtVerifier({ secret: SECRET, audience: ["a", "b"] }, { now });
+  assert.equal((await verify(await hs256({ tenant: "t", aud: "b" }))).ok, true);
+  assert.equal((await verify(await hs256({ tenant: "t", aud: "c" }))).ok, false);
+});

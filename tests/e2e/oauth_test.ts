@@ -275,6 +275,22 @@ Deno.test("OAuth: MCP_AUTH_OAUTH_SCOPE_MAP maps the provider's scope names to th
   }
 });
 
+Deno.test("OAuth: MCP_AUTH_OAUTH_AUDIENCE accepts the audience a provider assigns instead of the URL", async () => {
+  const s = await setup({ MCP_AUTH_OAUTH_AUDIENCE: "api://agent33" });
+  try {
+    const token = await s.provider.token(AGENT, { resource: "api://agent33", scope: "mcp" });
+    const accepted = await initialize(s, mcpHeaders(token));
+    assert.equal(accepted.status, 200);
+    await accepted.body?.cancel();
+    const url = await s.provider.token(AGENT, { resource: s.resource, scope: "mcp" });
+    const refused = await initialize(s, mcpHeaders(url));
+    assert.equal(refused.status, 401, "the audience list replaces the resource URL");
+    await refused.body?.cancel();
+  } finally {
+    await s.stop();
+  }
+});
+
 Deno.test("OAuth: a token without the tenant claim is refused unless a default tenant is set", async () => {
   const strict = await setup();
   try {

@@ -2,20 +2,14 @@
  * Test support: the MCP Inspector's CLI, run through npx as its README shows.
  * @module
  */
-import { join } from "node:path";
+import { binaryInstalled } from "./needs_binary.ts";
 
 /** The Inspector release the docs and tests use. */
 export const INSPECTOR = "@modelcontextprotocol/inspector@2.12.0";
 
 /** Whether `npx` is on PATH (the Inspector CLI runs through it). */
 export function hasNpx(): boolean {
-  return (Deno.env.get("PATH") ?? "").split(":").some((dir) => {
-    try {
-      return Deno.statSync(join(dir, "npx")).isFile;
-    } catch {
-      return false;
-    }
-  });
+  return binaryInstalled(["npx"]);
 }
 
 /** Runs `npx -y <Inspector> --cli <args>` and returns its exit code and output. */
