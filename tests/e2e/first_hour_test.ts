@@ -63,6 +63,57 @@ async function inspectorToolNames(args: string[], cwd: string): Promise<string[]
   return (JSON.parse(out) as { tools: { name: string }[] }).tools.map((t) => t.name);
 }
 
+/**
+ * The lines README.md says `task start` prints, as patterns: the port and the checkout's path are
+ * the run's own, and a value the README elides (`3q2-…`) stands for any token.
+ */
+function readmeBanner(clone: string, origin: string): RegExp[] {
+  const readme = Deno.readTextFileSync(join(clone, "README.md"));
+  const intro = readme.indexOf("task start` listens on `http://127.0.0.1:8787` and prints:");
+  assert.ok(intro >= 0, "README shows what task start prints");
+  const start = readme.indexOf("```\n", intro) + 4;
+  const block = readme.slice(start, readme.indexOf("```\n", start));
+  const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  return block.split("\n").filter((line) => line.trim() !== "").map((line) =>
+    new RegExp(
+      "^" + line.split(/\S*…\S*/).map((part) =>
+        escape(
+          part.replaceAll("http://127.0.0.1:8787", origin).replaceAll("/path/to/agent33", clone),
+        )
+      ).join("\\S+") + "$",
+    )
+  );
+}
+
+/** How long the banner may take to be complete once the listening line is out. */
+const BANNER_MS = 30_000;
+
+/** The next chunk, or undefined when the stream ends or nothing comes within `ms`. */
+async function readWithin(
+  reader: ReadableStreamDefaultReader<string>,
+  ms: number,
+): Promise<string | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<undefined>((
+    resolve,
+  ) => (timer = setTimeout(() => resolve(undefined), ms)));
+  try {
+    const next = await Promise.race([reader.read(), late]);
+    return next === undefined || next.done ? undefined : next.value;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** How many of `patterns` match lines of `text` in order. */
+function matchedInOrder(patterns: RegExp[], text: string): number {
+  let matched = 0;
+  for (const line of text.split("\n")) {
+    if (matched < patterns.length && patterns[matched]!.test(line)) matched++;
+  }
+  return matched;
+}
+
 /** The text a call returned. */
 function text(result: unknown): string {
   return ((result as CallToolResult).content as { text?: string }[]).map((c) => c.text ?? "")
@@ -80,12 +131,23 @@ Deno.test("The README's first hour works verbatim from a fresh clone", SANITIZED
         const reader = gateway.stderr.pipeThrough(new TextDecoderStream()).getReader();
         let banner = "";
         try {
-          while (!/Operator token[^\n]*\n[^\n]*\n\s*Authorization: Bearer \S+/.test(banner)) {
+          while (!/listening on http:\/\/\S+\n/.test(banner)) {
             const { value, done } = await reader.read();
             assert.ok(!done, `task start ended early:\n${banner}`);
             banner += value;
           }
           const url = /listening on (http:\/\/\S+)/.exec(banner)![1]!;
+          // Everything README.md says it prints, line for line, in order.
+          const expected = readmeBanner(clone.dir, url);
+          while (matchedInOrder(expected, banner) < expected.length) {
+            const next = expected[matchedInOrder(expected, banner)];
+            const chunk = await readWithin(reader, BANNER_MS);
+            assert.ok(
+              chunk !== undefined,
+              `task start never printed a line like ${next}; it printed:\n${banner}`,
+            );
+            banner += chunk;
+          }
           const [clientToken, operatorToken] = [...banner.matchAll(/Authorization: Bearer (\S+)/g)]
             .map((m) => m[1]!);
           assert.ok(clientToken && operatorToken && clientToken !== operatorToken, banner);
