@@ -95,6 +95,8 @@ export interface GatewayConfig {
     sseMaxQueueBytes: number;
     /** MCP_SSE_MAX_QUEUE_MESSAGES: messages a legacy SSE session may have waiting for its reader. */
     sseMaxQueueMessages: number;
+    /** MCP_MAX_IN_FLIGHT_PER_SESSION: requests one session may have waiting for their answers. */
+    maxInFlightPerSession: number;
   };
   proxy: {
     configPath?: string;
@@ -352,13 +354,19 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
     name: "MCP_SSE_MAX_QUEUE_BYTES",
     default: "16777216",
     meaning:
-      "Bytes a legacy SSE session may have queued for a client that does not read its /sse stream; past it the session is ended (one message larger than this still goes out alone)",
+      "Bytes one SSE stream (legacy /sse, a Streamable HTTP POST response or GET /mcp stream) may have queued for a client that does not read it; past it the stream is cut: a legacy SSE session is ended, a POST stream's requests are cancelled, a GET stream is closed (one message larger than this still goes out alone)",
   },
   {
     name: "MCP_SSE_MAX_QUEUE_MESSAGES",
     default: "10000",
     meaning:
-      "Messages a legacy SSE session may have queued for its reader; past it the session is ended",
+      "Messages one SSE stream (legacy /sse, Streamable HTTP POST or GET) may have queued for its reader; past it the stream is cut as for MCP_SSE_MAX_QUEUE_BYTES",
+  },
+  {
+    name: "MCP_MAX_IN_FLIGHT_PER_SESSION",
+    default: "128",
+    meaning:
+      "Requests one MCP session (any transport) may have waiting for their answers; one more is refused with JSON-RPC error -32000, data.code too_many_requests",
   },
   {
     name: "MCP_HTTP_BODY_TIMEOUT_MS",
@@ -644,6 +652,7 @@ const ENV_SCHEMA = z.object({
   MCP_MAX_SESSIONS_PER_TENANT: int("MCP_MAX_SESSIONS_PER_TENANT", 1, 1_000_000),
   MCP_SSE_MAX_QUEUE_BYTES: int("MCP_SSE_MAX_QUEUE_BYTES", 1024, 1024 * 1024 * 1024),
   MCP_SSE_MAX_QUEUE_MESSAGES: int("MCP_SSE_MAX_QUEUE_MESSAGES", 1, 1_000_000),
+  MCP_MAX_IN_FLIGHT_PER_SESSION: int("MCP_MAX_IN_FLIGHT_PER_SESSION", 1, 1_000_000),
   MCP_PROXY_CONFIG_PATH: text,
   MCP_PROXY_STARTUP_WAIT: int("MCP_PROXY_STARTUP_WAIT", 0, 600),
   MCP_DATA_DIR: text,
@@ -788,6 +797,7 @@ export function resolveConfig(
       maxSessionsPerTenant: e.MCP_MAX_SESSIONS_PER_TENANT ?? 250,
       sseMaxQueueBytes: e.MCP_SSE_MAX_QUEUE_BYTES ?? 16 * 1024 * 1024,
       sseMaxQueueMessages: e.MCP_SSE_MAX_QUEUE_MESSAGES ?? 10_000,
+      maxInFlightPerSession: e.MCP_MAX_IN_FLIGHT_PER_SESSION ?? 128,
     },
     proxy: {
       ...(e.MCP_PROXY_CONFIG_PATH === undefined ? {} : { configPath: e.MCP_PROXY_CONFIG_PATH }),

@@ -45,6 +45,7 @@ Deno.test("resolveConfig resolves an empty environment to the documented default
       maxSessionsPerTenant: 250,
       sseMaxQueueBytes: 16 * 1024 * 1024,
       sseMaxQueueMessages: 10_000,
+      maxInFlightPerSession: 128,
     },
     proxy: { healthCheckIntervalSeconds: 30, toolSeparator: "__", startupWaitMs: 10_000 },
     dataDir: `${Deno.cwd()}/.agent33`,
@@ -110,6 +111,7 @@ Deno.test("resolveConfig reads each variable from the environment", () => {
     MCP_MAX_SESSIONS_PER_TENANT: "4",
     MCP_SSE_MAX_QUEUE_BYTES: "65536",
     MCP_SSE_MAX_QUEUE_MESSAGES: "64",
+    MCP_MAX_IN_FLIGHT_PER_SESSION: "16",
     MCP_PROXY_CONFIG_PATH: "fleet.yaml",
     MCP_PROXY_HEALTH_CHECK_INTERVAL: "5",
     MCP_PROXY_TOOL_SEPARATOR: ".",
@@ -152,6 +154,7 @@ Deno.test("resolveConfig reads each variable from the environment", () => {
     maxSessionsPerTenant: 4,
     sseMaxQueueBytes: 65536,
     sseMaxQueueMessages: 64,
+    maxInFlightPerSession: 16,
   });
   assert.deepEqual(config.proxy, {
     configPath: "fleet.yaml",

@@ -42,6 +42,8 @@ export type GatewayErrorCode =
   | "timeout"
   | "shutting_down"
   | "session_limit"
+  /** A session sent a request past MCP_MAX_IN_FLIGHT_PER_SESSION unanswered ones. */
+  | "too_many_requests"
   | "internal";
 
 /** JSON-RPC error code for each gateway code (server-side failures are -32603, never -32700/-32602). */
@@ -77,6 +79,7 @@ const RPC_CODE: Record<GatewayErrorCode, number> = {
   timeout: ErrorCode.RequestTimeout,
   shutting_down: -32000,
   session_limit: -32000,
+  too_many_requests: -32000,
   internal: ErrorCode.InternalError,
 };
 

@@ -62,7 +62,7 @@ import { operatorRoutes } from "./operator/routes.ts";
 import { configSecrets } from "./operator/admin_redaction.ts";
 import { redactedRoute } from "./operator/redacted_route.ts";
 import { forgetSecrets, registerSecrets, serverSecrets } from "./redact.ts";
-import { SessionAdmission } from "./session_admission.ts";
+import { SessionAdmission, tooManyRequestsError } from "./session_admission.ts";
 import { processStdio } from "./stdio_pipes.ts";
 import { loadFleetConfig, parseFleetConfig } from "./proxy/fleet_config.ts";
 import { DATA_DIR_VARIABLE, ensureDataDir } from "./data_dir.ts";
@@ -691,6 +691,8 @@ export class Kernel {
       throw error;
     }
     const pending = new Map<string | number, string>();
+    const maxInFlight = this.config.server.maxInFlightPerSession;
+    let refusing = false;
     const send = transport.send.bind(transport);
     const gate: SessionGate = { pending, send: (message) => transport.send(message) };
     const deliver = transport.onmessage;
@@ -708,6 +710,24 @@ export class Kernel {
               data: { code: "shutting_down" },
             },
           }).catch(() => {});
+          return;
+        }
+        // Every transport's requests enter here: one bound on what a session may keep waiting.
+        if (pending.size >= maxInFlight) {
+          if (!refusing) {
+            this.logger.warn(
+              `refused a request past MCP_MAX_IN_FLIGHT_PER_SESSION (${maxInFlight}): the session ` +
+                "keeps that many unanswered (further refusals on this session are not logged)",
+              {
+                session: info.sessionId ?? transport.sessionId,
+                tenant: info.auth.tenant,
+                transport: info.transport,
+              },
+            );
+          }
+          refusing = true;
+          void send({ jsonrpc: "2.0", id: m.id, error: tooManyRequestsError(maxInFlight) })
+            .catch(() => {});
           return;
         }
         pending.set(m.id, m.method);

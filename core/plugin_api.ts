@@ -458,3 +458,5 @@ export { isJsonRpcMessage, isObject, isRequestId } from "./jsonrpc_shape.ts";
 export { serializeMessage } from "./wire_json.ts";
 export { sessionLimitResponse } from "./session_admission.ts";
 export type { StreamTransportOptions } from "./stream_transport.ts";
+export { unreadLimitName, UnreadOutput } from "./unread_output.ts";
+export type { UnreadLimits, UnreadOverflow } from "./unread_output.ts";

@@ -79,3 +79,21 @@ export function sessionLimitResponse(error: GatewayError): Response {
     { status: 503, headers: { "Retry-After": "5" } },
   );
 }
+
+/**
+ * The JSON-RPC error for a request past MCP_MAX_IN_FLIGHT_PER_SESSION: -32000,
+ * `too_many_requests`, naming the bound and how to raise it.
+ */
+export function tooManyRequestsError(max: number): {
+  code: number;
+  message: string;
+  data: { code: "too_many_requests"; limit: "MCP_MAX_IN_FLIGHT_PER_SESSION"; max: number };
+} {
+  return {
+    code: -32000,
+    message: `Too many requests in flight on this session: ${max} are still waiting for their ` +
+      "answers, the most MCP_MAX_IN_FLIGHT_PER_SESSION allows; wait for answers (or cancel " +
+      "requests) before sending more, open another session, or raise MCP_MAX_IN_FLIGHT_PER_SESSION",
+    data: { code: "too_many_requests", limit: "MCP_MAX_IN_FLIGHT_PER_SESSION", max },
+  };
+}

@@ -12,23 +12,20 @@
  */
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { serializeMessage } from "../../core/plugin_api.ts";
+import {
+  serializeMessage,
+  type UnreadLimits,
+  UnreadOutput,
+  type UnreadOverflow,
+} from "../../core/plugin_api.ts";
 
 const encoder = new TextEncoder();
 
 /** How much may wait for a slow reader. */
-export interface SseQueueLimits {
-  /** Bytes queued; one message larger than this still goes out when the queue is empty. */
-  maxBytes: number;
-  maxMessages: number;
-}
+export type SseQueueLimits = UnreadLimits;
 
 /** What was queued when a session was ended for not reading. */
-export interface SseOverflow {
-  queuedBytes: number;
-  queuedMessages: number;
-  limit: "bytes" | "messages";
-}
+export type SseOverflow = UnreadOverflow;
 
 /** One legacy SSE session: a long-lived event stream out, POSTed messages in. */
 export class SseSessionTransport implements Transport {
@@ -43,30 +40,23 @@ export class SseSessionTransport implements Transport {
   /** The event stream to return as the GET /sse response body. */
   readonly stream: ReadableStream<Uint8Array>;
 
-  #limits: SseQueueLimits;
-  #queue: Uint8Array[] = [];
-  #queuedBytes = 0;
-  /** The stream's reader is waiting for a chunk: the next write goes straight to it. */
-  #waiting: ((chunk: Uint8Array | null) => void) | undefined;
+  #out: UnreadOutput;
   #closed = false;
-  #controller!: ReadableStreamDefaultController<Uint8Array>;
   #keepAlive: ReturnType<typeof setInterval> | undefined;
 
   constructor(endpoint: string, limits: SseQueueLimits, keepAliveMs = 15_000) {
-    this.#limits = limits;
     const url = `${endpoint}${endpoint.includes("?") ? "&" : "?"}sessionId=${this.sessionId}`;
-    this.#write(`event: endpoint\ndata: ${url}\n\n`);
-    // Pulled, with no buffer of its own (highWaterMark 0): every unread byte is in #queue, counted.
-    this.stream = new ReadableStream<Uint8Array>({
-      start: (controller) => void (this.#controller = controller),
-      pull: async (controller) => {
-        const chunk = await this.#next();
-        if (chunk === null) controller.close();
-        else controller.enqueue(chunk);
+    // Every unread byte waits in the bounded output, counted; past it the session ends.
+    this.#out = new UnreadOutput(limits, {
+      onoverflow: (overflow) => {
+        this.onoverflow?.(overflow);
+        void this.close();
       },
       // The client went away: end the session.
-      cancel: () => void this.close(),
-    }, { highWaterMark: 0 });
+      oncancel: () => void this.close(),
+    });
+    this.stream = this.#out.stream;
+    this.#write(`event: endpoint\ndata: ${url}\n\n`);
     if (keepAliveMs > 0) {
       // Comments keep idle proxies from cutting the stream.
       this.#keepAlive = setInterval(() => this.#write(": keep-alive\n\n"), keepAliveMs);
@@ -75,7 +65,7 @@ export class SseSessionTransport implements Transport {
 
   /** Bytes and messages written but not yet taken by the reader. */
   get queued(): { bytes: number; messages: number } {
-    return { bytes: this.#queuedBytes, messages: this.#queue.length };
+    return this.#out.queued;
   }
 
   start(): Promise<void> {
@@ -98,49 +88,12 @@ export class SseSessionTransport implements Transport {
     if (this.#closed) return Promise.resolve();
     this.#closed = true;
     clearInterval(this.#keepAlive);
-    this.#waiting?.(null);
-    this.#waiting = undefined;
+    this.#out.close();
     this.onclose?.();
     return Promise.resolve();
   }
 
-  #next(): Promise<Uint8Array | null> {
-    const chunk = this.#queue.shift();
-    if (chunk !== undefined) {
-      this.#queuedBytes -= chunk.byteLength;
-      return Promise.resolve(chunk);
-    }
-    if (this.#closed) return Promise.resolve(null);
-    return new Promise((resolve) => this.#waiting = resolve);
-  }
-
   #write(text: string): void {
-    if (this.#closed) return;
-    const chunk = encoder.encode(text);
-    const waiting = this.#waiting;
-    if (waiting) {
-      this.#waiting = undefined;
-      waiting(chunk);
-      return;
-    }
-    const { maxBytes, maxMessages } = this.#limits;
-    const overBytes = this.#queue.length > 0 && this.#queuedBytes + chunk.byteLength > maxBytes;
-    if (overBytes || this.#queue.length >= maxMessages) {
-      this.onoverflow?.({
-        queuedBytes: this.#queuedBytes,
-        queuedMessages: this.#queue.length,
-        limit: overBytes ? "bytes" : "messages",
-      });
-      // Dropped, and the response aborted: the connection goes, not just the session.
-      this.#queue = [];
-      this.#queuedBytes = 0;
-      try {
-        this.#controller.error(new Error("SSE reader fell behind the queue bound"));
-      } catch { /* already ended */ }
-      void this.close();
-      return;
-    }
-    this.#queue.push(chunk);
-    this.#queuedBytes += chunk.byteLength;
+    if (!this.#closed) this.#out.write(encoder.encode(text));
   }
 }

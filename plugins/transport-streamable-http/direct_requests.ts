@@ -28,6 +28,9 @@ import {
   isRequestId,
   serializeMessage,
   type TimerHandle,
+  type UnreadLimits,
+  UnreadOutput,
+  type UnreadOverflow,
 } from "../../core/plugin_api.ts";
 
 /** How the answer is written: one JSON body, or an SSE stream. */
@@ -55,21 +58,36 @@ const KEEP_ALIVE_MS = 15_000;
 const HOLD_MS = 1_000;
 const encoder = new TextEncoder();
 
+/** Called when a request's SSE stream was cut off because its client did not read it. */
+export type CutOff = (id: RequestId, overflow: UnreadOverflow) => void;
+
 /** Direct requests of one session. */
 export class DirectRequests {
   readonly #transport: Transport;
   readonly #mode: ResponseMode;
   readonly #clock: Clock;
+  readonly #limits: UnreadLimits;
+  readonly #cutOff: CutOff;
   readonly #waiters = new Map<RequestId, Waiter>();
 
   /**
    * Takes over `transport.send` for messages that belong to a direct request; call it before the
-   * session is served, so the kernel's own wrappers see every answer first.
+   * session is served, so the kernel's own wrappers see every answer first. An SSE stream's
+   * unread output is bounded by `limits`; past them the stream is cut and `cutOff` is called
+   * (its waiter is gone by then: the caller cancels the request).
    */
-  constructor(transport: Transport, mode: ResponseMode, clock: Clock) {
+  constructor(
+    transport: Transport,
+    mode: ResponseMode,
+    clock: Clock,
+    limits: UnreadLimits,
+    cutOff: CutOff,
+  ) {
     this.#transport = transport;
     this.#mode = mode;
     this.#clock = clock;
+    this.#limits = limits;
+    this.#cutOff = cutOff;
     const send = transport.send.bind(transport);
     transport.send = (message, options) => {
       const m = message as { id?: unknown; method?: unknown };
@@ -144,7 +162,7 @@ export class DirectRequests {
     const headers = sessionId === undefined
       ? SSE_HEADERS
       : { ...SSE_HEADERS, "mcp-session-id": sessionId };
-    let stream: ReadableStreamDefaultController<Uint8Array> | undefined;
+    let stream: UnreadOutput | undefined;
     let timer: TimerHandle | undefined;
     let open = true;
     // The waiter stays until the answer (send() removes it): what the request still sends after
@@ -154,12 +172,7 @@ export class DirectRequests {
       timer?.cancel();
     };
     const write = (text: string) => {
-      if (!open || !stream) return;
-      try {
-        stream.enqueue(encoder.encode(text));
-      } catch {
-        end(); // the client went away; the answer has nowhere to go
-      }
+      if (open && stream && !stream.write(encoder.encode(text))) end();
     };
     const tick = () => {
       write(": keepalive\n\n");
@@ -168,32 +181,36 @@ export class DirectRequests {
     const openStream = () => {
       if (stream || !open) return;
       timer?.cancel();
-      const body = new ReadableStream<Uint8Array>({
-        start: (controller) => {
-          stream = controller;
-        },
+      stream = new UnreadOutput(this.#limits, {
         // A disconnect is not a cancellation (the spec says so): the request runs on, unanswered.
-        cancel: end,
+        oncancel: end,
+        // Not reading is: the output has nowhere to go but the gateway's memory.
+        onoverflow: (overflow) => {
+          end();
+          if (this.#waiters.get(message.id) === waiter) this.#waiters.delete(message.id);
+          this.#cutOff(message.id, overflow);
+        },
       });
-      resolve(new Response(body, { headers }));
+      resolve(new Response(stream.stream, { headers }));
       timer = this.#clock.setTimeout(tick, KEEP_ALIVE_MS);
     };
     const last = (event: string) => {
       if (!open) return;
       if (stream) {
         write(event);
-        if (open) stream.close();
+        stream.close();
       } else resolve(new Response(event, { headers }));
       end();
     };
-    this.#waiters.set(message.id, {
+    const waiter: Waiter = {
       related: (related) => {
         openStream();
         write(sseEvent(related));
       },
       answer: (reply) => last(sseEvent(reply)),
       abandon: (reason) => last(sseEvent(closedError(message.id, reason))),
-    });
+    };
+    this.#waiters.set(message.id, waiter);
     timer = this.#clock.setTimeout(openStream, HOLD_MS);
     this.#transport.onmessage?.(message, { requestInfo });
   }

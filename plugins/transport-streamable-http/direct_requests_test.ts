@@ -1,8 +1,13 @@
 import assert from "node:assert/strict";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { CallToolRequestSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CallToolRequestSchema,
+  type JSONRPCMessage,
+  type RequestId,
+} from "@modelcontextprotocol/sdk/types.js";
 import { ManualClock } from "../../core/clock.ts";
+import type { UnreadLimits, UnreadOverflow } from "../../core/plugin_api.ts";
 import { initializeRequest } from "../../tests/support/gateway.ts";
 import { DirectRequests, type ResponseMode } from "./direct_requests.ts";
 
@@ -13,15 +18,39 @@ const HEADERS = {
 };
 
 /** One session: the SDK transport and Server, with DirectRequests installed as the plugin does. */
-async function session(mode: ResponseMode, clock = new ManualClock()) {
+async function session(
+  mode: ResponseMode,
+  clock = new ManualClock(),
+  limits: UnreadLimits = { maxBytes: 1 << 24, maxMessages: 10_000 },
+) {
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: () => crypto.randomUUID(),
     enableJsonResponse: mode === "json",
   });
-  const direct = new DirectRequests(transport, mode, clock);
+  const cutOffs: { id: RequestId; overflow: UnreadOverflow }[] = [];
+  // As the plugin does: a cut-off request is cancelled.
+  const direct = new DirectRequests(transport, mode, clock, limits, (id, overflow) => {
+    cutOffs.push({ id, overflow });
+    transport.onmessage?.({
+      jsonrpc: "2.0",
+      method: "notifications/cancelled",
+      params: { requestId: id, reason: "not read" },
+    });
+  });
   const server = new Server({ name: "s", version: "1" }, { capabilities: { tools: {} } });
   let release: (() => void) | undefined;
+  let flooding: AbortSignal | undefined;
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    if (request.params.name === "flood") {
+      flooding = extra.signal;
+      for (let i = 0; i < 1000 && !extra.signal.aborted; i++) {
+        await extra.sendNotification({
+          method: "notifications/progress",
+          params: { progressToken: "f", progress: i, message: "x".repeat(100) },
+        });
+      }
+      return { content: [{ type: "text", text: "flooded" }] };
+    }
     const token = request.params._meta?.progressToken;
     if (token !== undefined) {
       await extra.sendNotification({
@@ -50,6 +79,8 @@ async function session(mode: ResponseMode, clock = new ManualClock()) {
     server,
     id,
     release: () => release?.(),
+    cutOffs,
+    flooding: () => flooding,
     request: (body: unknown, headers: Record<string, string> = {}) =>
       post(body, { "mcp-session-id": id, ...headers }),
   };
@@ -233,5 +264,25 @@ Deno.test("An SSE-mode direct request sends a keep-alive comment every 15 s whil
   const rest = (await reader.read()).value!;
   assert.match(rest, /^event: message\ndata: .*"id":6/);
   assert.equal((await reader.read()).done, true);
+  await s.server.close();
+});
+
+Deno.test("An SSE-mode request whose client does not read its stream is cut off at the bound and cancelled", async () => {
+  const s = await session("sse", new ManualClock(), { maxBytes: 1 << 20, maxMessages: 50 });
+  const errors: Error[] = [];
+  s.server.onerror = (error) => errors.push(error);
+  const response = await directly(s, call(11, "flood"));
+  // Never read: the notifications pile up until the bound.
+  for (let i = 0; i < 50 && s.cutOffs.length === 0; i++) {
+    await new Promise((r) => setTimeout(r, 1));
+  }
+  assert.equal(s.cutOffs.length, 1);
+  assert.equal(s.cutOffs[0]!.id, 11);
+  assert.equal(s.cutOffs[0]!.overflow.limit, "messages");
+  assert.equal(s.cutOffs[0]!.overflow.queuedMessages, 50);
+  assert.equal(s.flooding()?.aborted, true, "the request was cancelled");
+  assert.equal(s.direct.size, 0, "its waiter is gone");
+  await assert.rejects(response.body!.getReader().read(), /fell behind/);
+  assert.deepEqual(errors.map(String), []);
   await s.server.close();
 });

@@ -7,7 +7,7 @@
  * @module
  */
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { isInitializeRequest, type RequestId } from "@modelcontextprotocol/sdk/types.js";
 import {
   bearerToken,
   definePlugin,
@@ -16,6 +16,9 @@ import {
   sessionLimitResponse,
   type TimerHandle,
   type TokenPayload,
+  unreadLimitName,
+  UnreadOutput,
+  type UnreadOverflow,
 } from "../../core/plugin_api.ts";
 import { DirectRequests } from "./direct_requests.ts";
 import { releaseJsonStreams } from "./json_stream_release.ts";
@@ -89,6 +92,11 @@ export default definePlugin({
   create(ctx) {
     const sessions = new Map<string, Session>();
     const { maxMessageBytes, httpResponseMode, httpSessionIdleMs } = ctx.settings;
+    // The same bound as legacy SSE: what one stream may hold for a client that does not read it.
+    const limits = {
+      maxBytes: ctx.settings.sseMaxQueueBytes,
+      maxMessages: ctx.settings.sseMaxQueueMessages,
+    };
 
     // A client may leave without DELETE (the SDK client's close() sends none): its session would
     // hold its SDK Server and maps forever. Idle ones — no request, nothing in flight, no open
@@ -122,34 +130,81 @@ export default definePlugin({
       }
     }
 
-    /** Counts a GET stream as open until its body ends or the client goes. */
-    function tracked(session: Session, response: Response): Response {
+    /**
+     * A stream whose client stopped reading was cut off: says so, and cancels the requests it
+     * carried (their output has nowhere to go), as if the client had sent notifications/cancelled.
+     */
+    function cutOff(session: Session, ids: RequestId[], overflow: UnreadOverflow): void {
+      const limit = unreadLimitName(overflow.limit);
+      ctx.logger.warn(
+        (ids.length === 0
+          ? "closed the GET /mcp stream of a Streamable HTTP session whose client does not read it " +
+            "(it may open a new one): "
+          : `closed a Streamable HTTP response stream whose client does not read it and cancelled ` +
+            `its request(s) ${ids.map((id) => JSON.stringify(id)).join(", ")}: `) +
+          `${overflow.queuedMessages} message(s), ${overflow.queuedBytes} bytes unread (${limit})`,
+        {
+          session: session.transport.sessionId,
+          tenant: session.owner.tenant,
+          subject: session.owner.subject,
+          limit,
+        },
+      );
+      for (const id of ids) {
+        session.inFlight.delete(id);
+        session.transport.onmessage?.({
+          jsonrpc: "2.0",
+          method: "notifications/cancelled",
+          params: {
+            requestId: id,
+            reason: `the client did not read the request's response stream (${limit})`,
+          },
+        });
+      }
+    }
+
+    /**
+     * The SDK transport's SSE response, relayed through bounded output: the SDK enqueues on a push
+     * stream that never refuses a chunk, so its stream is drained as it fills and what the client
+     * has not read waits, counted, here. `ids` are the POST's requests; none for the GET stream,
+     * which counts as open (the session is not idle) until its body ends or the client goes.
+     */
+    function bounded(session: Session, response: Response, ids: RequestId[]): Response {
       if (!response.body || !response.headers.get("content-type")?.includes("text/event-stream")) {
         return response;
       }
-      session.streams++;
+      const listening = ids.length === 0;
+      if (listening) session.streams++;
       let open = true;
       const done = () => {
-        if (open) session.streams--;
+        if (open && listening) session.streams--;
         open = false;
         session.lastSeen = ctx.clock.now();
       };
-      // The stream ends either way: the server closes it, or the client goes and cancels it.
       const reader = response.body.getReader();
-      const relayed = new ReadableStream<Uint8Array>({
-        async pull(controller) {
-          const { value, done: ended } = await reader.read();
-          if (ended) {
-            done();
-            controller.close();
-          } else controller.enqueue(value);
-        },
-        async cancel(reason) {
+      const out = new UnreadOutput(limits, {
+        oncancel: () => {
           done();
-          await reader.cancel(reason);
+          reader.cancel().catch(() => {});
+        },
+        onoverflow: (overflow) => {
+          done();
+          reader.cancel().catch(() => {});
+          cutOff(session, ids, overflow);
         },
       });
-      return new Response(relayed, {
+      void (async () => {
+        try {
+          for (;;) {
+            const { value, done: ended } = await reader.read();
+            if (ended) break;
+            if (!out.write(value)) return;
+          }
+        } catch { /* the SDK's stream errored: end ours */ }
+        done();
+        out.close();
+      })();
+      return new Response(out.stream, {
         status: response.status,
         statusText: response.statusText,
         headers: response.headers,
@@ -197,7 +252,13 @@ export default definePlugin({
       });
       session.transport = transport;
       if (httpResponseMode === "json") releaseJsonStreams(transport);
-      const direct = session.direct = new DirectRequests(transport, httpResponseMode, ctx.clock);
+      const direct = session.direct = new DirectRequests(
+        transport,
+        httpResponseMode,
+        ctx.clock,
+        limits,
+        (id, overflow) => cutOff(session as Session, [id], overflow),
+      );
       trackResponses(transport, session.inFlight!);
       transport.onclose = () => {
         if (transport.sessionId) sessions.delete(transport.sessionId);
@@ -271,7 +332,11 @@ export default definePlugin({
         return session.direct.serve(request, single as typeof single & { id: string | number });
       }
       try {
-        return await session.transport.handleRequest(request, { parsedBody: body });
+        return bounded(
+          session,
+          await session.transport.handleRequest(request, { parsedBody: body }),
+          ids,
+        );
       } catch (error) {
         for (const id of ids) session.inFlight.delete(id);
         throw error;
@@ -320,7 +385,7 @@ export default definePlugin({
           }
           session.lastSeen = ctx.clock.now();
           if (request.method === "GET") {
-            return session.transport.handleRequest(request).then((r) => tracked(session, r));
+            return session.transport.handleRequest(request).then((r) => bounded(session, r, []));
           }
           if (request.method !== "POST") return session.transport.handleRequest(request);
           return post(request, session, read);
