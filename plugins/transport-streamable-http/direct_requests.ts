@@ -44,6 +44,8 @@ interface Waiter {
   answer(message: JSONRPCMessage): void;
   /** The session closed first. */
   abandon(reason: string): void;
+  /** The client cancelled it: the response ends with no answer (none will come). */
+  cancelled(): void;
 }
 
 const SSE_HEADERS = {
@@ -140,6 +142,7 @@ export class DirectRequests {
           related() {}, // as in the SDK's JSON mode: one JSON body has no room for them
           answer: (reply) => resolve(jsonResponse(reply, sessionId)),
           abandon: (reason) => resolve(jsonResponse(closedError(message.id, reason), sessionId)),
+          cancelled: () => resolve(new Response(null, { status: 202 })),
         });
         this.#transport.onmessage?.(message, { requestInfo });
       });
@@ -197,7 +200,7 @@ export class DirectRequests {
     const last = (event: string) => {
       if (!open) return;
       if (stream) {
-        write(event);
+        if (event) write(event);
         stream.close();
       } else resolve(new Response(event, { headers }));
       end();
@@ -209,10 +212,22 @@ export class DirectRequests {
       },
       answer: (reply) => last(sseEvent(reply)),
       abandon: (reason) => last(sseEvent(closedError(message.id, reason))),
+      cancelled: () => last(""),
     };
     this.#waiters.set(message.id, waiter);
     timer = this.#clock.setTimeout(openStream, HOLD_MS);
     this.#transport.onmessage?.(message, { requestInfo });
+  }
+
+  /**
+   * The client cancelled request `id`: its response ends now, without an answer (the spec says
+   * none is sent), rather than its waiter and HTTP response being held forever.
+   */
+  cancel(id: RequestId): void {
+    const waiter = this.#waiters.get(id);
+    if (!waiter) return;
+    this.#waiters.delete(id);
+    waiter.cancelled();
   }
 
   /** Ends every waiting request's response with an error: the session is gone. */

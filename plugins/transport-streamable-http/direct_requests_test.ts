@@ -286,3 +286,16 @@ Deno.test("An SSE-mode request whose client does not read its stream is cut off 
   assert.deepEqual(errors.map(String), []);
   await s.server.close();
 });
+
+Deno.test("A request the client cancels ends its response at once, without an answer, and frees its waiter", async () => {
+  for (const mode of ["sse", "json"] as const) {
+    const s = await session(mode);
+    const pending = directly(s, call(12, "hold"));
+    s.direct.cancel(12);
+    const response = await pending;
+    assert.equal(await response.text(), "", `${mode}: no answer`);
+    assert.equal(s.direct.size, 0);
+    s.release();
+    await s.server.close();
+  }
+});

@@ -12,6 +12,7 @@ import {
   bearerToken,
   definePlugin,
   GatewayError,
+  isRequestId,
   type ServedSession,
   sessionLimitResponse,
   type TimerHandle,
@@ -160,6 +161,18 @@ export default definePlugin({
             reason: `the client did not read the request's response stream (${limit})`,
           },
         });
+      }
+    }
+
+    /**
+     * A request the client cancelled gets no answer: without this its id would stay in flight (the
+     * session never idle) and a direct request's waiter and HTTP response would be held forever.
+     */
+    function forgetCancelled(session: Session, body: unknown): void {
+      for (const m of Array.isArray(body) ? body : [body]) {
+        if (m?.method !== "notifications/cancelled") continue;
+        const id = m.params?.requestId;
+        if (isRequestId(id) && session.inFlight.delete(id)) session.direct.cancel(id);
       }
     }
 
@@ -327,6 +340,7 @@ export default definePlugin({
         );
       }
       for (const id of ids) session.inFlight.add(id);
+      forgetCancelled(session, body);
       const single = session.direct.qualifies(request, body);
       if (single) {
         return session.direct.serve(request, single as typeof single & { id: string | number });

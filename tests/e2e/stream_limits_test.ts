@@ -291,3 +291,72 @@ Deno.test("Past MCP_MAX_IN_FLIGHT_PER_SESSION a stdio request is refused the sam
     await fleet.remove();
   }
 });
+
+/** POSTs 64 KiB chunked (no Content-Length) on a raw socket; the response's status and text. */
+async function postChunked(url: string, headers: Record<string, string>) {
+  const target = new URL(url);
+  const socket = await Deno.connect({ hostname: "127.0.0.1", port: Number(target.port) });
+  try {
+    const head = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("");
+    await socket.write(encoder.encode(
+      `POST ${target.pathname}${target.search} HTTP/1.1\r\nHost: ${target.host}\r\n${head}` +
+        "Transfer-Encoding: chunked\r\n\r\n",
+    ));
+    const chunk = " ".repeat(8 * 1024);
+    for (let i = 0; i < 8; i++) {
+      await socket.write(encoder.encode(`${chunk.length.toString(16)}\r\n${chunk}\r\n`));
+    }
+    let text = "";
+    const buffer = new Uint8Array(8192);
+    while (!/\r\n\r\n[\s\S]*\}/.test(text)) {
+      const n = await socket.read(buffer);
+      if (n === null) break;
+      text += new TextDecoder().decode(buffer.subarray(0, n));
+    }
+    return { status: Number(/^HTTP\/1\.1 (\d+)/.exec(text)?.[1]), text };
+  } finally {
+    socket.close();
+  }
+}
+
+Deno.test("A body over MCP_MAX_MESSAGE_BYTES gets 413 naming the limit on every inbound HTTP path, declared or chunked", async () => {
+  // A child process: a refused chunked body is left unread on the gateway's side of the socket.
+  const token = "body-limit-token";
+  const gateway = await spawnHttpChild({
+    MCP_SERVER_AUTH_TOKEN: token,
+    MCP_MAX_MESSAGE_BYTES: "4096",
+  });
+  try {
+    const headers = await session(gateway.url, token);
+    const sse = await fetch(`${gateway.url}/sse`, {
+      headers: { Authorization: `Bearer ${token}`, Accept: "text/event-stream" },
+    });
+    const reader = sse.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let head = "";
+    while (!/sessionId=[\w-]+/.test(head)) head += (await reader.read()).value ?? "";
+    const messages = `${gateway.url}${/data: (\/messages\?sessionId=[\w-]+)/.exec(head)![1]}`;
+    const big = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "ping",
+      params: { pad: "x".repeat(8192) },
+    });
+    const paths: [string, string, Record<string, string>][] = [
+      ["POST /mcp (initialize)", `${gateway.url}/mcp`, mcpHeaders(token)],
+      ["POST /mcp (in a session)", `${gateway.url}/mcp`, headers],
+      ["POST /messages", messages, mcpHeaders(token)],
+    ];
+    const limit = /exceeds the 4096-byte limit \(MCP_MAX_MESSAGE_BYTES\)/;
+    for (const [what, url, h] of paths) {
+      const declared = await fetch(url, { method: "POST", headers: h, body: big });
+      assert.equal(declared.status, 413, what);
+      assert.match((await declared.json()).error.message, limit, what);
+      const streamed = await postChunked(url, h);
+      assert.equal(streamed.status, 413, `${what}, chunked`);
+      assert.match(streamed.text, limit, `${what}, chunked`);
+    }
+    await reader.cancel();
+  } finally {
+    await gateway.close();
+  }
+});
