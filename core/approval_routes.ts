@@ -17,7 +17,7 @@ import type { ApprovalQueue, ApprovalStatus } from "./governance/approval_queue.
 import { APPROVAL_TOKEN_META_KEY } from "./governance/tool_governance.ts";
 import { jsonError } from "./http_listener.ts";
 import { refuseScope } from "./operator/admin_scope.ts";
-import type { HttpRoute } from "./plugin_api.ts";
+import type { HttpRoute } from "./http_route.ts";
 
 const STATUSES: readonly ApprovalStatus[] = ["pending", "approved", "denied", "expired"];
 /** Longest denial reason accepted. */

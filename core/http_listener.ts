@@ -22,7 +22,7 @@ import type { HostVerdict } from "./auth/host_guard.ts";
 import type { ProtectedResource } from "./auth/oauth_resource.ts";
 import type { TokenPayload } from "./auth/token_payload.ts";
 import type { Logger } from "./logger.ts";
-import type { HttpRoute } from "./plugin_api.ts";
+import type { HttpRoute } from "./http_route.ts";
 
 /**
  * The caller when `--no-auth` is in force (loopback only): it may use the MCP endpoints and

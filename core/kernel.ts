@@ -23,10 +23,9 @@ import { type EventBus, InProcessEventBus } from "./event_bus.ts";
 import { SwitchableEventBus } from "./switchable_event_bus.ts";
 import { ANONYMOUS, HttpListener, jsonError, type MountedRoute } from "./http_listener.ts";
 import { createLogger, type Logger } from "./logger.ts";
+import type { HttpRoute } from "./http_route.ts";
 import type {
-  HttpRoute,
   InboundTransport,
-  ModelProvider,
   PluginContext,
   PluginKind,
   PluginManifest,
@@ -34,8 +33,8 @@ import type {
   SessionInfo,
   StdioStreams,
   TransportContext,
-  UpstreamAdapter,
 } from "./plugin_api.ts";
+import { type PluginInstance, PluginInstances } from "./plugin_instances.ts";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { FleetConfig, FleetServer } from "./proxy/fleet_config.ts";
@@ -114,12 +113,6 @@ export interface FleetDiff {
   changed: string[];
 }
 
-/** An instantiated plugin. */
-interface PluginInstance {
-  plugin: LoadedPlugin;
-  value: unknown;
-}
-
 /** How to stop: `immediate` cuts off tool calls in flight instead of waiting for them. */
 export interface StopOptions {
   immediate?: boolean;
@@ -163,7 +156,7 @@ export class Kernel {
   scanner: GatewayScanner | undefined;
 
   #options: KernelOptions;
-  #instances = new Map<PluginKind, PluginInstance[]>();
+  #instances = new PluginInstances();
   #transports: InboundTransport[] = [];
   #failures: PluginFailure[] = [];
   #listener: HttpListener | undefined;
@@ -313,7 +306,7 @@ export class Kernel {
       defaultModel: options.config.engine.model,
       registries: { agents: this.agents, skills: this.skills, workflows: this.workflows },
       invoker: kernelInvoker({ pipeline, tools: this.tools, proxy: this.proxy }),
-      models: () => this.pluginsOf("model") as ModelProvider[],
+      models: () => this.pluginsOf("model"),
       logger: this.logger.child("engine"),
     });
     for (const tool of this.engine.tools()) this.tools.register(tool);
@@ -436,8 +429,8 @@ export class Kernel {
   }
 
   /** Instances of loaded plugins of one kind, for the services that consume them. */
-  pluginsOf(kind: PluginKind): readonly unknown[] {
-    return (this.#instances.get(kind) ?? []).map((i) => i.value);
+  pluginsOf<K extends PluginKind>(kind: K): readonly PluginInstance<K>[] {
+    return this.#instances.of(kind);
   }
 
   /** Loads plugins, then starts the selected transport. */
@@ -473,9 +466,7 @@ export class Kernel {
       if (plugin.manifest.kind !== "bus") await this.#instantiate(plugin);
     }
 
-    for (const adapter of this.pluginsOf("upstream")) {
-      this.#upstreams.add(adapter as UpstreamAdapter);
-    }
+    for (const adapter of this.pluginsOf("upstream")) this.#upstreams.add(adapter);
     const fleet = await this.#loadFleet();
 
     const info: StartInfo = { transport: server.transport, pluginFailures: this.#failures };
@@ -554,20 +545,18 @@ export class Kernel {
       await this.#fleetStarted.catch(() => {});
       await this.proxy.stop();
       this.scanner?.close();
-      for (const instances of this.#instances.values()) {
-        for (const { value, plugin } of instances) {
-          const closable = value as { close?: () => unknown } | undefined;
-          if (typeof closable?.close !== "function") continue;
-          // Running transports were closed first, above; close() is not required to be idempotent.
-          if (this.#transports.includes(value as InboundTransport)) continue;
-          try {
-            await closable.close();
-          } catch (error) {
-            this.logger.warn("plugin failed to close", {
-              plugin: plugin.manifest.name,
-              error: String(error),
-            });
-          }
+      for (const { value, plugin } of this.#instances.all()) {
+        const closable = value as { close?: () => unknown } | undefined;
+        if (typeof closable?.close !== "function") continue;
+        // Running transports were closed first, above; close() is not required to be idempotent.
+        if (this.#transports.some((t) => t === value)) continue;
+        try {
+          await closable.close();
+        } catch (error) {
+          this.logger.warn("plugin failed to close", {
+            plugin: plugin.manifest.name,
+            error: String(error),
+          });
         }
       }
       await this.#approvalStore?.flush();
@@ -1018,7 +1007,7 @@ export class Kernel {
       config,
       bus: this.bus,
       tools: { register: (tool) => this.tools.register(tool) },
-      models: () => this.pluginsOf("model") as ModelProvider[],
+      models: () => this.pluginsOf("model"),
     };
     let value: unknown;
     try {
@@ -1041,15 +1030,23 @@ export class Kernel {
               return stdio();
             },
           };
-          value = await manifest.create(ctx);
+          value = this.#instances.add("transport", plugin, await manifest.create(ctx));
           break;
         }
         case "bus":
+          value = this.#instances.add("bus", plugin, await manifest.create(base));
+          break;
         case "upstream":
+          value = this.#instances.add("upstream", plugin, await manifest.create(base));
+          break;
         case "discovery":
+          value = this.#instances.add("discovery", plugin, await manifest.create(base));
+          break;
         case "scanner-rule":
+          value = this.#instances.add("scanner-rule", plugin, await manifest.create(base));
+          break;
         case "model":
-          value = await manifest.create(base);
+          value = this.#instances.add("model", plugin, await manifest.create(base));
           break;
         default: {
           const unreachable: never = manifest;
@@ -1060,9 +1057,6 @@ export class Kernel {
       this.#fail(plugin, `factory threw: ${serializeError(error).message}`);
       return undefined;
     }
-    const list = this.#instances.get(manifest.kind) ?? [];
-    list.push({ plugin, value });
-    this.#instances.set(manifest.kind, list);
     this.bus.publish({
       type: "plugin.loaded",
       plugin: manifest.name,
@@ -1085,9 +1079,7 @@ export class Kernel {
   }
 
   #transportsOf(mode: "stdio" | "http"): InboundTransport[] {
-    return (this.#instances.get("transport") ?? [])
-      .map((i) => i.value as InboundTransport)
-      .filter((t) => t.mode === mode);
+    return this.#instances.of("transport").filter((t) => t.mode === mode);
   }
 
   async #startStdio(): Promise<void> {
@@ -1134,7 +1126,7 @@ export class Kernel {
       readiness: () => ({
         ready: this.#ready && this.#fleetReady,
         detail: {
-          plugins: [...this.#instances.values()].flat().length,
+          plugins: this.#instances.all().length,
           pluginFailures: this.#failures.length,
           sessions: this.bridge.sessionCount,
           toolCallsInFlight: this.bridge.inFlightCalls,

@@ -5,7 +5,7 @@
  */
 import { refuseScope } from "./operator/admin_scope.ts";
 import type { SystemStatus } from "./bridge.ts";
-import type { HttpRoute } from "./plugin_api.ts";
+import type { HttpRoute } from "./http_route.ts";
 import type { HandleSnapshot } from "./proxy/child_server_handle.ts";
 
 /** What the status route reads. */

@@ -15,15 +15,18 @@ import type { EventBus } from "./event_bus.ts";
 import type { Logger } from "./logger.ts";
 import type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "./proxy/worker_protocol.ts";
 
-export type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { HttpRoute } from "./http_route.ts";
+
 export type { TokenPayload } from "./auth/token_payload.ts";
+export { systemClock } from "./clock.ts";
 export type { Clock, TimerHandle } from "./clock.ts";
-export type { EventBus } from "./event_bus.ts";
+export type { EventBus, EventHandler } from "./event_bus.ts";
+export { SUBJECT_PREFIX, subjectOf } from "./events.ts";
 export type { GatewayEvent } from "./events.ts";
+export type { NonceStore } from "./governance/nonce_store.ts";
+export type { HttpRoute } from "./http_route.ts";
 export type { Logger } from "./logger.ts";
 export { GatewayError } from "./errors.ts";
-export type { GatewayErrorCode, SerializedError } from "./errors.ts";
-export { parseKernelMessage } from "./proxy/worker_protocol.ts";
 export type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "./proxy/worker_protocol.ts";
 
 /** The closed set of extension points; the kernel handles each one exhaustively. */
@@ -152,28 +155,6 @@ export interface TransportContext extends PluginContext {
   stdio: StdioStreams;
 }
 
-/** An HTTP route a transport mounts on the gateway's listener, behind auth and Host checks. */
-export interface HttpRoute {
-  /** HTTP methods served; others get 405. */
-  methods: string[];
-  /** Exact path, e.g. `/mcp`. */
-  path: string;
-  /** Also serve every path below `path` (e.g. `/mcp/<server_id>`). */
-  prefix?: boolean;
-  /**
-   * Served without credentials, after the Host/Origin check; the handler gets a caller with no
-   * scopes. For static assets only (the dashboard's page), never data.
-   */
-  public?: true;
-  /**
-   * Hands the handler the body the listener read, as bytes (third argument), with the original
-   * request (its body already consumed) instead of a copy rebuilt around the body.
-   */
-  rawBody?: true;
-  /** Handles a request from an authenticated caller. */
-  handle(request: Request, auth: TokenPayload, body?: Uint8Array | null): Promise<Response>;
-}
-
 /** A running inbound transport. */
 export interface InboundTransport {
   /** `stdio` transports own the process streams; `http` transports mount routes. */
@@ -260,14 +241,6 @@ export interface UpstreamAdapter {
 export interface UpstreamPlugin extends ManifestBase {
   kind: "upstream";
   create(ctx: PluginContext): UpstreamAdapter | Promise<UpstreamAdapter>;
-}
-
-/** Extension points whose consumers arrive with later kernel services; the kernel keeps their instances by kind. */
-export interface GenericPlugin<
-  K extends Exclude<PluginKind, "transport" | "bus" | "upstream" | "model">,
-> extends ManifestBase {
-  kind: K;
-  create(ctx: PluginContext): unknown;
 }
 
 /** One message of a model conversation. */
@@ -457,6 +430,5 @@ export { StreamTransport } from "./stream_transport.ts";
 export { isJsonRpcMessage, isObject, isRequestId } from "./jsonrpc_shape.ts";
 export { serializeMessage } from "./wire_json.ts";
 export { sessionLimitResponse } from "./session_admission.ts";
-export type { StreamTransportOptions } from "./stream_transport.ts";
 export { unreadLimitName, UnreadOutput } from "./unread_output.ts";
 export type { UnreadLimits, UnreadOverflow } from "./unread_output.ts";

@@ -7,7 +7,7 @@
 import type { ConnectorPolicy } from "../governance/policy.ts";
 import { jsonError } from "../http_listener.ts";
 import type { Kernel } from "../kernel.ts";
-import type { HttpRoute } from "../plugin_api.ts";
+import type { HttpRoute } from "../http_route.ts";
 import type { BreakerState } from "../proxy/circuit_breaker.ts";
 import type { LifecycleState } from "../proxy/child_server_handle.ts";
 import { pathParams, refuseScope } from "./admin_scope.ts";

@@ -10,7 +10,7 @@ import {
 import type { GatewayConfig } from "../config.ts";
 import { GatewayError } from "../errors.ts";
 import type { Kernel } from "../kernel.ts";
-import type { HttpRoute } from "../plugin_api.ts";
+import type { HttpRoute } from "../http_route.ts";
 import { redactConfig, redactServer } from "./admin_redaction.ts";
 import { type AdminAccess, refuseScope } from "./admin_scope.ts";
 import { syncRoutes } from "../sync/sync_routes.ts";

@@ -4,7 +4,7 @@
  * @module
  */
 import type { Kernel } from "../kernel.ts";
-import type { HttpRoute } from "../plugin_api.ts";
+import type { HttpRoute } from "../http_route.ts";
 import { connectorRoutes } from "./admin_connector_routes.ts";
 import { mcpAdminRoutes } from "./admin_mcp_routes.ts";
 import { serverRoutes } from "./admin_server_routes.ts";

@@ -13,7 +13,7 @@
 import { hasControlCharacter } from "../control_characters.ts";
 import { jsonError } from "../http_listener.ts";
 import type { Kernel } from "../kernel.ts";
-import type { HttpRoute } from "../plugin_api.ts";
+import type { HttpRoute } from "../http_route.ts";
 import type { HandleSnapshot } from "../proxy/child_server_handle.ts";
 import type { FleetServer } from "../proxy/fleet_config.ts";
 import {

@@ -9,7 +9,7 @@
  * @module
  */
 import { jsonError } from "../http_listener.ts";
-import type { HttpRoute } from "../plugin_api.ts";
+import type { HttpRoute } from "../http_route.ts";
 
 /** The path of the dashboard page. */
 export const DASHBOARD_PATH = "/dashboard";

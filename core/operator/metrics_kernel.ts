@@ -3,7 +3,7 @@
  * @module
  */
 import type { Kernel } from "../kernel.ts";
-import type { HttpRoute } from "../plugin_api.ts";
+import type { HttpRoute } from "../http_route.ts";
 import {
   GatewayMetrics,
   type GatewayMetricsSources,

@@ -4,7 +4,7 @@
  * path and method is served, and every mounted route is documented.
  * @module
  */
-import type { HttpRoute } from "../plugin_api.ts";
+import type { HttpRoute } from "../http_route.ts";
 import { GATEWAY_INFO } from "../version.ts";
 import { refuseScope, SCOPES_FOR } from "./admin_scope.ts";
 

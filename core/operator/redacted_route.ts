@@ -4,7 +4,7 @@
  * failure never carries a credential, whichever route built it.
  * @module
  */
-import type { HttpRoute } from "../plugin_api.ts";
+import type { HttpRoute } from "../http_route.ts";
 import { redact, redactDeep } from "../redact.ts";
 
 /** `route` with its JSON and plain-text bodies redacted; streams and other bodies pass as they are. */

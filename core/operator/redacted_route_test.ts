@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import type { HttpRoute, TokenPayload } from "../plugin_api.ts";
+import type { HttpRoute } from "../http_route.ts";
+import type { TokenPayload } from "../auth/token_payload.ts";
 import { redactedRoute } from "./redacted_route.ts";
 
 const caller: TokenPayload = { tenant: "t", scopes: ["admin"], subject: "s" };

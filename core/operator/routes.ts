@@ -4,7 +4,7 @@
  * @module
  */
 import type { Kernel } from "../kernel.ts";
-import type { HttpRoute } from "../plugin_api.ts";
+import type { HttpRoute } from "../http_route.ts";
 import { adminRoutes } from "./admin_routes.ts";
 import { dashboardRoute } from "./dashboard.ts";
 import { eventsStreamRoute } from "./events_stream.ts";

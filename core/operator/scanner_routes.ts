@@ -8,7 +8,7 @@
  */
 import { jsonError } from "../http_listener.ts";
 import type { Kernel } from "../kernel.ts";
-import type { HttpRoute } from "../plugin_api.ts";
+import type { HttpRoute } from "../http_route.ts";
 import { methodNotAllowed, refuseScope } from "./admin_scope.ts";
 
 /** The scanner routes over a running kernel. */

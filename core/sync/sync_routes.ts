@@ -11,7 +11,7 @@
  */
 import type { Kernel } from "../kernel.ts";
 import { jsonError } from "../http_listener.ts";
-import type { HttpRoute } from "../plugin_api.ts";
+import type { HttpRoute } from "../http_route.ts";
 import { type AdminAccess, methodNotAllowed, refuseScope } from "../operator/admin_scope.ts";
 import { FleetEditError } from "../proxy/fleet_writer.ts";
 import { discoverOnce } from "./discovery_service.ts";

@@ -9,11 +9,17 @@
  * @module
  */
 import { connect, Events, type KV, type Msg, type NatsConnection, type NatsError } from "nats";
-import { type Clock, systemClock } from "../../core/clock.ts";
-import type { EventBus, EventHandler } from "../../core/event_bus.ts";
-import { type GatewayEvent, SUBJECT_PREFIX, subjectOf } from "../../core/events.ts";
-import type { NonceStore } from "../../core/governance/nonce_store.ts";
-import type { Logger } from "../../core/logger.ts";
+import {
+  type Clock,
+  type EventBus,
+  type EventHandler,
+  type GatewayEvent,
+  type Logger,
+  type NonceStore,
+  SUBJECT_PREFIX,
+  subjectOf,
+  systemClock,
+} from "../../core/plugin_api.ts";
 
 /** Options for {@link NatsEventBus.connect}. */
 export interface NatsEventBusOptions {

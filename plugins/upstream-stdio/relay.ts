@@ -8,8 +8,7 @@
  * @module
  */
 import type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../../core/plugin_api.ts";
-import { ChunkReader } from "../../core/chunk_reader.ts";
-import { LineWriter } from "../../core/line_writer.ts";
+import { ChunkReader, LineWriter } from "../../core/plugin_api/stdio_framing.ts";
 import { LineFramer } from "./line_framer.ts";
 import { StderrDigest } from "./stderr_digest.ts";
 

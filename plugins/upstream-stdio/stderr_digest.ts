@@ -5,7 +5,7 @@
  * those would be the frames' tail and never the line that says what went wrong.
  * @module
  */
-import { plainText } from "../../core/control_characters.ts";
+import { plainText } from "../../core/plugin_api/stdio_framing.ts";
 
 /** How long an error block may pause before it is reported as it stands. */
 const BLOCK_IDLE_MS = 50;
