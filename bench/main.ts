@@ -54,6 +54,7 @@ import {
   throughputRound,
 } from "./stats.ts";
 import { benchGovernance } from "./governance.ts";
+import { benchTracing } from "./tracing.ts";
 import { benchScanner } from "./scanner.ts";
 import { benchToolsList } from "./tools_list.ts";
 import {
@@ -82,7 +83,15 @@ const LATENCY = [
   "gw-http-json-traced-lean",
 ] as const;
 type LatencyName = (typeof LATENCY)[number];
-const ALL = [...LATENCY, "throughput", "memory", "governance", "tools-list", "scanner"] as const;
+const ALL = [
+  ...LATENCY,
+  "throughput",
+  "memory",
+  "governance",
+  "tracing",
+  "tools-list",
+  "scanner",
+] as const;
 type ScenarioName = (typeof ALL)[number];
 
 const LABELS: Record<LatencyName, string> = {
@@ -115,6 +124,7 @@ const HELP = `Usage: deno task bench [--quick] [--scenario NAME]... [options]
 Scenarios: ${ALL.join(", ")}
   (a gateway latency scenario also runs its baseline: "direct" for the SDK client, "direct-lean"
    for the lean raw JSON-RPC client; "throughput" runs ${THROUGHPUT.join(", ")}
+   — or, beside latency scenarios, only those and their baselines
    with ${CONCURRENCY.join(" and ")} calls in flight)
 
 Options:
@@ -403,7 +413,11 @@ async function runLatencyAndThroughput(settings: Settings, results: Results): Pr
   );
   const throughput = settings.scenarios.includes("throughput");
   if (measured.length === 0 && !throughput) return;
-  const wanted = new Set<LatencyName>([...measured, ...(throughput ? THROUGHPUT : [])]);
+  // Beside latency scenarios, throughput measures just those (e.g. traced against untraced).
+  const throughputOf = measured.length === 0
+    ? THROUGHPUT
+    : THROUGHPUT.filter((name) => measured.includes(name));
+  const wanted = new Set<LatencyName>([...measured, ...(throughput ? throughputOf : [])]);
 
   const fleet = await writeFleet([EVERYTHING]);
   const inlineFleet = await writeFleet([EVERYTHING], { isolation: "inline" });
@@ -434,7 +448,7 @@ async function runLatencyAndThroughput(settings: Settings, results: Results): Pr
     if (throughput) {
       const tp: Record<string, Record<number, ThroughputRound[]>> = {};
       for (let round = 1; round <= settings.rounds; round++) {
-        for (const name of THROUGHPUT) {
+        for (const name of throughputOf) {
           for (const concurrency of CONCURRENCY) {
             progress(
               `throughput round ${round}/${settings.rounds}: ${name}, ${concurrency} in flight`,
@@ -462,7 +476,7 @@ async function runLatencyAndThroughput(settings: Settings, results: Results): Pr
       results.throughput = {
         concurrency: CONCURRENCY,
         calls: settings.throughputCalls,
-        rows: Object.fromEntries(THROUGHPUT.map((name) => [name, {
+        rows: Object.fromEntries(throughputOf.map((name) => [name, {
           label: LABELS[name],
           baseline: BASELINE(name),
           byConcurrency: Object.fromEntries(
@@ -490,6 +504,7 @@ async function runLatencyAndThroughput(settings: Settings, results: Results): Pr
     await Promise.all(endpoints.children.map((c) => c.stop()));
     if (endpoints.sink) {
       results.tracing = {
+        ...results.tracing,
         spansBytesReceived: endpoints.sink.bytes,
         exports: endpoints.sink.requests,
       };
@@ -683,6 +698,13 @@ async function main(): Promise<number> {
     if (settings.scenarios.includes("scanner")) {
       progress("scanner: worst case, a ~4 MiB hostile descriptor set");
       results.scanner = await benchScanner(settings.quick ? 1 : 3);
+    }
+    if (settings.scenarios.includes("tracing")) {
+      progress("tracing: one traced tools/call's spans and their export, in process");
+      results.tracing = {
+        ...results.tracing,
+        inProcess: await benchTracing(settings.rounds, settings.quick ? 5_000 : 50_000),
+      };
     }
     if (settings.scenarios.includes("governance")) {
       progress("governance: ToolGovernance.check in process");

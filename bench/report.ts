@@ -45,8 +45,12 @@ export interface Results {
   gateway: { root: string; revision: { commit: string; changedFiles: number } | null };
   upstream: { package: string; tool: string; arguments: unknown; argv: string[] };
   latency: Record<string, ScenarioResult>;
-  /** What the traced scenarios exported to the bench's OTLP sink. */
-  tracing?: { spansBytesReceived: number; exports: number };
+  /** What the traced scenarios exported to the bench's OTLP sink, and the in-process cost. */
+  tracing?: {
+    spansBytesReceived?: number;
+    exports?: number;
+    inProcess?: { protobufUsPerCall: number; jsonUsPerCall: number; rounds: unknown[] };
+  };
   throughput?: {
     concurrency: number[];
     calls: number;
@@ -246,6 +250,15 @@ export function renderTable(results: Results): string {
         } ms; the gateway's own ` +
         `part (raw request in, response serialized, no SDK client): cached median ` +
         `${t.leanCachedMedianMs.toFixed(2)} ms, p99 ${t.leanCachedP99Ms.toFixed(2)} ms`,
+    );
+  }
+  if (results.tracing?.inProcess) {
+    const t = results.tracing.inProcess;
+    parts.push("");
+    parts.push(
+      `Tracing, one traced tools/call in process (3 spans, traceparent, OTLP export): ` +
+        `${t.protobufUsPerCall.toFixed(1)} µs CPU with http/protobuf, ` +
+        `${t.jsonUsPerCall.toFixed(1)} µs with http/json`,
     );
   }
   if (results.governance) {

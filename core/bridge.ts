@@ -69,6 +69,8 @@ import { toolPage } from "./wire_json.ts";
 import { MAX_CALLED_NAME } from "./proxy/catalog_fetch.ts";
 import {
   errorType,
+  type GatewayTracer,
+  type SharedAttributes,
   type SpanValue,
   type TraceSpan,
   type Tracing,
@@ -296,14 +298,26 @@ export class MCPServiceBridge {
     const { info } = live;
     const view = this.#view(info);
     const native = info.upstream === undefined; // a /mcp/<id> session sees one upstream alone
-    // What every request span of this session carries (OTel's MCP conventions, and ours).
+    // What every request span of this session carries (OTel's MCP conventions, and ours),
+    // encoded once per session and tracer.
+    let sessionSpanAttributes: { tracer: GatewayTracer; shared: SharedAttributes } | undefined;
+    const sessionAttributes = (tracer: GatewayTracer): SharedAttributes => {
+      if (sessionSpanAttributes?.tracer !== tracer) {
+        sessionSpanAttributes = {
+          tracer,
+          shared: tracer.shared({
+            "mcp.session.id": live.id,
+            "network.transport": info.transport === "stdio" ? "pipe" : "tcp",
+            "agent33.transport": info.transport,
+            "agent33.tenant": info.auth.tenant,
+          }),
+        };
+      }
+      return sessionSpanAttributes.shared;
+    };
     const spanAttributes = (method: string, extra: HandlerExtra): Record<string, SpanValue> => ({
       "mcp.method.name": method,
-      "mcp.session.id": live.id,
       "jsonrpc.request.id": String(extra.requestId),
-      "network.transport": info.transport === "stdio" ? "pipe" : "tcp",
-      "agent33.transport": info.transport,
-      "agent33.tenant": info.auth.tenant,
     });
     const tracing = o.tracing;
     // Every request but tools/call (whose span onToolCall makes) gets a span here.
@@ -323,6 +337,7 @@ export class MCPServiceBridge {
           const span = tracer.request(
             method,
             { meta: p?._meta, headers: extra.requestInfo?.headers },
+            sessionAttributes(tracer),
             spanAttributes(method, extra),
           );
           if (typeof p?.uri === "string") span.set("mcp.resource.uri", p.uri.slice(0, 2048));
@@ -465,7 +480,12 @@ export class MCPServiceBridge {
       const span = tracer === undefined ? undefined : tracer.request(
         `tools/call ${called}`,
         { meta: request.params._meta, headers: extra.requestInfo?.headers },
-        { ...spanAttributes("tools/call", extra), "gen_ai.tool.name": called },
+        sessionAttributes(tracer),
+        {
+          "mcp.method.name": "tools/call",
+          "jsonrpc.request.id": String(extra.requestId),
+          "gen_ai.tool.name": called,
+        },
       );
       this.#callStarted();
       try {

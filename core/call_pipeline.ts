@@ -345,10 +345,7 @@ export class CallPipeline {
   async admit(call: PipelineCall, target: ToolTarget): Promise<Verdict & { action: "allow" }> {
     const { governance } = this.#options;
     const span = call.span;
-    const checking = span?.child("governance", {
-      "gen_ai.tool.name": target.name,
-      ...(target.server === undefined ? {} : { "agent33.upstream": target.server }),
-    });
+    const checking = span?.child("governance");
     const check = governance.check(call.caller, target, call.args, {
       ...(call.approvalToken === undefined ? {} : { approvalToken: call.approvalToken }),
       deferRedeem: true,
@@ -375,7 +372,6 @@ function upstreamSpan(parent: TraceSpan, route: Route): TraceSpan {
     "gen_ai.tool.name": route.original,
     "agent33.upstream": server,
     "agent33.upstream.transport": route.handle.server.transport,
-    "agent33.breaker.state": route.handle.breaker.state,
   }, "client");
 }
 

@@ -20,8 +20,12 @@ async function bench(...args: string[]): Promise<string> {
 }
 
 Deno.test("deno task bench runs its in-process scenarios and prints their figures", async () => {
-  const text = await bench("--scenario", "governance,tools-list");
+  const text = await bench("--scenario", "governance,tools-list,tracing");
   assert.match(text, /Governance check \(ToolGovernance\.check, .*\): median [\d.]+ µs/);
+  assert.match(
+    text,
+    /Tracing, one traced tools\/call in process .*: [\d.]+ µs CPU with http\/protobuf/,
+  );
   assert.match(text, /tools\/list of \d+ aggregated tools/);
 });
 

@@ -1,8 +1,8 @@
 /**
  * The gateway's tracing seam: what the bridge and the call pipeline call to make spans. The
- * OpenTelemetry SDK behind it (otel_tracer.ts) is imported only when tracing is configured, so a
- * gateway without `OTEL_*` settings loads none of it and its hot path checks one value: whether
- * a tracer (or a parent span) is there at all.
+ * tracer behind it (otlp_tracer.ts) is imported only when tracing is configured, so a gateway
+ * without `OTEL_*` settings loads none of it and its hot path checks one value: whether a tracer
+ * (or a parent span) is there at all.
  * @module
  */
 import type { Logger } from "../logger.ts";
@@ -43,10 +43,25 @@ export interface InboundContext {
   headers?: Record<string, string | string[] | undefined>;
 }
 
+/** Attributes shared by many spans (a session's), encoded once; made by {@link GatewayTracer.shared}. */
+export interface SharedAttributes {
+  readonly attributes: Readonly<Record<string, SpanValue>>;
+}
+
 /** Makes the spans of inbound MCP requests. */
 export interface GatewayTracer {
-  /** A server span for one inbound MCP request, the child of the caller's context if it sent one. */
-  request(name: string, inbound: InboundContext, attributes: Record<string, SpanValue>): TraceSpan;
+  /** Encodes attributes that every request of a session carries, once for the session. */
+  shared(attributes: Record<string, SpanValue>): SharedAttributes;
+  /**
+   * A server span for one inbound MCP request, the child of the caller's context if it sent one;
+   * it carries `shared` and its own `attributes`.
+   */
+  request(
+    name: string,
+    inbound: InboundContext,
+    shared: SharedAttributes,
+    attributes: Record<string, SpanValue>,
+  ): TraceSpan;
   /** Exports what is buffered. */
   flush(): Promise<void>;
   /** Exports what is buffered and stops. */
@@ -69,14 +84,14 @@ export function errorType(error: unknown): string {
   return typeof e?.code === "number" ? `jsonrpc_${e.code}` : "error";
 }
 
-/** Builds the OpenTelemetry-backed tracer when `config.enabled`; undefined otherwise. */
+/** Builds the OTLP tracer when `config.enabled`; undefined otherwise. */
 export async function startTracer(
   config: TracingConfig,
   logger: Logger,
 ): Promise<GatewayTracer | undefined> {
   if (!config.enabled) return undefined;
-  const { OtelTracer } = await import("./otel_tracer.ts");
-  const tracer = new OtelTracer(config, logger);
+  const { OtlpTracer } = await import("./otlp_tracer.ts");
+  const tracer = new OtlpTracer(config, logger);
   logger.info(
     `exporting traces to ${config.endpoint} (${config.protocol}) as service ${config.serviceName}`,
   );
