@@ -67,6 +67,7 @@ import { type InboundSession, upstreamCallContext } from "./upstream_context.ts"
 import { GATEWAY_INFO } from "./version.ts";
 import { toolPage } from "./wire_json.ts";
 import { MAX_CALLED_NAME } from "./proxy/catalog_fetch.ts";
+import { passthroughBearer } from "./proxy/passthrough_bearer.ts";
 import {
   errorType,
   type GatewayTracer,
@@ -364,9 +365,13 @@ export class MCPServiceBridge {
       server,
       tenant: info.auth.tenant,
       sessionId: live.id,
-      // The caller's token goes only to upstreams configured to forward it.
-      bearerFor: (upstreamId) =>
-        o.proxy?.get(upstreamId)?.server.auth === "passthrough" ? info.bearer : undefined,
+      // The caller's token goes only to upstreams configured to forward it, and only if it is fit.
+      bearerFor: (upstreamId) => {
+        const upstream = o.proxy?.get(upstreamId)?.server;
+        return upstream?.auth === "passthrough"
+          ? passthroughBearer(upstream, info.auth, info.bearer)
+          : undefined;
+      },
     };
     live.inbound = session;
 

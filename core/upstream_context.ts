@@ -19,6 +19,7 @@ import {
   type ServerRequest,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { RelayedRequest, UpstreamCallContext } from "./proxy/child_server_handle.ts";
+import type { PassthroughBearer } from "./proxy/passthrough_bearer.ts";
 
 const SEVERITY = new Map(LoggingLevelSchema.options.map((level, i) => [level, i]));
 
@@ -31,7 +32,7 @@ export interface InboundSession {
   tenant?: string;
   sessionId?: string;
   /** The caller's bearer token for an upstream that forwards it (`auth: passthrough`), else undefined. */
-  bearerFor?: (upstreamId: string) => string | undefined;
+  bearerFor?: (upstreamId: string) => PassthroughBearer | undefined;
 }
 
 const FEATURE: Record<RelayedRequest["method"], "sampling" | "elicitation" | "roots"> = {
@@ -49,12 +50,14 @@ export function upstreamCallContext(
 ): UpstreamCallContext {
   const notify = (notification: ServerNotification) =>
     extra.sendNotification(notification).catch(() => {/* the client left; nothing to do */});
-  const bearer = session.bearerFor?.(upstreamId);
+  const pass = session.bearerFor?.(upstreamId);
   return {
     signal: extra.signal,
     ...(session.tenant === undefined ? {} : { tenant: session.tenant }),
     ...(session.sessionId === undefined ? {} : { sessionId: session.sessionId }),
-    ...(bearer === undefined ? {} : { bearer }),
+    ...(pass === undefined ? {} : "bearer" in pass ? { bearer: pass.bearer } : {
+      bearerRefused: pass.refused,
+    }),
     ...(progressToken === undefined ? {} : {
       onProgress: (progress) =>
         void notify({ method: "notifications/progress", params: { ...progress, progressToken } }),

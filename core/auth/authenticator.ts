@@ -78,13 +78,18 @@ export async function createAuthenticator(options: AuthenticatorOptions): Promis
   if (options.staticToken) {
     statics.push({
       digest: sha256(options.staticToken),
-      payload: { tenant, scopes: options.staticScopes ?? ["mcp"], subject: STATIC_SUBJECT },
+      payload: {
+        tenant,
+        scopes: options.staticScopes ?? ["mcp"],
+        subject: STATIC_SUBJECT,
+        kind: "static",
+      },
     });
   }
   if (options.adminToken) {
     statics.push({
       digest: sha256(options.adminToken),
-      payload: { tenant, scopes: ["admin"], subject: ADMIN_SUBJECT },
+      payload: { tenant, scopes: ["admin"], subject: ADMIN_SUBJECT, kind: "static" },
     });
   }
   const fileTokens = options.tokensFile
@@ -115,7 +120,7 @@ export async function createAuthenticator(options: AuthenticatorOptions): Promis
         }
         // A Map lookup may leak timing, but only of the hash, which reveals nothing of the token.
         const entry = fileTokens?.get(toHex(digest));
-        if (entry) return { ok: true, payload: copy(entry) };
+        if (entry) return { ok: true, payload: { ...copy(entry), kind: "tokens_file" } };
         if (verifyJwt && looksLikeJwt(token)) {
           const verdict = await verifyJwt(token);
           return verdict.ok ? verdict : fail("invalid_token", verdict.description);

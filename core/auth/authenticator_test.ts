@@ -49,7 +49,7 @@ Deno.test("Authenticator resolves the static token to a client (mcp) payload for
   assert.equal(auth.configured, true);
   assert.deepEqual(await auth.authenticate(bearer("Bearer tok-123")), {
     ok: true,
-    payload: { tenant: "acme", scopes: ["mcp"], subject: "static-token" },
+    payload: { tenant: "acme", scopes: ["mcp"], subject: "static-token", kind: "static" },
   });
 });
 
@@ -66,13 +66,14 @@ Deno.test("Authenticator resolves the admin token to scope admin under its own i
   const auth = await createAuthenticator({ staticToken: "client", adminToken: "operator" });
   assert.deepEqual(await auth.authenticate(bearer("Bearer operator")), {
     ok: true,
-    payload: { tenant: "default", scopes: ["admin"], subject: "admin-token" },
+    payload: { tenant: "default", scopes: ["admin"], subject: "admin-token", kind: "static" },
   });
   const client = await auth.authenticate(bearer("Bearer client"));
   assert.deepEqual(client.ok && client.payload, {
     tenant: "default",
     scopes: ["mcp"],
     subject: "static-token",
+    kind: "static",
   });
 });
 
@@ -132,7 +133,12 @@ Deno.test("Authenticator resolves a tokens-file hit to its tenant, scopes and su
     const auth = await createAuthenticator({ tokensFile: path });
     assert.deepEqual(await auth.authenticate(bearer("Bearer ci-token")), {
       ok: true,
-      payload: { tenant: "acme", scopes: ["mcp", "operator"], subject: "ci-bot" },
+      payload: {
+        tenant: "acme",
+        scopes: ["mcp", "operator"],
+        subject: "ci-bot",
+        kind: "tokens_file",
+      },
     });
     const miss = await auth.authenticate(bearer("Bearer other-token"));
     assert.equal(!miss.ok && miss.description, "unknown token");
@@ -212,7 +218,7 @@ Deno.test("Authenticator resolves a valid JWT after the other sources miss", asy
     await auth.authenticate(bearer(`Bearer ${await jwt({ tenant: "acme", scope: "mcp" })}`)),
     {
       ok: true,
-      payload: { tenant: "acme", scopes: ["mcp"], subject: "jwt" },
+      payload: { tenant: "acme", scopes: ["mcp"], subject: "jwt", kind: "jwt", audience: [] },
     },
   );
 });

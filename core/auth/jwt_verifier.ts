@@ -172,7 +172,14 @@ export function createJwtVerifier(options: JwtOptions, deps: JwtVerifierDeps = {
     }
     const listed = scopesOf(claims, options.scopeClaims ?? DEFAULT_SCOPE_CLAIMS);
     const scopes = options.scopeMap ? mapScopes(options.scopeMap, listed) : listed;
-    const payload = { tenant, scopes, subject: claims.sub ?? "jwt" };
+    const aud = claims.aud === undefined ? [] : [claims.aud].flat();
+    const payload: TokenPayload = {
+      tenant,
+      scopes,
+      subject: claims.sub ?? "jwt",
+      kind: "jwt",
+      audience: aud,
+    };
     // requiredClaims made jose check that `exp` is there and a number.
     remember(token, { ...payload, scopes: [...payload.scopes] }, claims.exp!);
     return { ok: true, payload };

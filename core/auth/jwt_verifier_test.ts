@@ -43,7 +43,13 @@ Deno.test("JWT verifier reads tenant, space-delimited scope and sub from an HS25
   );
   assert.deepEqual(verdict, {
     ok: true,
-    payload: { tenant: "acme", scopes: ["mcp", "operator"], subject: "alice" },
+    payload: {
+      tenant: "acme",
+      scopes: ["mcp", "operator"],
+      subject: "alice",
+      kind: "jwt",
+      audience: [],
+    },
   });
 });
 
@@ -52,7 +58,7 @@ Deno.test("JWT verifier reads scopes from a `scopes` array and defaults the subj
   const verdict = await verify(await hs256({ tenant: "acme", scopes: ["mcp"] }));
   assert.deepEqual(verdict, {
     ok: true,
-    payload: { tenant: "acme", scopes: ["mcp"], subject: "jwt" },
+    payload: { tenant: "acme", scopes: ["mcp"], subject: "jwt", kind: "jwt", audience: [] },
   });
 });
 
@@ -184,7 +190,13 @@ Deno.test("JWT verifier checks ES256 tokens against a served JWKS and rejects ot
 
     assert.deepEqual(await verify(await sign(privateKey)), {
       ok: true,
-      payload: { tenant: "acme", scopes: ["mcp"], subject: "jwt" },
+      payload: {
+        tenant: "acme",
+        scopes: ["mcp"],
+        subject: "jwt",
+        kind: "jwt",
+        audience: ["agent33"],
+      },
     });
     assert.deepEqual(await verify(await sign(other.privateKey)), {
       ok: false,
@@ -338,7 +350,13 @@ Deno.test("JWT verifier reads scopes from the configured claims and maps them", 
   );
   assert.deepEqual(verdict, {
     ok: true,
-    payload: { tenant: "acme", scopes: ["mcp", "admin"], subject: "svc" },
+    payload: {
+      tenant: "acme",
+      scopes: ["mcp", "admin"],
+      subject: "svc",
+      kind: "jwt",
+      audience: [],
+    },
   });
 });
 

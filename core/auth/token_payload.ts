@@ -20,6 +20,13 @@ export interface TokenPayload {
   subject: string;
   /** Set for the `--no-auth` caller, so a refusal can name the flag that grants more. */
   anonymous?: true;
+  /**
+   * Where the credential came from: a static or generated token, the tokens file, or a verified
+   * JWT. Only a `jwt` may ever be forwarded to an upstream (`auth: passthrough`).
+   */
+  kind?: "static" | "tokens_file" | "jwt";
+  /** A verified JWT's `aud` values: the services it was issued for. */
+  audience?: string[];
 }
 
 /** Whether a payload holds one of the scopes. */

@@ -66,6 +66,8 @@ export interface UpstreamCallContext {
   sessionId?: string;
   /** The caller's own bearer token; set only for `auth: passthrough` upstreams, never logged. */
   bearer?: string;
+  /** Why the caller's bearer may not go to this `auth: passthrough` upstream; the call is refused. */
+  bearerRefused?: string;
   /**
    * Runs once the circuit breaker admitted the call, just before it is sent (the call pipeline
    * redeems an approval token here, so a call the breaker refuses keeps its token). A rejection

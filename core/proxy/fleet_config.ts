@@ -99,6 +99,8 @@ export interface FleetServer {
   tenants?: Record<string, FleetTenantCredentials>;
   /** `passthrough` (http, sse; `scope: session`): each instance sends its caller's own bearer token. */
   auth?: "none" | "passthrough";
+  /** `passthrough_audience`: the `aud` a forwarded token must name; the entry's URL by default. */
+  passthroughAudience?: string[];
   /** Bounds of the upstream's catalog (`limits:`); absent means the defaults. */
   limits?: CatalogLimits;
   /** 1-based line of the entry in the file */
@@ -208,6 +210,7 @@ const FIELDS = {
     }),
   ),
   auth: z.enum(["none", "passthrough"]),
+  passthrough_audience: z.union([line.pipe(nonEmpty), z.array(line.pipe(nonEmpty)).min(1)]),
   limits: z.strictObject({
     pages: count.optional(),
     items: count.optional(),
@@ -509,6 +512,12 @@ export function parseFleetConfig(
           "conflicts with auth: passthrough, which sends the caller's own token; remove one",
         );
       }
+    } else if (has("passthrough_audience")) {
+      fieldProblem(
+        [...at, "passthrough_audience"],
+        "only applies with auth: passthrough (it names the audience a forwarded token must " +
+          "carry); remove it or set auth: passthrough",
+      );
     }
     const envNames = (env: Record<string, string> | undefined, where: YamlPath) => {
       for (const key of Object.keys(env ?? {})) {
@@ -745,6 +754,9 @@ export function parseFleetConfig(
         : { scope, maxInstances: fields.max_instances ?? DEFAULT_MAX_INSTANCES }),
       ...(scope === "tenant" ? { tenants } : {}),
       ...(fields.auth === "passthrough" ? { auth: "passthrough" as const } : {}),
+      ...(fields.auth === "passthrough" && fields.passthrough_audience !== undefined
+        ? { passthroughAudience: [fields.passthrough_audience].flat() }
+        : {}),
       ...(fields.limits ? { limits: catalogLimits(fields.limits) } : {}),
       line,
     });

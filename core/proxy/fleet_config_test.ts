@@ -649,6 +649,29 @@ Deno.test("auth: passthrough needs an http or sse server with scope: session and
   );
 });
 
+Deno.test("passthrough_audience names the audience a forwarded token must carry, with auth: passthrough only", () => {
+  const { servers: [one, list] } = parse(`proxy_servers:
+  - id: h
+    url: http://h/mcp
+    scope: session
+    auth: passthrough
+    passthrough_audience: api://h
+  - id: k
+    url: http://k/mcp
+    scope: session
+    auth: passthrough
+    passthrough_audience: [api://k, https://k.example]
+`);
+  assert.deepEqual(one!.passthroughAudience, ["api://h"]);
+  assert.deepEqual(list!.passthroughAudience, ["api://k", "https://k.example"]);
+  assert.deepEqual(
+    problemsOf("proxy_servers:\n  - id: h\n    url: http://h/mcp\n    passthrough_audience: x\n"),
+    [
+      "fleet.yaml:4: proxy_servers[0].passthrough_audience only applies with auth: passthrough (it names the audience a forwarded token must carry); remove it or set auth: passthrough",
+    ],
+  );
+});
+
 Deno.test("${MCP_DATA_DIR} always resolves, to an absolute path, and permission lists interpolate", () => {
   const text = [
     "proxy_servers:",

@@ -261,6 +261,9 @@ export class ScopedUpstream implements UpstreamHandle {
         : server;
     }
     if (server.auth !== "passthrough") return server;
+    if (ctx.bearerRefused !== undefined) {
+      throw new GatewayError("not_allowed", ctx.bearerRefused, { server: this.id });
+    }
     if (ctx.bearer === undefined) {
       throw new GatewayError(
         "not_allowed",

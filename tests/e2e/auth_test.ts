@@ -208,7 +208,13 @@ Deno.test("HTTP auth resolves a valid JWT to its tenant, scopes and subject", as
     );
     await client.callTool({ name: "whoami", arguments: {} });
     await client.close();
-    assert.deepEqual(seen, [{ tenant: "acme", scopes: ["mcp", "operator"], subject: "ci-bot" }]);
+    assert.deepEqual(seen, [{
+      tenant: "acme",
+      scopes: ["mcp", "operator"],
+      subject: "ci-bot",
+      kind: "jwt",
+      audience: [],
+    }]);
   } finally {
     await gateway.stop();
   }

@@ -82,6 +82,7 @@ function jwt(tenant: string, sub = `${tenant}-user`): Promise<string> {
   return new SignJWT({ tenant, scope: "mcp" })
     .setProtectedHeader({ alg: "HS256" })
     .setSubject(sub)
+    .setAudience(["agent33-test-upstream"])
     .setIssuedAt()
     .setExpirationTime("5m")
     .sign(new TextEncoder().encode(SECRET));
@@ -283,6 +284,7 @@ Deno.test("auth: passthrough forwards each caller's own bearer token to a real H
     url: ${echo.url}
     scope: session
     auth: passthrough
+    passthrough_audience: agent33-test-upstream
     headers: { X-Static: from-the-fleet }
 `;
   try {
