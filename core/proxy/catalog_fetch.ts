@@ -23,7 +23,14 @@ import {
 import { z } from "zod";
 import type { Clock } from "../clock.ts";
 import { quoteOutside } from "../sync/outside_text.ts";
-import type { UpstreamCatalog } from "./child_server_handle.ts";
+
+/** What the upstream advertises, refreshed on its list_changed notifications. */
+export interface UpstreamCatalog {
+  tools: Tool[];
+  resources: Resource[];
+  resourceTemplates: ResourceTemplate[];
+  prompts: Prompt[];
+}
 
 /** The bounds of one upstream's catalog (`limits:` of a fleet entry). */
 export interface CatalogLimits {
