@@ -148,6 +148,15 @@ export interface GatewayConfig {
   scannerApproval: "off" | "info" | "low" | "medium" | "high" | "critical";
   natsUrl?: string;
   log: { level: "debug" | "info" | "warn" | "error"; format: "text" | "json" };
+  /** Discovery kept running by the gateway (off while `sources` is empty). */
+  discovery: {
+    /** MCP_DISCOVERY: discovery plugin names (`k8s` or `discovery-k8s`) to keep running. */
+    sources: string[];
+    /** MCP_DISCOVERY_TIMEOUT_MS: how long one list (or a forced round) may take. */
+    timeoutMs: number;
+    /** MCP_DISCOVERY_INTERVAL_SECONDS, in ms: how often snapshot-only sources are asked again. */
+    intervalMs: number;
+  };
   /** Every `MCP_PLUGIN_*` variable, for plugin config slices. */
   pluginEnv: Record<string, string>;
   /** Trace export, from the standard `OTEL_*` variables (off unless an OTLP endpoint is set). */
@@ -372,6 +381,30 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
     name: "MCP_HTTP_BODY_TIMEOUT_MS",
     default: "30000",
     meaning: "Milliseconds an HTTP request body may take to arrive; slower bodies get 408",
+  },
+  {
+    name: "MCP_DISCOVERY",
+    default: "(none: off)",
+    meaning:
+      "Discovery plugins the gateway keeps running, comma-separated (`k8s,lan`; the `discovery-` prefix is optional); their candidates show in GET /v1/mcp/sync/proposals and the dashboard",
+  },
+  {
+    name: "MCP_DISCOVERY_TIMEOUT_MS",
+    default: "10000",
+    meaning:
+      "Milliseconds one discovery list (or a forced `?discover=true` round) may take; a source slower than this is reported and retried with backoff",
+  },
+  {
+    name: "MCP_DISCOVERY_INTERVAL_SECONDS",
+    default: "60",
+    meaning:
+      "How often running discovery asks snapshot-only sources (lan, tailscale) again; watching sources (k8s) follow their watch",
+  },
+  {
+    name: "MCP_DISCOVERY_TRUSTED",
+    default: "(none)",
+    meaning:
+      "Discovery sources (`k8s`, `lan`, …) whose candidates are proposed enabled; others are proposed `enabled: false`",
   },
   {
     name: "MCP_PROXY_CONFIG_PATH",
@@ -653,6 +686,9 @@ const ENV_SCHEMA = z.object({
   MCP_SSE_MAX_QUEUE_BYTES: int("MCP_SSE_MAX_QUEUE_BYTES", 1024, 1024 * 1024 * 1024),
   MCP_SSE_MAX_QUEUE_MESSAGES: int("MCP_SSE_MAX_QUEUE_MESSAGES", 1, 1_000_000),
   MCP_MAX_IN_FLIGHT_PER_SESSION: int("MCP_MAX_IN_FLIGHT_PER_SESSION", 1, 1_000_000),
+  MCP_DISCOVERY: list,
+  MCP_DISCOVERY_TIMEOUT_MS: int("MCP_DISCOVERY_TIMEOUT_MS", 100, 600_000),
+  MCP_DISCOVERY_INTERVAL_SECONDS: int("MCP_DISCOVERY_INTERVAL_SECONDS", 1, 86_400),
   MCP_PROXY_CONFIG_PATH: text,
   MCP_PROXY_STARTUP_WAIT: int("MCP_PROXY_STARTUP_WAIT", 0, 600),
   MCP_DATA_DIR: text,
@@ -834,6 +870,11 @@ export function resolveConfig(
     scannerBlock: e.MCP_SCANNER_BLOCK ?? "high",
     scannerApproval: e.MCP_SCANNER_APPROVAL ?? "medium",
     log: { level: e.MCP_LOG_LEVEL ?? "info", format: e.MCP_LOG_FORMAT ?? "text" },
+    discovery: {
+      sources: e.MCP_DISCOVERY ?? [],
+      timeoutMs: e.MCP_DISCOVERY_TIMEOUT_MS ?? 10_000,
+      intervalMs: (e.MCP_DISCOVERY_INTERVAL_SECONDS ?? 60) * 1000,
+    },
     pluginEnv,
     tracing: tracing.config,
   };

@@ -50,6 +50,7 @@ Deno.test("resolveConfig resolves an empty environment to the documented default
     proxy: { healthCheckIntervalSeconds: 30, toolSeparator: "__", startupWaitMs: 10_000 },
     dataDir: `${Deno.cwd()}/.agent33`,
     demo: false,
+    discovery: { sources: [], timeoutMs: 10_000, intervalMs: 60_000 },
     pluginPaths: [],
     policyPath: "policies",
     engine: { model: "sampling" },

@@ -32,6 +32,24 @@ export type GatewayEvent =
   | { type: "scanner.findings"; server: string; findings: number; worst?: string }
   | { type: "scanner.quarantined"; server: string; tool: string; reason: string }
   | { type: "scanner.released"; server: string; tool: string; by: string }
+  | {
+    /** Running discovery saw a new candidate (or a changed one), proposed as `proposal`. */
+    type: "discovery.candidate_added";
+    /** The discovery plugin that found it, e.g. `discovery-k8s`. */
+    plugin: string;
+    source: string;
+    id: string;
+    url: string;
+    transport: string;
+  }
+  | { type: "discovery.candidate_removed"; plugin: string; source: string; id: string }
+  | {
+    /** A running discovery source failed or timed out; it is retried after `retryInMs`. */
+    type: "discovery.source_error";
+    plugin: string;
+    reason: string;
+    retryInMs: number;
+  }
   | { type: "policy.reloaded"; path: string; files: string[] }
   | { type: "policy.reload_failed"; path: string; reason: string }
   | {
@@ -102,6 +120,10 @@ export function subjectOf(event: GatewayEvent): string {
     case "scanner.quarantined":
     case "scanner.released":
       return `${SUBJECT_PREFIX}.scanner.${event.server}.${event.type.slice("scanner.".length)}`;
+    case "discovery.candidate_added":
+    case "discovery.candidate_removed":
+    case "discovery.source_error":
+      return `${SUBJECT_PREFIX}.discovery.${event.type.slice("discovery.".length)}`;
     case "policy.reloaded":
     case "policy.reload_failed":
       return `${SUBJECT_PREFIX}.policy.${event.type.slice("policy.".length)}`;

@@ -25,6 +25,7 @@ import { ANONYMOUS, HttpListener, jsonError, type MountedRoute } from "./http_li
 import { createLogger, type Logger } from "./logger.ts";
 import type { HttpRoute } from "./http_route.ts";
 import type {
+  DiscoverySource,
   InboundTransport,
   PluginContext,
   PluginKind,
@@ -72,6 +73,7 @@ import { GatewayScanner } from "./scanner/gateway_scanner.ts";
 import { systemStatusTool } from "./system_tools.ts";
 import { ToolActivationManager } from "./tool_activation_manager.ts";
 import { ToolDiscovery } from "./tool_discovery.ts";
+import { DiscoveryService } from "./sync/discovery_service.ts";
 import { ToolRegistry } from "./tool_registry.ts";
 import { startTracer, type Tracing } from "./tracing/gateway_tracer.ts";
 
@@ -146,6 +148,8 @@ export class Kernel {
   readonly bridge: MCPServiceBridge;
   /** The tracer, once started (absent unless `OTEL_*` configures an exporter). */
   readonly tracing: Tracing = {};
+  /** Discovery kept running (MCP_DISCOVERY), once started; absent while it is off. */
+  discovery: DiscoveryService | undefined;
   readonly proxy: ProxyManager;
   readonly governance: ToolGovernance;
   readonly approvals: ApprovalQueue;
@@ -508,6 +512,7 @@ export class Kernel {
     if (this.config.proxy.configPath) this.#watchFleet(this.config.proxy.configPath);
     this.#watchPolicies();
     this.engine.watch();
+    this.#startDiscovery();
     this.bus.publish({
       type: "gateway.started",
       transport: server.transport,
@@ -539,6 +544,8 @@ export class Kernel {
       this.#unwatch?.();
       this.#unwatchPolicies?.();
       this.engine.stop();
+      // Before the plugins close: a source must not be mid-list when its plugin goes.
+      await this.discovery?.stop();
       await this.#fleetQueue;
       await this.bridge.close();
       await this.#listener?.close();
@@ -1065,6 +1072,47 @@ export class Kernel {
     });
     logger.debug("plugin loaded", { kind: manifest.kind, path: plugin.path });
     return value;
+  }
+
+  /** Starts the discovery sources MCP_DISCOVERY names; a name with no loaded plugin stops the start. */
+  #startDiscovery(): void {
+    const wanted = this.config.discovery.sources;
+    if (wanted.length === 0) return;
+    const loaded = this.#instances.all()
+      .filter(({ plugin }) => plugin.manifest.kind === "discovery")
+      .map(({ plugin, value }) => ({
+        plugin: plugin.manifest.name,
+        source: value as DiscoverySource,
+      }));
+    const unknown = wanted.filter((name) =>
+      !loaded.some((l) => l.plugin === name || l.plugin === `discovery-${name}`)
+    );
+    if (unknown.length > 0) {
+      throw new GatewayError(
+        "config_invalid",
+        `MCP_DISCOVERY names ${unknown.join(", ")}, but no such discovery plugin is loaded; ` +
+          `loaded: ${
+            loaded.map((l) => l.plugin).join(", ") || "none"
+          } (see the plugin errors above)`,
+      );
+    }
+    const sources = loaded.filter((l) =>
+      wanted.some((name) => l.plugin === name || l.plugin === `discovery-${name}`)
+    );
+    const logger = this.logger.child("discovery");
+    this.discovery = new DiscoveryService(sources, {
+      clock: this.clock,
+      timeoutMs: this.config.discovery.timeoutMs,
+      intervalMs: this.config.discovery.intervalMs,
+      onEvent: (event) => {
+        if (event.type === "discovery.source_error") {
+          logger.warn(event.reason, event.retryInMs > 0 ? { retryInMs: event.retryInMs } : {});
+        } else logger.info(event.type, { plugin: event.plugin, id: event.id });
+        this.bus.publish(event);
+      },
+    });
+    this.discovery.start();
+    logger.info(`discovery running: ${this.discovery.plugins.join(", ")}`);
   }
 
   #fail(plugin: LoadedPlugin, reason: string): void {

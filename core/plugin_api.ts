@@ -316,8 +316,8 @@ export interface DiscoveryCandidate {
 
 /** Finds MCP servers: a snapshot with `list`, or a live feed with `discover` (or both). */
 export interface DiscoverySource {
-  /** Every candidate visible now. */
-  list?(): Promise<DiscoveryCandidate[]>;
+  /** Every candidate visible now; let go of the network when `signal` aborts (a timeout). */
+  list?(signal?: AbortSignal): Promise<DiscoveryCandidate[]>;
   /** Candidates as they appear and go (`removed`), until `signal` aborts. */
   discover?(signal: AbortSignal): AsyncIterable<DiscoveryCandidate>;
 }

@@ -218,7 +218,8 @@ export function openApiDocument(): Json {
             name: "discover",
             in: "query",
             required: false,
-            description: "Run discovery first",
+            description:
+              "Ask the discovery sources again first, bounded by MCP_DISCOVERY_TIMEOUT_MS (running discovery is shown live without it)",
             schema: { type: "boolean" },
           }],
         }),

@@ -1,8 +1,9 @@
 /**
  * The admin API of registry sync and discovery, under `/v1/mcp/sync/`:
  *
- * - `GET  proposals` (operator): pending proposals from the last run and from discovery
- *   (`?discover=true` asks the discovery plugins again first);
+ * - `GET  proposals` (operator): pending proposals from the last run and from discovery — the
+ *   live candidates of running discovery (MCP_DISCOVERY), else the last `?discover=true` round;
+ *   `?discover=true` asks the sources again first, bounded by MCP_DISCOVERY_TIMEOUT_MS;
  * - `POST run` (admin), body `{ registry, full?, search?, include? }`: reads the registry and
  *   replaces the registry proposals;
  * - `POST apply` (admin), body `{ ids: [...] }`: writes the chosen proposals to the fleet file
@@ -14,7 +15,8 @@ import { jsonError } from "../http_listener.ts";
 import type { HttpRoute } from "../http_route.ts";
 import { type AdminAccess, methodNotAllowed, refuseScope } from "../operator/admin_scope.ts";
 import { FleetEditError } from "../proxy/fleet_writer.ts";
-import { discoverOnce } from "./discovery_service.ts";
+import { candidateProposals, discoverOnce } from "./discovery_service.ts";
+import type { SyncProposal } from "./sync_plan.ts";
 import { RegistryError } from "./registry_client.ts";
 import { applyProposals } from "./sync_apply.ts";
 import { planFromRegistry } from "./sync_run.ts";
@@ -79,20 +81,36 @@ export function syncRoutes(kernel: Kernel): HttpRoute[] {
   }];
 }
 
+/** Every pending proposal: the registry run's, then discovery's (live when it runs). */
+export function pendingProposals(kernel: Kernel): SyncProposal[] {
+  const store = proposalsOf(kernel);
+  if (!kernel.discovery) return store.list();
+  // Worked out from the live candidates on each ask: applied ones drop out as the fleet has them.
+  const live = candidateProposals(kernel.discovery.candidates, kernel.fleet, trustedSources());
+  return [...(store.registry?.proposals ?? []), ...live];
+}
+
 async function proposals(kernel: Kernel, url: URL): Promise<Response> {
   const store = proposalsOf(kernel);
   // A source that fails (not in a cluster, no tailscale) is reported, not fatal to the others.
   let discoveryErrors: string[] | undefined;
   if (url.searchParams.get("discover") === "true") {
-    const round = await discoverOnce(kernel.pluginsOf("discovery"), kernel.fleet, {
-      trusted: trustedSources(),
-    });
-    store.setDiscovered(round.proposals);
-    discoveryErrors = round.errors;
+    if (kernel.discovery) {
+      discoveryErrors = await kernel.discovery.refresh();
+    } else {
+      const round = await discoverOnce(kernel.pluginsOf("discovery"), kernel.fleet, {
+        trusted: trustedSources(),
+        timeoutMs: kernel.config.discovery.timeoutMs,
+        clock: kernel.clock,
+      });
+      store.setDiscovered(round.proposals);
+      discoveryErrors = round.errors;
+    }
   }
   const registry = store.registry;
   return Response.json({
-    proposals: store.list(),
+    proposals: pendingProposals(kernel),
+    ...(kernel.discovery ? { discovery: { running: kernel.discovery.plugins } } : {}),
     ...(discoveryErrors ? { discoveryErrors } : {}),
     registry: registry
       ? {
@@ -142,7 +160,7 @@ async function apply(kernel: Kernel, fleetPath: string, body: Record<string, unk
     );
   }
   const store = proposalsOf(kernel);
-  const pending = new Map(store.list().map((p) => [p.id, p]));
+  const pending = new Map(pendingProposals(kernel).map((p) => [p.id, p]));
   const unknown = ids.filter((id) => !pending.has(id));
   if (unknown.length > 0) {
     return jsonError(

@@ -50,19 +50,36 @@ export class K8sSource implements DiscoverySource {
     this.#options = options;
   }
 
+  /** The last list, until a watch starts from it (list-then-watch, like an informer). */
+  #listed: { candidates: DiscoveryCandidate[]; version: string } | undefined;
+
   /** Every annotated Service now. */
   async list(signal?: AbortSignal): Promise<DiscoveryCandidate[]> {
-    return (await this.#list(signal)).candidates;
+    this.#listed = await this.#list(signal);
+    return this.#listed.candidates;
   }
 
-  /** Lists, then follows the watch until `signal` aborts. */
+  /**
+   * Follows the watch until `signal` aborts: from the list just made when there is one (its
+   * candidates already announced), else it lists first.
+   */
   async *discover(signal: AbortSignal): AsyncIterable<DiscoveryCandidate> {
-    let version: string | undefined;
+    const listed = this.#listed;
+    this.#listed = undefined;
+    let version = listed?.version || undefined;
+    // What this feed has announced: a relist says which of them went away meanwhile.
+    const announced = new Set<string>(listed?.candidates.map((c) => c.id) ?? []);
     while (!signal.aborted) {
       try {
         if (version === undefined) {
           const listed = await this.#list(signal);
           version = listed.version;
+          const now = new Set(listed.candidates.map((c) => c.id));
+          for (const id of [...announced].filter((id) => !now.has(id))) {
+            announced.delete(id);
+            yield { ...removedStub(id), removed: true };
+          }
+          for (const candidate of listed.candidates) announced.add(candidate.id);
           yield* listed.candidates;
         }
         for await (const event of this.#watch(version, signal)) {
@@ -76,8 +93,12 @@ export class K8sSource implements DiscoverySource {
           const candidate = toCandidate(event.object);
           if (event.type === "DELETED" || candidate === undefined) {
             const id = serviceId(event.object);
-            if (id) yield { ...removedStub(id), removed: true };
+            if (id) {
+              announced.delete(id);
+              yield { ...removedStub(id), removed: true };
+            }
           } else {
+            announced.add(candidate.id);
             yield candidate;
           }
         }

@@ -27,11 +27,16 @@ export default definePlugin({
         throw error;
       });
     return {
-      list: async () => await (await get()).list(),
+      list: async (signal) => await (await get()).list(signal),
       async *discover(signal) {
         yield* (await get()).discover(signal);
       },
-    };
+      // The connection's HTTP clients (CA, client certificate) go with the gateway.
+      async close() {
+        const open = await source?.catch(() => undefined);
+        if (open) connections.get(open)?.close();
+      },
+    } as DiscoverySource;
   },
 });
 
@@ -49,10 +54,15 @@ async function connect(
     ...(context !== undefined ? { context } : {}),
   });
   const namespace = env.MCP_K8S_NAMESPACE;
-  return new K8sSource({
+  const source = new K8sSource({
     api: connection.api,
     origin: connection.origin,
     fetch: connection.fetch,
     ...(namespace ? { namespace } : {}),
   });
+  connections.set(source, connection);
+  return source;
 }
+
+/** The connection behind each source, closed with the plugin. */
+const connections = new WeakMap<K8sSource, K8sConnection>();

@@ -10,9 +10,11 @@ import type { DiscoveryCandidate } from "../../core/plugin_api.ts";
 import {
   candidateProposals,
   collectCandidates,
+  type DiscoveryEvent,
   DiscoveryService,
   MAX_CANDIDATES,
 } from "../../core/sync/discovery_service.ts";
+import { ManualClock } from "../../core/clock.ts";
 import { BUILTIN_PLUGIN_DIR } from "../../core/plugin_loader.ts";
 import { startGateway } from "../support/gateway.ts";
 import { runDiscoverCommand } from "../../core/sync/discover_cli.ts";
@@ -360,26 +362,83 @@ Deno.test("k8s relists when the watch answers 410 Gone (its resourceVersion is t
   }
 });
 
-Deno.test("DiscoveryService restarts a live feed that ends and keeps candidates current (removals included)", async () => {
-  let runs = 0;
-  const seen: string[][] = [];
-  const service = new DiscoveryService({
-    backoffMs: 1,
-    onChange: (c) => seen.push(c.map((x) => x.id)),
-  });
-  const base = { source: "t", transport: "http" as const, url: "http://a:1/mcp" };
-  service.start([{
-    async *discover() {
-      runs++;
-      if (runs === 1) yield { ...base, id: "a" };
-      if (runs === 2) yield { ...base, id: "a", removed: true as const };
-      if (runs >= 2) yield { ...base, id: `b${runs}` };
+/** Lets pending promise chains run (the clock is manual: no time passes). */
+const settle = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+
+Deno.test("A stalled discovery list times out naming the source and MCP_DISCOVERY_TIMEOUT_MS, and is retried with doubling backoff on the clock", async () => {
+  const clock = new ManualClock();
+  const events: DiscoveryEvent[] = [];
+  let lists = 0;
+  const service = new DiscoveryService([{
+    plugin: "discovery-stall",
+    source: {
+      list: (signal) => {
+        lists++;
+        return new Promise((_, reject) =>
+          signal?.addEventListener("abort", () => reject(signal.reason))
+        );
+      },
     },
+  }], { clock, timeoutMs: 500, intervalMs: 60_000, onEvent: (e) => events.push(e) });
+  service.start();
+  await settle();
+  clock.advance(500);
+  await settle();
+  assert.deepEqual(events, [{
+    type: "discovery.source_error",
+    plugin: "discovery-stall",
+    reason:
+      "discovery source discovery-stall did not answer within 500 ms (MCP_DISCOVERY_TIMEOUT_MS); check that the source is reachable, or raise the setting",
+    retryInMs: 1_000,
   }]);
-  const deadline = Date.now() + 5_000;
-  while (runs < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  clock.advance(1_000);
+  await settle();
+  assert.equal(lists, 2, "retried after the backoff");
+  clock.advance(500);
+  await settle();
+  assert.equal((events[1] as { retryInMs: number }).retryInMs, 2_000, "the backoff doubles");
   await service.stop();
-  assert.deepEqual(seen.slice(0, 3), [["a"], [], ["b2"]]);
+});
+
+Deno.test("Running discovery replaces a snapshot source's candidates each interval, announcing what came and went", async () => {
+  const clock = new ManualClock();
+  const events: string[] = [];
+  const base = { source: "lan", transport: "http" as const };
+  const rounds = [
+    [{ ...base, id: "a", url: "http://a.local:1/mcp" }, {
+      ...base,
+      id: "b",
+      url: "http://b.local:1/mcp",
+    }],
+    [{ ...base, id: "b", url: "http://b.local:1/mcp" }, {
+      ...base,
+      id: "c",
+      url: "http://c.local:1/mcp",
+    }],
+  ];
+  let round = 0;
+  const service = new DiscoveryService([{
+    plugin: "discovery-lan",
+    source: { list: () => Promise.resolve(rounds[Math.min(round++, 1)]!) },
+  }], {
+    clock,
+    timeoutMs: 500,
+    intervalMs: 60_000,
+    onEvent: (e) => events.push(`${e.type.slice("discovery.".length)} ${"id" in e ? e.id : ""}`),
+  });
+  service.start();
+  await settle();
+  assert.deepEqual(service.candidates.map((c) => c.id), ["a", "b"]);
+  clock.advance(60_000);
+  await settle();
+  assert.deepEqual(service.candidates.map((c) => c.id), ["b", "c"]);
+  assert.deepEqual(events, [
+    "candidate_added a",
+    "candidate_added b",
+    "candidate_added c",
+    "candidate_removed a",
+  ]);
+  await service.stop();
 });
 
 Deno.test("GET /v1/mcp/sync/proposals?discover=true joins discovery candidates to the proposals, disabled unless trusted", async () => {
@@ -551,4 +610,220 @@ Deno.test("A source announcing without end is cut off at MAX_CANDIDATES, saying 
   assert.equal(candidates.length, MAX_CANDIDATES);
   assert.ok(errors.length <= 50, "the report is bounded too");
   assert.match(errors[0]!, /ignored further candidates: more than 1000 at once/);
+});
+
+/** A fake API server answering each list and each watch from the scripts given, in order. */
+function scriptedKubernetes(
+  lists: unknown[],
+  watches: ((version: string | null) => string | undefined)[],
+) {
+  let listed = 0;
+  let watched = 0;
+  const encoder = new TextEncoder();
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
+    const url = new URL(request.url);
+    if (url.searchParams.get("watch") !== "1") {
+      return Response.json(lists[Math.min(listed++, lists.length - 1)]);
+    }
+    const script = watches[Math.min(watched++, watches.length - 1)]!;
+    const text = script(url.searchParams.get("resourceVersion"));
+    if (text === undefined) {
+      // Kept open, as a real watch is, until the client lets go.
+      return new Response(new ReadableStream({ start() {} }));
+    }
+    return new Response(encoder.encode(text));
+  });
+  return { api: `http://127.0.0.1:${server.addr.port}`, close: () => server.shutdown() };
+}
+
+/** A gateway running k8s discovery against `api`, with its discovery events collected. */
+async function gatewayDiscovering(api: string, extra: Record<string, string> = {}) {
+  const dir = await Deno.makeTempDir();
+  const fleet = `${dir}/fleet.yaml`;
+  await Deno.writeTextFile(fleet, "# mine\nproxy_servers:\n");
+  // The k8s plugin reads its connection from the process environment.
+  Deno.env.set("MCP_K8S_API", api);
+  Deno.env.set("MCP_K8S_TOKEN", "t0ken");
+  const gateway = await startGateway({
+    MCP_PROXY_CONFIG_PATH: fleet,
+    MCP_DISCOVERY: "k8s",
+    ...extra,
+  });
+  const events: DiscoveryEvent[] = [];
+  gateway.kernel.bus.subscribeLocal((event) => {
+    if (event.type.startsWith("discovery.")) events.push(event as DiscoveryEvent);
+  });
+  const get = async (query = "") => {
+    const response = await fetch(`${gateway.url}/v1/mcp/sync/proposals${query}`, {
+      headers: { Authorization: `Bearer ${gateway.token}` },
+    });
+    assert.equal(response.status, 200);
+    return await response.json() as {
+      proposals: { id: string; yaml: string; entry: Record<string, unknown> }[];
+      discoveryErrors?: string[];
+      discovery: { running: string[] };
+    };
+  };
+  /** Waits (up to 10 s) until the proposal ids are `ids`. */
+  const until = async (ids: string[]) => {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const body = await get();
+      const seen = body.proposals.map((p) => p.id);
+      if (JSON.stringify(seen) === JSON.stringify(ids)) return body;
+      if (Date.now() > deadline) assert.deepEqual(seen, ids, JSON.stringify(events));
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  };
+  return {
+    gateway,
+    fleet,
+    events,
+    get,
+    until,
+    async stop() {
+      await gateway.stop();
+      Deno.env.delete("MCP_K8S_API");
+      Deno.env.delete("MCP_K8S_TOKEN");
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+const service = (namespace: string, name: string, version: string) => ({
+  metadata: {
+    name,
+    namespace,
+    resourceVersion: version,
+    annotations: { "agent33.io/mcp": "true" },
+  },
+  spec: { ports: [{ port: 8080 }] },
+});
+
+Deno.test("MCP_DISCOVERY=k8s: the cluster's candidates show in the proposals without ?discover, follow the watch, and applying one writes exactly its yaml", async () => {
+  const fake = await fakeKubernetes();
+  const running = await gatewayDiscovering(fake.api);
+  try {
+    // Listed weather-mcp and legacy-sse; the watch adds search-mcp, turns legacy-sse off, and
+    // the resumed watch deletes weather-mcp.
+    const body = await running.until(["add:k8s-ml-search-mcp"]);
+    assert.deepEqual(body.discovery.running, ["discovery-k8s"]);
+    assert.deepEqual(
+      running.events.map((e) => `${e.type} ${"id" in e ? e.id : e.reason}`),
+      [
+        "discovery.candidate_added tools/weather-mcp",
+        "discovery.candidate_added tools/legacy-sse",
+        "discovery.candidate_added ml/search-mcp",
+        "discovery.candidate_removed tools/legacy-sse",
+        "discovery.candidate_removed tools/weather-mcp",
+      ],
+    );
+    assert.ok(fake.tokens.every((t) => t === "Bearer t0ken"));
+    const [proposal] = body.proposals;
+    assert.equal(proposal!.entry.enabled, false, "k8s is not trusted here");
+    const before = await Deno.readTextFile(running.fleet);
+    const applied = await fetch(`${running.gateway.url}/v1/mcp/sync/apply`, {
+      method: "POST",
+      headers: {
+        Authorization: `Bearer ${running.gateway.token}`,
+        "Content-Type": "application/json",
+      },
+      body: JSON.stringify({ ids: [proposal!.id] }),
+    });
+    assert.equal(applied.status, 200, await applied.text());
+    const indent = (yaml: string) =>
+      yaml.trimEnd().split("\n").map((line) => `  ${line}`).join("\n") + "\n";
+    assert.equal(await Deno.readTextFile(running.fleet), before + indent(proposal!.yaml));
+    assert.deepEqual(
+      (await running.get()).proposals,
+      [],
+      "an applied candidate is no longer proposed",
+    );
+  } finally {
+    await running.stop();
+    await fake.close();
+  }
+});
+
+Deno.test("MCP_DISCOVERY=k8s: a 410 Gone watch relists, and what the relist no longer holds is removed", async () => {
+  const fake = scriptedKubernetes(
+    [
+      {
+        kind: "ServiceList",
+        metadata: { resourceVersion: "1" },
+        items: [service("tools", "old", "1")],
+      },
+      {
+        kind: "ServiceList",
+        metadata: { resourceVersion: "9" },
+        items: [service("ml", "new", "9")],
+      },
+    ],
+    [
+      () =>
+        JSON.stringify({
+          type: "ERROR",
+          object: {
+            kind: "Status",
+            code: 410,
+            reason: "Expired",
+            message: "too old resource version: 1 (8)",
+          },
+        }) + "\n",
+      () => undefined,
+    ],
+  );
+  const running = await gatewayDiscovering(fake.api);
+  try {
+    await running.until(["add:k8s-ml-new"]);
+    assert.ok(
+      running.events.some((e) => e.type === "discovery.candidate_removed" && e.id === "tools/old"),
+      JSON.stringify(running.events),
+    );
+  } finally {
+    await running.stop();
+    await fake.close();
+  }
+});
+
+Deno.test("MCP_DISCOVERY=k8s: a stalled API server (accepts, never answers) times out naming the source and the setting, and the gateway keeps serving", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const held: Deno.Conn[] = [];
+  const accepting = (async () => {
+    for await (const conn of listener) held.push(conn);
+  })();
+  const running = await gatewayDiscovering(`http://127.0.0.1:${listener.addr.port}`, {
+    MCP_DISCOVERY_TIMEOUT_MS: "300",
+  });
+  const message =
+    /discovery source discovery-k8s did not answer within 300 ms \(MCP_DISCOVERY_TIMEOUT_MS\)/;
+  try {
+    const deadline = Date.now() + 10_000;
+    while (
+      !running.events.some((e) => e.type === "discovery.source_error") && Date.now() < deadline
+    ) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    const error = running.events.find((e) => e.type === "discovery.source_error");
+    assert.match(error && "reason" in error ? error.reason : "(no source_error event)", message);
+    assert.ok(running.gateway.logs.some((line) => message.test(line)), "and in the log");
+    const health = await fetch(`${running.gateway.url}/healthz`);
+    assert.equal(health.status, 200);
+    await health.body?.cancel();
+    // A forced round is bounded by the same timeout.
+    const started = Date.now();
+    const forced = await running.get("?discover=true");
+    assert.ok(Date.now() - started < 5_000);
+    assert.deepEqual(forced.proposals, []);
+    assert.ok(forced.discoveryErrors?.some((e) => message.test(e)), JSON.stringify(forced));
+  } finally {
+    await running.stop();
+    listener.close();
+    await accepting.catch(() => {});
+    for (const conn of held) {
+      try {
+        conn.close();
+      } catch { /* the client end went first */ }
+    }
+  }
 });
