@@ -19,6 +19,9 @@ export function redactConfig(config: GatewayConfig): GatewayConfig {
   for (const key of Object.keys(copy.pluginEnv)) {
     if (SECRET_NAME.test(key)) copy.pluginEnv[key] = REDACTED;
   }
+  // OTEL_EXPORTER_OTLP_HEADERS carry a collector's API key; its URL may carry credentials.
+  for (const key of Object.keys(copy.tracing.headers)) copy.tracing.headers[key] = REDACTED;
+  copy.tracing.endpoint = redactUrl(copy.tracing.endpoint);
   return copy;
 }
 
@@ -35,6 +38,7 @@ export function configSecrets(config: GatewayConfig): string[] {
   for (const [key, value] of Object.entries(config.pluginEnv)) {
     if (SECRET_NAME.test(key)) out.push(value);
   }
+  out.push(...Object.values(config.tracing.headers).filter((v) => v.length >= 4));
   return out;
 }
 

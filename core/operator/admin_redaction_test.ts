@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { resolveConfig } from "../config.ts";
 import { parseFleetConfig } from "../proxy/fleet_config.ts";
 import { redactArgs, redactUrl } from "../redact.ts";
-import { redactConfig, redactServer } from "./admin_redaction.ts";
+import { configSecrets, redactConfig, redactServer } from "./admin_redaction.ts";
 
 const SECRETS = {
   MCP_SERVER_AUTH_TOKEN: "static-token-value",
@@ -23,6 +23,19 @@ Deno.test("No configured secret survives redaction, and the keys that hold them 
   assert.equal(redacted.server.authToken, "[redacted]");
   assert.equal(redacted.pluginEnv.MCP_PLUGIN_MODEL_NAME, "small", "non-secret values stay");
   assert.equal(config.server.authToken, SECRETS.MCP_SERVER_AUTH_TOKEN, "the original is untouched");
+});
+
+Deno.test("The trace exporter's headers (a collector's API key) and URL credentials are redacted", () => {
+  const config = resolveConfig({
+    OTEL_EXPORTER_OTLP_ENDPOINT: "https://user:otlp-url-secret@collector.example.com:4318",
+    OTEL_EXPORTER_OTLP_HEADERS: "x-api-key=otlp-header-secret",
+  });
+  const redacted = redactConfig(config);
+  const text = JSON.stringify(redacted);
+  assert.ok(!text.includes("otlp-header-secret"));
+  assert.ok(!text.includes("otlp-url-secret"));
+  assert.equal(redacted.tracing.headers["x-api-key"], "[redacted]", "the header's name stays");
+  assert.ok(configSecrets(config).includes("otlp-header-secret"));
 });
 
 Deno.test("A fleet server's header and env values, also per tenant, are redacted, their names kept", () => {

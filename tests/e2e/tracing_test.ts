@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { type CallToolResult, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { startHeaderEchoServer } from "../fixtures/upstreams/header_echo_server.ts";
 import { fixture, writeFleet } from "../support/fleet.ts";
 import { startGateway, type TestGateway } from "../support/gateway.ts";
@@ -42,6 +42,7 @@ function parsed(traceparent: unknown): { traceId: string; parentId: string } {
 
 async function withTracedGateway(
   fn: (gateway: TestGateway, receiver: OtlpReceiver) => Promise<void>,
+  env: Record<string, string> = {},
 ): Promise<void> {
   const receiver = startOtlpReceiver();
   const echo = startHeaderEchoServer();
@@ -65,6 +66,7 @@ async function withTracedGateway(
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
     OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
     OTEL_SERVICE_NAME: "agent33-under-test",
+    ...env,
   });
   try {
     await gateway.kernel.fleetStarted;
@@ -80,8 +82,18 @@ async function withTracedGateway(
 async function connect(
   gateway: TestGateway,
   headers: Record<string, string> = {},
+  approve?: () => boolean,
 ): Promise<Client> {
-  const client = new Client({ name: "traced-client", version: "1.0.0" });
+  const client = new Client(
+    { name: "traced-client", version: "1.0.0" },
+    approve ? { capabilities: { elicitation: {} } } : {},
+  );
+  if (approve) {
+    client.setRequestHandler(ElicitRequestSchema, () => ({
+      action: "accept" as const,
+      content: { approve: approve() },
+    }));
+  }
   await client.connect(
     new StreamableHTTPClientTransport(new URL(`${gateway.url}/mcp`), {
       requestInit: { headers: { Authorization: `Bearer ${gateway.token}`, ...headers } },
@@ -117,7 +129,7 @@ Deno.test("A client call with _meta.traceparent yields one connected trace into 
       const result = await client.callTool({
         name: "meta__meta",
         arguments: {},
-        _meta: { traceparent: CLIENT_TRACEPARENT },
+        _meta: { traceparent: CLIENT_TRACEPARENT, tracestate: "vendor=opaque,other=1" },
       });
       const seen = JSON.parse(text(result)) as Record<string, unknown>;
       const { named } = await traceOf(gateway, receiver, CLIENT_TRACE);
@@ -162,6 +174,9 @@ Deno.test("A client call with _meta.traceparent yields one connected trace into 
       const sent = parsed(seen.traceparent);
       assert.equal(sent.traceId, CLIENT_TRACE);
       assert.equal(sent.parentId, upstream.spanId);
+      // The caller's tracestate travels on unchanged, and nothing else of its _meta does.
+      assert.equal(seen.tracestate, "vendor=opaque,other=1");
+      assert.deepEqual(Object.keys(seen).sort(), ["traceparent", "tracestate"]);
     } finally {
       await client.close();
     }
@@ -216,6 +231,44 @@ Deno.test("A refused call's span carries the refusal's code, and a malformed tra
       await client.close();
     }
   });
+});
+
+Deno.test("An in-band approval is a span of its own under the call, between governance and the upstream", async () => {
+  const policies = await Deno.makeTempDir({ prefix: "agent33-tracing-policy-" });
+  await Deno.writeTextFile(
+    `${policies}/policy.yaml`,
+    `tenants:
+  "*":
+    effects: { meta__meta: destructive }
+    approval: { effects: [destructive], by: in_band }
+`,
+  );
+  try {
+    await withTracedGateway(async (gateway, receiver) => {
+      const client = await connect(gateway, {}, () => true);
+      try {
+        await client.callTool({
+          name: "meta__meta",
+          arguments: {},
+          _meta: { traceparent: CLIENT_TRACEPARENT },
+        });
+        const { named } = await traceOf(gateway, receiver, CLIENT_TRACE);
+        const request = named("tools/call meta__meta");
+        const governance = named("governance");
+        const approval = named("approval");
+        const upstream = named("tools/call meta");
+        for (const child of [governance, approval, upstream]) assertChild(child, request);
+        assert.equal(governance.attributes["agent33.verdict"], "approval_required");
+        assert.equal(approval.attributes["agent33.approval.by"], "in_band");
+        assert.equal(approval.attributes["agent33.verdict"], "allow");
+        assert.equal(request.attributes["agent33.verdict"], "allow");
+      } finally {
+        await client.close();
+      }
+    }, { MCP_POLICY_PATH: policies });
+  } finally {
+    await Deno.remove(policies, { recursive: true });
+  }
 });
 
 Deno.test("Without OTEL_* settings the gateway starts no tracer", async () => {
