@@ -266,3 +266,101 @@ async function screenshot(page: Page): Promise<void> {
     await Deno.remove(dir, { recursive: true });
   }
 }
+
+/** A fake Kubernetes API: the list holds `tools/weather`; the watch stays open for `push`. */
+function liveKubernetes() {
+  const encoder = new TextEncoder();
+  const watches: ReadableStreamDefaultController<Uint8Array>[] = [];
+  const annotated = (namespace: string, name: string, version: string) => ({
+    metadata: {
+      name,
+      namespace,
+      resourceVersion: version,
+      annotations: { "agent33.io/mcp": "true" },
+    },
+    spec: { ports: [{ port: 8080 }] },
+  });
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
+    if (new URL(request.url).searchParams.get("watch") !== "1") {
+      return Response.json({
+        kind: "ServiceList",
+        metadata: { resourceVersion: "1" },
+        items: [annotated("tools", "weather", "1")],
+      });
+    }
+    return new Response(new ReadableStream({ start: (c) => void watches.push(c) }));
+  });
+  return {
+    api: `http://127.0.0.1:${server.addr.port}`,
+    /** Sends a watch event adding a Service to every open watch. */
+    add(namespace: string, name: string) {
+      const line = JSON.stringify({ type: "ADDED", object: annotated(namespace, name, "2") });
+      for (const c of watches) c.enqueue(encoder.encode(line + "\n"));
+    },
+    async close() {
+      for (const c of watches) {
+        try {
+          c.close();
+        } catch { /* the client let go already */ }
+      }
+      await server.shutdown();
+    },
+  };
+}
+
+Deno.test(
+  "The dashboard shows discovered servers live and adds one to the fleet with a click, writing exactly its proposed yaml",
+  NEEDS_CHROMIUM,
+  async () => {
+    const fake = liveKubernetes();
+    const fleet = await writeFleet("# mine\nproxy_servers:\n");
+    Deno.env.set("MCP_K8S_API", fake.api);
+    const gateway = await startGateway({
+      MCP_PROXY_CONFIG_PATH: fleet.path,
+      MCP_DISCOVERY: "k8s",
+    });
+    try {
+      await withBrowser(async (page) => {
+        const pageErrors: string[] = [];
+        page.on("pageerror", (error) => pageErrors.push(error.message));
+        await page.goto(`${gateway.url}/dashboard`);
+        // Adding a server changes the gateway: the admin (operator) token's scope.
+        await page.fill("#token", gateway.adminToken);
+        await page.click("#connect");
+        await page.locator('#live[data-state="live"]').waitFor();
+        await page.locator('#candidates li[data-proposal="add:k8s-tools-weather"]').waitFor();
+        assert.match(
+          (await page.locator("#candidates-running").textContent())!,
+          /running: discovery-k8s/,
+        );
+
+        // A watch event: the new Service shows without a reload.
+        fake.add("ml", "search");
+        const card = page.locator('#candidates li[data-proposal="add:k8s-ml-search"]');
+        await card.waitFor();
+        const shown = await card.locator("pre").textContent();
+        const listed = await (await fetch(`${gateway.url}/v1/mcp/sync/proposals`, {
+          headers: { Authorization: `Bearer ${gateway.adminToken}` },
+        })).json();
+        const proposal = listed.proposals.find((p: { id: string }) => p.id === "add:k8s-ml-search");
+        assert.equal(shown, proposal.yaml, "the card shows exactly what will be written");
+
+        const before = await Deno.readTextFile(fleet.path);
+        await card.getByRole("button", { name: "Add k8s-ml-search to the fleet" }).click();
+        await card.waitFor({ state: "detached" });
+        const indent = (yaml: string) =>
+          yaml.trimEnd().split("\n").map((line) => `  ${line}`).join("\n") + "\n";
+        assert.equal(await Deno.readTextFile(fleet.path), before + indent(proposal.yaml));
+        await page.locator('#events li[data-type="fleet.reloaded"]').waitFor();
+        // The other candidate is still proposed.
+        await page.locator('#candidates li[data-proposal="add:k8s-tools-weather"]').waitFor();
+        assert.deepEqual(pageErrors, []);
+      });
+    } finally {
+      await gateway.stop();
+      Deno.env.delete("MCP_K8S_API");
+      await fake.close();
+      await fleet.remove();
+    }
+  },
+);

@@ -2,7 +2,8 @@
 //
 // Data comes from the gateway's API with the operator's bearer token (kept in sessionStorage):
 // GET /v1/operator/status (the fleet), GET /v1/approvals?status=pending, POST
-// /v1/approvals/{id}/approve|deny, and GET /v1/events, read with fetch() streaming rather than
+// /v1/approvals/{id}/approve|deny, GET /v1/mcp/sync/proposals and POST /v1/mcp/sync/apply (the
+// discovered servers), and GET /v1/events, read with fetch() streaming rather than
 // EventSource so the token travels in a header, never in a URL. Every value from the server is
 // written with textContent, never as HTML.
 "use strict";
@@ -21,6 +22,11 @@ const FLEET_EVENTS = new Set([
   "gateway.started",
 ]);
 const APPROVAL_EVENTS = new Set(["approval.requested", "approval.approved", "approval.denied"]);
+const CANDIDATE_EVENTS = new Set([
+  "discovery.candidate_added",
+  "discovery.candidate_removed",
+  "fleet.reloaded",
+]);
 const SEVERITIES = ["critical", "high", "medium", "low", "info"];
 
 const state = {
@@ -31,6 +37,9 @@ const state = {
   status: null,
   statusAt: 0,
   approvals: [],
+  /** Pending proposals from discovery, and the plugins running (null: discovery is off). */
+  candidates: [],
+  discovering: null,
   events: [],
   timers: new Map(),
 };
@@ -58,7 +67,8 @@ class AuthError extends Error {}
 
 /**
  * Calls the API with the token; a 401 or 403 signs out with a message saying why. A decision
- * (`decision: true`) refused with 403 (no approver scope, or the operator's own request) is
+ * (`decision: true`) refused with 403 (no approver scope, the operator's own request, or no admin
+ * scope to add a discovered server) is
  * reported instead: the token still serves the rest of the dashboard.
  */
 async function api(path, { decision = false, ...init } = {}) {
@@ -127,6 +137,7 @@ async function signIn(token) {
   $("app").hidden = false;
   $("signout").hidden = false;
   refreshApprovals().catch(report);
+  refreshCandidates().catch(report);
   streamEvents();
 }
 
@@ -218,17 +229,22 @@ function onFrame(frame) {
     setLive("live");
     refreshStatus().catch(report);
     refreshApprovals().catch(report);
+    refreshCandidates().catch(report);
     return;
   }
   if (type === "stream.overflow") {
     addEvent({ type, dropped: event.dropped });
     refreshStatus().catch(report);
     refreshApprovals().catch(report);
+    refreshCandidates().catch(report);
     return;
   }
   addEvent(event);
   if (FLEET_EVENTS.has(type)) debounce("status", 150, () => refreshStatus().catch(report));
   if (APPROVAL_EVENTS.has(type)) debounce("approvals", 100, () => refreshApprovals().catch(report));
+  if (CANDIDATE_EVENTS.has(type)) {
+    debounce("candidates", 150, () => refreshCandidates().catch(report));
+  }
   if (type === "gateway.stopping") setLive("reconnecting");
 }
 
@@ -483,6 +499,75 @@ async function decide(approval, action, button) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Discovered servers: proposals from running discovery, accepted one at a time
+
+async function refreshCandidates() {
+  const body = await api("/v1/mcp/sync/proposals", { decision: true });
+  state.candidates = body.proposals.filter((p) => String(p.source).startsWith("discovery:"));
+  state.discovering = body.discovery?.running ?? null;
+  renderCandidates();
+}
+
+function renderCandidates() {
+  $("candidates-running").textContent = state.discovering
+    ? `running: ${state.discovering.join(", ")}`
+    : "discovery is off (MCP_DISCOVERY)";
+  const items = state.candidates.map((p) =>
+    h(
+      "li",
+      { class: "approval", dataset: { proposal: p.id } },
+      h(
+        "div",
+        { class: "approval-head" },
+        h("span", { class: "approval-tool" }, p.server),
+        h(
+          "span",
+          { class: `badge ${p.entry?.enabled === false ? "tone-warn" : "tone-ok"}` },
+          p.entry?.enabled === false ? "added disabled" : "added enabled",
+        ),
+      ),
+      h(
+        "div",
+        { class: "approval-who" },
+        `${p.source} · ${p.name}`,
+        p.entry?.url ? ` · ${p.entry.url}` : "",
+      ),
+      h("div", { class: "approval-who" }, p.reason),
+      // Exactly what the fleet file gets.
+      h("pre", { class: "proposal-yaml" }, truncate(p.yaml ?? "", 2000)),
+      h(
+        "div",
+        { class: "approval-actions" },
+        h("button", {
+          class: "btn btn-approve",
+          type: "button",
+          "aria-label": `Add ${p.server} to the fleet`,
+          onclick: (e) => accept(p, e.currentTarget),
+        }, "Add to fleet"),
+      ),
+    )
+  );
+  $("candidates").replaceChildren(...items);
+  $("candidates-empty").hidden = items.length > 0;
+}
+
+async function accept(proposal, button) {
+  button.disabled = true;
+  try {
+    await api("/v1/mcp/sync/apply", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ ids: [proposal.id] }),
+      decision: true,
+    });
+    toast(`Added ${proposal.server} to the fleet`);
+  } catch (error) {
+    report(error);
+  }
+  await refreshCandidates().catch(report);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Events
 
 function addEvent(event) {
@@ -572,6 +657,12 @@ function describe(e) {
       ];
     case "policy.reloaded":
       return [`policy reloaded (${e.files.length} files)`, "tone-info"];
+    case "discovery.candidate_added":
+      return [`${e.plugin} found ${e.id} at ${e.url}`, "tone-info"];
+    case "discovery.candidate_removed":
+      return [`${e.plugin}: ${e.id} went away`, ""];
+    case "discovery.source_error":
+      return [e.reason, "tone-bad"];
     case "fleet.reload_failed":
     case "policy.reload_failed":
       return [e.reason, "tone-bad"];
