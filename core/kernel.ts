@@ -6,7 +6,7 @@
  * @module
  */
 import { createAuthenticator } from "./auth/authenticator.ts";
-import type { JwtOptions } from "./auth/jwt_verifier.ts";
+import { DISCOVERY_RETRY_MS, type JwtOptions } from "./auth/jwt_verifier.ts";
 import { ProtectedResource } from "./auth/oauth_resource.ts";
 import { createHostGuard, isLoopbackHost } from "./auth/host_guard.ts";
 import { refuseNonJsonBody } from "./auth/json_body_guard.ts";
@@ -951,6 +951,16 @@ export class Kernel {
       ...(server.oauth ? { jwt: oauthJwtOptions(server) } : {}),
       ...(!server.oauth && (server.jwt.secret || server.jwt.jwksUrl) ? { jwt: server.jwt } : {}),
       now: () => this.clock.now(),
+      onDiscovery: (outcome) => {
+        const log = this.logger.child("oauth");
+        if (outcome.ok) log.info(`keys of ${outcome.issuer} come from ${outcome.jwksUri}`);
+        else {
+          log.warn(
+            `${outcome.error}; its tokens are refused until it can be read, tried again on a ` +
+              `token after ${DISCOVERY_RETRY_MS / 1000} s`,
+          );
+        }
+      },
     });
     return { authenticator, generatedToken, generatedAdminToken, anonymous: undefined };
   }

@@ -7,6 +7,7 @@
 import { sha256, timingSafeEqual, toHex } from "./digest.ts";
 import {
   createJwtVerifier,
+  type DiscoveryListener,
   type JwtOptions,
   type JwtVerifier,
   looksLikeJwt,
@@ -34,6 +35,8 @@ export interface AuthenticatorOptions {
   fetch?: typeof fetch;
   /** Clock (ms since epoch) for JWT exp/nbf checks. */
   now?: () => number;
+  /** Told whether an OAuth issuer's metadata could be read. */
+  onDiscovery?: DiscoveryListener;
 }
 
 /** A resolved payload, or an RFC 6750 refusal. */
@@ -176,7 +179,11 @@ function jwtVerifierFor(options: AuthenticatorOptions): JwtVerifier | undefined 
   // An all-empty jwt block (e.g. unset env vars) means "off"; a half-filled one is a mistake that
   // would otherwise leave the gateway open, so createJwtVerifier throws on it.
   if (!jwt || Object.values(jwt).every((v) => v === undefined || v === "")) return undefined;
-  return createJwtVerifier(jwt, { fetch: options.fetch, now: options.now });
+  return createJwtVerifier(jwt, {
+    fetch: options.fetch,
+    now: options.now,
+    ...(options.onDiscovery ? { onDiscovery: options.onDiscovery } : {}),
+  });
 }
 
 function copy(p: TokenPayload): TokenPayload {

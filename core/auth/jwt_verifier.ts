@@ -68,7 +68,14 @@ export interface JwtVerifierDeps {
   now?: () => number;
   /** jose's `jwtVerify` (tests count the verifications). */
   verify?: typeof jwtVerify;
+  /** Told each outcome of reading the issuer's metadata (for the operator's log). */
+  onDiscovery?: DiscoveryListener;
 }
+
+/** Hears whether the issuer's metadata was read: its `jwks_uri`, or why not. */
+export type DiscoveryListener = (
+  outcome: { ok: true; issuer: string; jwksUri: string } | { ok: false; error: string },
+) => void;
 
 /**
  * How long a verified token is taken on trust (never past its `exp`). Clients send the same JWT
@@ -122,7 +129,7 @@ export function createJwtVerifier(options: JwtOptions, deps: JwtVerifierDeps = {
   const jwks: JWTVerifyGetKey | undefined = jwksUrl
     ? remote(parseUrl(jwksUrl))
     : discoverKeys
-    ? discoveredKeys(issuer!, remote, { fetch: fetchImpl, now })
+    ? discoveredKeys(issuer!, remote, { fetch: fetchImpl, now, onDiscovery: deps.onDiscovery })
     : undefined;
   const algorithms: JWSAlgorithm[] = [
     ...(secretKey ? ["HS256" as const] : []),
@@ -194,7 +201,11 @@ export function createJwtVerifier(options: JwtOptions, deps: JwtVerifierDeps = {
 function discoveredKeys(
   issuer: string,
   remote: (url: URL) => JWTVerifyGetKey,
-  deps: { fetch: typeof fetch | undefined; now: () => number },
+  deps: {
+    fetch: typeof fetch | undefined;
+    now: () => number;
+    onDiscovery: DiscoveryListener | undefined;
+  },
 ): JWTVerifyGetKey {
   let keys: JWTVerifyGetKey | undefined;
   let pending: Promise<JWTVerifyGetKey> | undefined;
@@ -203,9 +214,13 @@ function discoveredKeys(
     if (keys) return Promise.resolve(keys);
     if (failed && deps.now() < failed.until) return Promise.reject(failed.error);
     pending ??= discoverJwksUri(issuer, deps.fetch ? { fetch: deps.fetch } : {}).then(
-      (url) => (keys = remote(url)),
+      (url) => {
+        deps.onDiscovery?.({ ok: true, issuer, jwksUri: url.href });
+        return (keys = remote(url));
+      },
       (e: Error) => {
         failed = { error: e, until: deps.now() + DISCOVERY_RETRY_MS };
+        deps.onDiscovery?.({ ok: false, error: e.message });
         throw e;
       },
     ).finally(() => (pending = undefined));

@@ -303,9 +303,10 @@ Deno.test("JWT verifier with an OAuth issuer retries unreadable metadata only af
   });
   const issuer = `http://127.0.0.1:${server.addr.port}`;
   let clock = NOW;
+  const heard: unknown[] = [];
   const verify = createJwtVerifier(
     { discoverKeys: true, issuer, audience: "https://gw.example.com/mcp" },
-    { now: () => clock },
+    { now: () => clock, onDiscovery: (outcome) => heard.push(outcome) },
   );
   const { privateKey } = await generateKeyPair("ES256");
   const token = await new SignJWT({ tenant: "acme" })
@@ -324,6 +325,8 @@ Deno.test("JWT verifier with an OAuth issuer retries unreadable metadata only af
   clock += DISCOVERY_RETRY_MS;
   await verify(token);
   assert.equal(requests, 2 * tried, "after the pause the metadata is asked for again");
+  assert.equal(heard.length, 2, "each attempt is reported, not each token");
+  assert.match(String((heard[0] as { error: string }).error), /serves neither/);
 });
 
 Deno.test("JWT verifier needs the issuer and the audience to discover keys", () => {

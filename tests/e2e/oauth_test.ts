@@ -160,6 +160,8 @@ Deno.test("OAuth: an SDK client with client credentials finds the provider throu
     } finally {
       await client.close();
     }
+    const keys = `keys of ${s.provider.issuer} come from ${s.provider.issuer}/jwks`;
+    assert.ok(s.gateway.logs.some((line) => line.includes(keys)), "the operator's log says where");
   } finally {
     await s.stop();
   }
