@@ -93,10 +93,12 @@ function initialize(s: Setup, headers: Record<string, string>) {
   });
 }
 
-async function whoami(client: Client): Promise<unknown> {
+/** The caller the gateway resolved: tenant, scopes, identity (and, with `all`, every field). */
+async function whoami(client: Client, all = false): Promise<Record<string, unknown>> {
   const result = await client.callTool({ name: "whoami", arguments: {} });
   const [first] = result.content as { type: string; text: string }[];
-  return JSON.parse(first!.text);
+  const auth = JSON.parse(first!.text);
+  return all ? auth : { tenant: auth.tenant, scopes: auth.scopes, subject: auth.subject };
 }
 
 Deno.test("OAuth: the gateway publishes RFC 9728 metadata naming its identity provider", async () => {
@@ -156,7 +158,13 @@ Deno.test("OAuth: an SDK client with client credentials finds the provider throu
       }),
     );
     try {
-      assert.deepEqual(await whoami(client), { tenant: "acme", scopes: ["mcp"], subject: "agent" });
+      assert.deepEqual(await whoami(client, true), {
+        tenant: "acme",
+        scopes: ["mcp"],
+        subject: "agent",
+        kind: "jwt",
+        audience: [s.resource],
+      });
     } finally {
       await client.close();
     }
