@@ -390,8 +390,11 @@ export class ProxyManager {
       for (const tool of handle.catalog.tools) {
         if (!allows(tool.name) || this.#quarantine(id, tool.name)) continue;
         const name = exposed(tool.name);
+        const owner = this.#outsider(name, id);
         const clash = isNativeTool(name)
           ? "a native tool has this name (native tools are never shadowed)"
+          : owner
+          ? `the name is in upstream "${owner}"'s prefix, which only that upstream may use`
           : aggregate.toolRoutes.has(name)
           ? `upstream "${aggregate.toolRoutes.get(name)!.handle.id}" already exposes it`
           : name.length > 128
@@ -406,7 +409,7 @@ export class ProxyManager {
       }
       for (const prompt of handle.catalog.prompts) {
         const name = exposed(prompt.name);
-        if (aggregate.promptRoutes.has(name)) continue;
+        if (aggregate.promptRoutes.has(name) || this.#outsider(name, id)) continue;
         aggregate.prompts.push({ ...prompt, name });
         aggregate.promptRoutes.set(name, { handle, original: prompt.name });
       }
@@ -438,6 +441,7 @@ export class ProxyManager {
         ? name.slice(prefix.length + separator.length)
         : undefined;
       if (original === undefined || !allows(original) || this.#options.isNativeTool(name)) continue;
+      if (this.#outsider(name, handle.id)) continue;
       // A serving server's listed tools are routed already; here only its quarantined ones, so
       // their callers learn why.
       if (handle.serving && !this.#quarantine(handle.id, original)) {
@@ -462,6 +466,17 @@ export class ProxyManager {
     if (slash <= 0) return undefined;
     const handle = this.#members.get(rest.slice(0, slash))?.handle;
     return handle ? { handle, original: rest.slice(slash + 1) } : undefined;
+  }
+
+  /** Another server than `id` whose prefix `name` is in (the longest): only it may use the name. */
+  #outsider(name: string, id: string): string | undefined {
+    let owner: { id: string; prefix: string } | undefined;
+    for (const { handle: { server } } of this.#members.values()) {
+      const inside = server.prefix !== "" &&
+        name.startsWith(server.prefix + this.#options.separator);
+      if (inside && server.prefix.length > (owner?.prefix.length ?? -1)) owner = server;
+    }
+    return owner?.id === id ? undefined : owner?.id;
   }
 
   #reportDropped(server: string, tool: string, reason: string): void {
