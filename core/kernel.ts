@@ -58,6 +58,7 @@ import { RateLimiter } from "./governance/rate_limiter.ts";
 import { ToolGovernance } from "./governance/tool_governance.ts";
 import { operatorStatusRoute } from "./operator_routes.ts";
 import { refuseScope } from "./operator/admin_scope.ts";
+import type { FleetDiff, OperatorHost } from "./operator/operator_host.ts";
 import { operatorRoutes } from "./operator/routes.ts";
 import { configSecrets } from "./operator/admin_redaction.ts";
 import { redactedRoute } from "./operator/redacted_route.ts";
@@ -76,6 +77,8 @@ import { ToolDiscovery } from "./tool_discovery.ts";
 import { DiscoveryService } from "./sync/discovery_service.ts";
 import { ToolRegistry } from "./tool_registry.ts";
 import { startTracer, type Tracing } from "./tracing/gateway_tracer.ts";
+
+export type { FleetDiff } from "./operator/operator_host.ts";
 
 /** What the kernel is built from; everything but `config` has a default. */
 export interface KernelOptions {
@@ -108,13 +111,6 @@ export interface StartInfo {
   fleet?: { path: string; servers: string[] };
 }
 
-/** What applying a fleet changed, by server id. */
-export interface FleetDiff {
-  added: string[];
-  removed: string[];
-  changed: string[];
-}
-
 /** How to stop: `immediate` cuts off tool calls in flight instead of waiting for them. */
 export interface StopOptions {
   immediate?: boolean;
@@ -136,7 +132,7 @@ const DRAIN_SLICE_MS = 100;
 const FLUSH_MS = 1_000;
 
 /** The running gateway. */
-export class Kernel {
+export class Kernel implements OperatorHost {
   readonly config: GatewayConfig;
   readonly logger: Logger;
   readonly clock: Clock;

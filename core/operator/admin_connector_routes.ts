@@ -6,7 +6,7 @@
  */
 import type { ConnectorPolicy } from "../governance/policy.ts";
 import { jsonError } from "../http_listener.ts";
-import type { Kernel } from "../kernel.ts";
+import type { OperatorHost } from "./operator_host.ts";
 import type { HttpRoute } from "../http_route.ts";
 import type { BreakerState } from "../proxy/circuit_breaker.ts";
 import type { LifecycleState } from "../proxy/child_server_handle.ts";
@@ -70,7 +70,7 @@ export function connectorView(input: ConnectorInput): ConnectorView {
 }
 
 /** The connector routes over the running kernel. */
-export function connectorRoutes(kernel: Kernel): HttpRoute {
+export function connectorRoutes(kernel: OperatorHost): HttpRoute {
   const views = (): ConnectorView[] => {
     const connectors = kernel.governance.policies.connectors;
     const ids = new Set([...kernel.fleet.map((s) => s.id), ...connectors.keys()]);

@@ -9,7 +9,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import type { GatewayConfig } from "../config.ts";
 import { GatewayError } from "../errors.ts";
-import type { Kernel } from "../kernel.ts";
+import type { OperatorHost } from "./operator_host.ts";
 import type { HttpRoute } from "../http_route.ts";
 import { redactConfig, redactServer } from "./admin_redaction.ts";
 import { type AdminAccess, refuseScope } from "./admin_scope.ts";
@@ -48,7 +48,7 @@ export function authModes(server: GatewayConfig["server"]): string[] {
 }
 
 /** `/v1/mcp/status`, `/config`, `/enable`, `/disable`, `/reload` and `/sync/*`. */
-export function mcpAdminRoutes(kernel: Kernel): HttpRoute[] {
+export function mcpAdminRoutes(kernel: OperatorHost): HttpRoute[] {
   const setEnabled = (enabled: boolean) => () => {
     kernel.setMcpEnabled(enabled);
     return Response.json({ enabled: kernel.mcpEnabled, endpoints: MCP_ENDPOINTS });
@@ -95,7 +95,7 @@ type ReloadPart =
   | { status: "not_configured"; message: string };
 
 /** Reloads the fleet and the policies now; a refused file keeps what runs, and the answer says why. */
-async function reload(kernel: Kernel): Promise<Response> {
+async function reload(kernel: OperatorHost): Promise<Response> {
   const fleetPath = kernel.config.proxy.configPath;
   const policyPath = kernel.config.policyPath;
   const fleet: ReloadPart = fleetPath === undefined

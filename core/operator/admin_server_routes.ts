@@ -12,7 +12,7 @@
  */
 import { hasControlCharacter } from "../control_characters.ts";
 import { jsonError } from "../http_listener.ts";
-import type { Kernel } from "../kernel.ts";
+import type { OperatorHost } from "./operator_host.ts";
 import type { HttpRoute } from "../http_route.ts";
 import type { HandleSnapshot } from "../proxy/child_server_handle.ts";
 import type { FleetServer } from "../proxy/fleet_config.ts";
@@ -56,7 +56,7 @@ export function serverView(server: FleetServer | undefined, live?: HandleSnapsho
 }
 
 /** The fleet routes over the running kernel. */
-export function serverRoutes(kernel: Kernel): HttpRoute {
+export function serverRoutes(kernel: OperatorHost): HttpRoute {
   return {
     path: SERVERS_PATH,
     prefix: true,
@@ -148,7 +148,7 @@ function unsafeField(entry: Record<string, unknown>): string | undefined {
   return undefined;
 }
 
-function list(kernel: Kernel): Response {
+function list(kernel: OperatorHost): Response {
   const ids = new Set([
     ...kernel.fleet.map((s) => s.id),
     ...kernel.proxy.handles().map((h) => h.id),
@@ -156,19 +156,19 @@ function list(kernel: Kernel): Response {
   return Response.json({ servers: [...ids].map((id) => current(kernel, id)) });
 }
 
-function current(kernel: Kernel, id: string): ServerView | undefined {
+function current(kernel: OperatorHost, id: string): ServerView | undefined {
   const server = kernel.fleet.find((s) => s.id === id);
   const live = kernel.proxy.get(id)?.snapshot();
   if (!server && !live) return undefined;
   return serverView(server, live);
 }
 
-function one(kernel: Kernel, id: string): Response {
+function one(kernel: OperatorHost, id: string): Response {
   const view = current(kernel, id);
   return view ? Response.json(view) : unknownServer(kernel, id);
 }
 
-function unknownServer(kernel: Kernel, id: string): Response {
+function unknownServer(kernel: OperatorHost, id: string): Response {
   const where = kernel.config.proxy.configPath ?? "the fleet (no fleet file is configured)";
   return jsonError(
     404,
@@ -177,7 +177,7 @@ function unknownServer(kernel: Kernel, id: string): Response {
   );
 }
 
-async function restart(kernel: Kernel, id: string): Promise<Response> {
+async function restart(kernel: OperatorHost, id: string): Promise<Response> {
   const handle = kernel.proxy.get(id);
   if (!handle) {
     if (!kernel.fleet.some((s) => s.id === id)) return unknownServer(kernel, id);
@@ -191,7 +191,7 @@ async function restart(kernel: Kernel, id: string): Promise<Response> {
   return Response.json({ server: current(kernel, id) });
 }
 
-async function add(kernel: Kernel, request: Request): Promise<Response> {
+async function add(kernel: OperatorHost, request: Request): Promise<Response> {
   let entry: unknown;
   try {
     entry = await request.json();
@@ -230,7 +230,7 @@ async function add(kernel: Kernel, request: Request): Promise<Response> {
 
 /** Edits the fleet file, validated first, then applies it; refusals leave the file unchanged. */
 async function mutate(
-  kernel: Kernel,
+  kernel: OperatorHost,
   id: string,
   edit: FleetEdit,
   answer: () => Record<string, unknown>,

@@ -2,7 +2,7 @@
  * Wires the gateway's metrics to a running kernel: which kernel part answers each source.
  * @module
  */
-import type { Kernel } from "../kernel.ts";
+import type { OperatorHost } from "./operator_host.ts";
 import type { HttpRoute } from "../http_route.ts";
 import {
   GatewayMetrics,
@@ -12,7 +12,7 @@ import {
 import { metricsRoute } from "./metrics_route.ts";
 
 /** The kernel's parts as metric sources. */
-export function kernelMetricsSources(kernel: Kernel): GatewayMetricsSources {
+export function kernelMetricsSources(kernel: OperatorHost): GatewayMetricsSources {
   return {
     observeCalls: (observer) => kernel.observeCalls(observer),
     // This replica's own events: with NATS, others' events would be counted twice.
@@ -27,7 +27,7 @@ export function kernelMetricsSources(kernel: Kernel): GatewayMetricsSources {
 }
 
 /** `GET /metrics` for a kernel; mounted through operatorRoutes. */
-export function kernelMetricsRoute(kernel: Kernel): HttpRoute {
+export function kernelMetricsRoute(kernel: OperatorHost): HttpRoute {
   return metricsRoute(new GatewayMetrics(kernelMetricsSources(kernel)));
 }
 

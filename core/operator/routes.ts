@@ -3,7 +3,7 @@
  * and authentication). Each family lives in its own file; this list is the one place they join.
  * @module
  */
-import type { Kernel } from "../kernel.ts";
+import type { OperatorHost } from "./operator_host.ts";
 import type { HttpRoute } from "../http_route.ts";
 import { adminRoutes } from "./admin_routes.ts";
 import { dashboardRoute } from "./dashboard.ts";
@@ -11,13 +11,13 @@ import { eventsStreamRoute } from "./events_stream.ts";
 import { kernelMetricsRoute } from "./metrics_kernel.ts";
 import { scannerRoutes } from "./scanner_routes.ts";
 
-/** Every operator route family, given the running kernel. */
-export function operatorRoutes(_kernel: Kernel): HttpRoute[] {
+/** Every operator route family, over the running gateway (the kernel, as an OperatorHost). */
+export function operatorRoutes(host: OperatorHost): HttpRoute[] {
   return [
-    eventsStreamRoute({ bus: _kernel.bus, clock: _kernel.clock }),
+    eventsStreamRoute({ bus: host.bus, clock: host.clock }),
     dashboardRoute(),
-    kernelMetricsRoute(_kernel),
-    ...adminRoutes(_kernel),
-    scannerRoutes(_kernel),
+    kernelMetricsRoute(host),
+    ...adminRoutes(host),
+    scannerRoutes(host),
   ];
 }

@@ -7,12 +7,12 @@
  * @module
  */
 import { jsonError } from "../http_listener.ts";
-import type { Kernel } from "../kernel.ts";
+import type { OperatorHost } from "./operator_host.ts";
 import type { HttpRoute } from "../http_route.ts";
 import { methodNotAllowed, refuseScope } from "./admin_scope.ts";
 
 /** The scanner routes over a running kernel. */
-export function scannerRoutes(kernel: Kernel): HttpRoute {
+export function scannerRoutes(kernel: OperatorHost): HttpRoute {
   return {
     path: "/v1/scanner",
     prefix: true,

@@ -10,7 +10,7 @@
  *   (validated, atomic, comments kept) and applies the fleet at once.
  * @module
  */
-import type { Kernel } from "../kernel.ts";
+import type { OperatorHost } from "../operator/operator_host.ts";
 import { jsonError } from "../http_listener.ts";
 import type { HttpRoute } from "../http_route.ts";
 import { type AdminAccess, methodNotAllowed, refuseScope } from "../operator/admin_scope.ts";
@@ -33,7 +33,7 @@ const OPERATIONS: Record<string, { method: "GET" | "POST"; access: AdminAccess }
 };
 
 /** One prefix route serving every sync operation. */
-export function syncRoutes(kernel: Kernel): HttpRoute[] {
+export function syncRoutes(kernel: OperatorHost): HttpRoute[] {
   return [{
     path: SYNC_PATH,
     prefix: true,
@@ -82,7 +82,7 @@ export function syncRoutes(kernel: Kernel): HttpRoute[] {
 }
 
 /** Every pending proposal: the registry run's, then discovery's (live when it runs). */
-export function pendingProposals(kernel: Kernel): SyncProposal[] {
+export function pendingProposals(kernel: OperatorHost): SyncProposal[] {
   const store = proposalsOf(kernel);
   if (!kernel.discovery) return store.list();
   // Worked out from the live candidates on each ask: applied ones drop out as the fleet has them.
@@ -90,7 +90,7 @@ export function pendingProposals(kernel: Kernel): SyncProposal[] {
   return [...(store.registry?.proposals ?? []), ...live];
 }
 
-async function proposals(kernel: Kernel, url: URL): Promise<Response> {
+async function proposals(kernel: OperatorHost, url: URL): Promise<Response> {
   const store = proposalsOf(kernel);
   // A source that fails (not in a cluster, no tailscale) is reported, not fatal to the others.
   let discoveryErrors: string[] | undefined;
@@ -124,7 +124,7 @@ async function proposals(kernel: Kernel, url: URL): Promise<Response> {
   });
 }
 
-async function run(kernel: Kernel, fleetPath: string, body: Record<string, unknown>) {
+async function run(kernel: OperatorHost, fleetPath: string, body: Record<string, unknown>) {
   const { registry, full, search, include } = body;
   if (typeof registry !== "string" || !/^https?:\/\//.test(registry)) {
     return jsonError(
@@ -150,7 +150,7 @@ async function run(kernel: Kernel, fleetPath: string, body: Record<string, unkno
   }
 }
 
-async function apply(kernel: Kernel, fleetPath: string, body: Record<string, unknown>) {
+async function apply(kernel: OperatorHost, fleetPath: string, body: Record<string, unknown>) {
   const ids = body.ids;
   if (!Array.isArray(ids) || ids.length === 0 || !ids.every((id) => typeof id === "string")) {
     return jsonError(
