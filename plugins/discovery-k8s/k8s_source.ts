@@ -5,7 +5,7 @@
  * resourceVersion; a dropped watch resumes from the last version seen, and a `410 Gone` relists.
  * @module
  */
-import type { DiscoveryCandidate, DiscoverySource } from "../../core/plugin_api.ts";
+import type { Clock, DiscoveryCandidate, DiscoverySource } from "../../core/plugin_api.ts";
 
 /** The annotations this source reads. */
 export const ANNOTATIONS = {
@@ -28,6 +28,26 @@ export interface K8sOptions {
   origin?: string;
   /** Wait before reconnecting a failed watch (default 1 s). */
   backoffMs?: number;
+  /**
+   * How long the API server may take to answer a request's headers (a watch's included); past it
+   * the request is dropped and fails naming `timeoutSetting`. Unbounded when unset.
+   */
+  timeoutMs?: number;
+  /** The setting named when a request times out (default `MCP_DISCOVERY_TIMEOUT_MS`). */
+  timeoutSetting?: string;
+  /** The clock of that timeout (the gateway's). */
+  clock?: Clock;
+}
+
+/** The API server accepted a request but did not answer it in time. */
+export class K8sTimeoutError extends Error {
+  constructor(url: string, ms: number, setting: string) {
+    super(
+      `Kubernetes API ${url} did not answer within ${ms} ms (${setting}); ` +
+        "check that the API server is reachable and not overloaded",
+    );
+    this.name = "K8sTimeoutError";
+  }
 }
 
 /** The parts of a Service this source reads. */
@@ -104,8 +124,9 @@ export class K8sSource implements DiscoverySource {
         }
       } catch (error) {
         if (signal.aborted) return;
-        // A refused list is a configuration problem: surface it rather than spin.
-        if (version === undefined) throw error;
+        // A refused list is a configuration problem, and a stalled server is no dropped watch:
+        // surface both rather than spin.
+        if (version === undefined || error instanceof K8sTimeoutError) throw error;
       }
       await pause(this.#options.backoffMs ?? 1_000, signal);
     }
@@ -147,10 +168,28 @@ export class K8sSource implements DiscoverySource {
     const url = this.#options.api.replace(/\/$/, "") + path;
     const headers: Record<string, string> = { accept: "application/json" };
     if (this.#options.token) headers.authorization = `Bearer ${this.#options.token}`;
-    const response = await (this.#options.fetch ?? fetch)(url, {
-      headers,
-      ...(signal ? { signal } : {}),
-    });
+    const { timeoutMs, clock } = this.#options;
+    const timeout = new AbortController();
+    const timer = timeoutMs === undefined || clock === undefined
+      ? undefined
+      : clock.setTimeout(() => timeout.abort(), timeoutMs);
+    let response: Response;
+    try {
+      response = await (this.#options.fetch ?? fetch)(url, {
+        headers,
+        signal: signal ? AbortSignal.any([signal, timeout.signal]) : timeout.signal,
+      });
+    } catch (error) {
+      if (!timeout.signal.aborted || signal?.aborted) throw error;
+      throw new K8sTimeoutError(
+        url,
+        timeoutMs!,
+        this.#options.timeoutSetting ?? "MCP_DISCOVERY_TIMEOUT_MS",
+      );
+    } finally {
+      // Bounded until the headers: a watch's body then streams for as long as the server keeps it.
+      timer?.cancel();
+    }
     if (!response.ok) {
       const text = await response.text();
       throw new Error(

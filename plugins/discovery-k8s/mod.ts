@@ -54,7 +54,11 @@ async function connect(
     ...(context !== undefined ? { context } : {}),
   });
   const namespace = env.MCP_K8S_NAMESPACE;
+  // The gateway's bound on a discovery call also bounds each API request's wait for headers.
+  const timeout = Number(env.MCP_DISCOVERY_TIMEOUT_MS || 10_000);
   const source = new K8sSource({
+    timeoutMs: Number.isInteger(timeout) && timeout > 0 ? timeout : 10_000,
+    clock,
     api: connection.api,
     origin: connection.origin,
     fetch: connection.fetch,

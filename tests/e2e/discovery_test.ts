@@ -827,3 +827,41 @@ Deno.test("MCP_DISCOVERY=k8s: a stalled API server (accepts, never answers) time
     }
   }
 });
+
+Deno.test("MCP_DISCOVERY=k8s: a watch the API server accepts but never answers times out naming the setting, and the listed candidates stay", async () => {
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
+    if (new URL(request.url).searchParams.get("watch") !== "1") {
+      return Response.json({
+        kind: "ServiceList",
+        metadata: { resourceVersion: "1" },
+        items: [service("tools", "weather", "1")],
+      });
+    }
+    // Never answers: the client has to give up (its abort ends this handler).
+    return new Promise<Response>((resolve) =>
+      request.signal.addEventListener("abort", () => resolve(new Response(null)))
+    );
+  });
+  Deno.env.set("MCP_DISCOVERY_TIMEOUT_MS", "300");
+  const running = await gatewayDiscovering(`http://127.0.0.1:${server.addr.port}`, {
+    MCP_DISCOVERY_TIMEOUT_MS: "300",
+  });
+  try {
+    const deadline = Date.now() + 10_000;
+    while (
+      !running.events.some((e) => e.type === "discovery.source_error") && Date.now() < deadline
+    ) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    const error = running.events.find((e) => e.type === "discovery.source_error");
+    assert.match(
+      error && "reason" in error ? error.reason : "(no source_error event)",
+      /discovery-k8s: Kubernetes API http:\/\/127\.0\.0\.1:\d+\/api\/v1\/services\?watch=1\S* did not answer within 300 ms \(MCP_DISCOVERY_TIMEOUT_MS\)/,
+    );
+    assert.deepEqual((await running.get()).proposals.map((p) => p.id), ["add:k8s-tools-weather"]);
+  } finally {
+    await running.stop();
+    Deno.env.delete("MCP_DISCOVERY_TIMEOUT_MS");
+    await server.shutdown();
+  }
+});
