@@ -97,9 +97,13 @@ async function ensureFleetFile(path: string): Promise<void> {
     await Deno.lstat(path);
   } catch (error) {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
-    await Deno.writeTextFile(path, "# Upstream MCP servers (see README.md).\nproxy_servers:\n", {
-      createNew: true,
-    }).catch((e) => {
+    await Deno.writeTextFile(
+      path,
+      "# Upstream MCP servers (see docs/fleet.md).\nproxy_servers:\n",
+      {
+        createNew: true,
+      },
+    ).catch((e) => {
       if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
     });
   }
