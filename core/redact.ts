@@ -98,6 +98,35 @@ export function redact(text: string): string {
   return out;
 }
 
+/** How long a secret's beginning left at a cut must be to count as a leak. */
+const MIN_LEAKED_PREFIX = 4;
+
+/**
+ * `text` redacted and only then cut to `max` characters, so a secret crossing the cut leaves no
+ * prefix. `alreadyCut`: the text was truncated before it got here (by a worker, which holds no
+ * secrets to redact with), so a registered secret's beginning at its very end is redacted too.
+ */
+export function redactCut(text: string, max: number, alreadyCut = false): string {
+  let out = redact(text);
+  if (alreadyCut) out = redactTrailingPrefix(out);
+  return out.length > max ? out.slice(0, max) : out;
+}
+
+function redactTrailingPrefix(text: string): string {
+  let longest = 0;
+  for (const set of owners.values()) {
+    for (const secret of set) {
+      for (let k = Math.min(secret.length - 1, text.length); k > longest; k--) {
+        if (k >= MIN_LEAKED_PREFIX && text.endsWith(secret.slice(0, k))) {
+          longest = k;
+          break;
+        }
+      }
+    }
+  }
+  return longest === 0 ? text : text.slice(0, text.length - longest) + REDACTED;
+}
+
 /**
  * A copy of `value` with every string in it redacted (object keys stay); non-plain objects are
  * copied through their enumerable fields, errors become their redacted message.

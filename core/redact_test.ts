@@ -3,6 +3,7 @@ import {
   forgetSecrets,
   MIN_SECRET_LENGTH,
   redact,
+  redactCut,
   redactDeep,
   REDACTED,
   registerSecrets,
@@ -126,4 +127,17 @@ Deno.test("redactDeep keeps dates and byte arrays as they are and turns errors i
   assert.equal(out.at, at);
   assert.equal(out.bytes, bytes);
   assert.equal(out.error as unknown, "GET http://[redacted]@h/ failed");
+});
+
+Deno.test("redactCut redacts before cutting, and a cut text's trailing secret beginning too", () => {
+  const owner = {};
+  registerSecrets(owner, ["Qv7Zk2LmPwR9sTbX"]);
+  try {
+    assert.equal(redactCut(`${"x".repeat(6)}Qv7Zk2LmPwR9sTbX tail`, 10), "xxxxxx[red");
+    assert.equal(redactCut("abc Qv7Zk2", 100, true), "abc [redacted]");
+    // Not cut before: an ending that merely resembles a secret stays.
+    assert.equal(redactCut("abc Qv7Zk2", 100), "abc Qv7Zk2");
+  } finally {
+    forgetSecrets(owner);
+  }
 });

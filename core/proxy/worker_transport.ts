@@ -17,6 +17,7 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError } from "../errors.ts";
 import { isJsonRpcMessage } from "../jsonrpc_shape.ts";
 import type { Logger } from "../logger.ts";
+import { redactCut } from "../redact.ts";
 import type { InlineRelay, PluginPermissions, UpstreamPlan } from "../plugin_api.ts";
 import { markRelated } from "./related_request.ts";
 import { InlineRelayPort, type RelayPort } from "./inline_relay_port.ts";
@@ -64,6 +65,8 @@ const STDERR_LINES_PER_SECOND = 20;
 const STDERR_TAIL_LINES = 5;
 /** Longest stderr line logged, in characters. */
 const STDERR_LINE_CHARS = 2000;
+/** How the stdio relay marks a stderr line it cut (plugins/upstream-stdio/relay.ts, stderr_digest.ts). */
+const WORKER_CUT_MARK = /(?: … \(\d+ bytes, truncated\)|…)$/;
 
 type State = "new" | "starting" | "open" | "closing" | "closed";
 
@@ -315,7 +318,7 @@ export class WorkerTransport implements Transport {
     this.#report(
       this.#error(
         `wrote a malformed frame (${reason}); it was dropped: ` +
-          JSON.stringify(String(preview).slice(0, 200)),
+          JSON.stringify(redactCut(String(preview), 200, true)),
       ),
     );
   }
@@ -345,7 +348,7 @@ export class WorkerTransport implements Transport {
       this.#stats.invalidMessages++;
       this.#report(
         this.#error("sent a message that is not JSON-RPC 2.0; it was dropped", {
-          preview: safeJson(payload).slice(0, 200),
+          preview: redactCut(safeJson(payload), 200),
         }),
       );
       return;
@@ -363,7 +366,12 @@ export class WorkerTransport implements Transport {
   }
 
   #stderr(line: unknown): void {
-    this.#stderrTail.push(String(line).slice(0, 300));
+    // Redacted before any cut: a secret crossing it would leave its first characters. A long line
+    // was cut by the worker already (which holds no secrets to redact with), marked at its end.
+    const raw = String(line);
+    const mark = WORKER_CUT_MARK.exec(raw)?.[0] ?? "";
+    const text = redactCut(raw.slice(0, raw.length - mark.length), raw.length, mark !== "") + mark;
+    this.#stderrTail.push(text.slice(0, 300));
     if (this.#stderrTail.length > STDERR_TAIL_LINES) this.#stderrTail.shift();
     const now = Date.now();
     let window = this.#stderrWindow;
@@ -384,7 +392,7 @@ export class WorkerTransport implements Transport {
     window.lines++;
     this.#options.logger.debug("upstream stderr", {
       server: this.#id,
-      line: String(line).slice(0, STDERR_LINE_CHARS),
+      line: text.slice(0, STDERR_LINE_CHARS),
     });
   }
 

@@ -6,6 +6,7 @@
  */
 import { fileURLToPath } from "node:url";
 import { concatBytes } from "../concat_bytes.ts";
+import { redactCut } from "../redact.ts";
 import {
   OFFICIAL_META,
   type RegistryServer,
@@ -94,7 +95,7 @@ export async function readRegistry(
       if (!response.ok) {
         throw new RegistryError(
           `Registry ${url} answered ${response.status} ${response.statusText}: ${
-            text.slice(0, 200)
+            redactCut(text, 200)
           }; nothing was changed, try again later or check --registry`,
         );
       }
