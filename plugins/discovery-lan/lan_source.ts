@@ -45,8 +45,8 @@ export class LanSource implements DiscoverySource {
     this.#options = options;
   }
 
-  /** Asks once and returns every server that answered within `listenMs`. */
-  async list(): Promise<DiscoveryCandidate[]> {
+  /** Asks once and returns every server that answered within `listenMs` (or until `signal`). */
+  async list(signal?: AbortSignal): Promise<DiscoveryCandidate[]> {
     // Loaded on first use: a gateway that never discovers does not carry the mDNS stack.
     const { default: multicastDns } = await import("multicast-dns");
     const mdns = (multicastDns as unknown as (o?: Record<string, unknown>) => Mdns)(
@@ -55,10 +55,18 @@ export class LanSource implements DiscoverySource {
     const records: MdnsRecord[] = [];
     return new Promise((resolve, reject) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
+      let finished = false;
       const finish = (error?: Error) => {
+        if (finished) return;
+        finished = true;
         clearTimeout(timer);
+        signal?.removeEventListener("abort", stop);
         mdns.destroy(() => error ? reject(error) : resolve(candidatesFromRecords(records)));
       };
+      // Given up on (a timeout, a stop): the socket is closed at once, not at the end of listenMs.
+      const stop = () => finish(new Error("discovery-lan: the mDNS query was cancelled"));
+      if (signal?.aborted) return stop();
+      signal?.addEventListener("abort", stop, { once: true });
       mdns.on("error", (error) =>
         finish(
           new Error(

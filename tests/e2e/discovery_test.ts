@@ -14,7 +14,7 @@ import {
   DiscoveryService,
   MAX_CANDIDATES,
 } from "../../core/sync/discovery_service.ts";
-import { ManualClock } from "../../core/clock.ts";
+import { ManualClock, systemClock } from "../../core/clock.ts";
 import { BUILTIN_PLUGIN_DIR } from "../../core/plugin_loader.ts";
 import { startGateway } from "../support/gateway.ts";
 import { runDiscoverCommand } from "../../core/sync/discover_cli.ts";
@@ -302,6 +302,56 @@ Deno.test({
       }).list();
       assert.deepEqual(found.map((c) => [c.id, c.url]), [["notes", "http://127.0.0.1:8931/mcp"]]);
     } finally {
+      await new Promise<void>((resolve) => responder.destroy(() => resolve()));
+    }
+  },
+});
+
+Deno.test({
+  name: NO_MULTICAST
+    ? `running lan discovery holds an mDNS announcement as a candidate — SKIPPED: multicast does not work on loopback here (${NO_MULTICAST})`
+    : "running lan discovery holds an mDNS announcement as a candidate, proposed disabled, without a ?discover round",
+  ignore: NO_MULTICAST !== undefined,
+  async fn() {
+    const { default: multicastDns } = await import("multicast-dns");
+    const mdns = { loopback: true, interface: "127.0.0.1", ip: "224.0.0.251" };
+    const responder = multicastDns(mdns);
+    const ready = new Promise<void>((resolve) => responder.on("ready", () => resolve()));
+    responder.on("query", (query: { questions: { name: string }[] }) => {
+      if (!query.questions.some((q) => q.name === SERVICE)) return;
+      responder.respond({
+        answers: [{ name: SERVICE, type: "PTR", data: `notes.${SERVICE}` }],
+        additionals: [
+          { name: `notes.${SERVICE}`, type: "SRV", data: { port: 8931, target: "box.local" } },
+          { name: "box.local", type: "A", data: "127.0.0.1" },
+        ],
+      });
+    });
+    const events: DiscoveryEvent[] = [];
+    const running = new DiscoveryService([{
+      plugin: "discovery-lan",
+      source: new LanSource({ listenMs: 500, mdns }),
+    }], {
+      clock: systemClock,
+      timeoutMs: 5_000,
+      intervalMs: 60_000,
+      onEvent: (e) => events.push(e),
+    });
+    try {
+      await ready;
+      running.start();
+      const deadline = Date.now() + 5_000;
+      while (running.candidates.length === 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      const proposals = candidateProposals(running.candidates, [], new Set());
+      assert.deepEqual(
+        proposals.map((p) => [p.id, p.entry?.url, p.entry?.enabled]),
+        [["add:lan-notes", "http://127.0.0.1:8931/mcp", false]],
+      );
+      assert.equal(events[0]?.type, "discovery.candidate_added");
+    } finally {
+      await running.stop();
       await new Promise<void>((resolve) => responder.destroy(() => resolve()));
     }
   },
