@@ -9,10 +9,10 @@ import { parseArgs } from "node:util";
 import { type ConfigFlags, loadConfig } from "./core/config.ts";
 import { GatewayError } from "./core/errors.ts";
 import { Kernel, type StartInfo } from "./core/kernel.ts";
-import { POLICY_HELP, runPolicyCommand } from "./core/governance/policy_cli.ts";
-import { runScanCommand, SCAN_HELP } from "./core/scanner/scan_cli.ts";
-import { runSyncCommand, SYNC_HELP } from "./core/sync/sync_cli.ts";
-import { DISCOVER_HELP, runDiscoverCommand } from "./core/sync/discover_cli.ts";
+import { POLICY_HELP, runPolicyCommand } from "./cli/policy_cli.ts";
+import { runScanCommand, SCAN_HELP } from "./cli/scan_cli.ts";
+import { runSyncCommand, SYNC_HELP } from "./cli/sync_cli.ts";
+import { DISCOVER_HELP, runDiscoverCommand } from "./cli/discover_cli.ts";
 import { stderrSink } from "./core/logger.ts";
 
 const say = (text = "") => stderrSink(text);

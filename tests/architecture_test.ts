@@ -36,7 +36,7 @@ const BIG_FILE_EXCEPTIONS: Record<string, string> = {
   "core/governance/tool_governance.ts":
     "the verdict for every rule of the policy in one place (the precedence truth table)",
   "core/governance/approval_queue.ts": "the queue, its persistence and its expiry together",
-  "core/governance/policy_cli.ts": "the policy command's subcommands (check, explain, diff, test)",
+  "cli/policy_cli.ts": "the policy command's subcommands (check, explain, diff, test)",
   "core/proxy/child_server_handle.ts":
     "one upstream's lifecycle: worker, restarts, breaker, catalog and calls",
   "core/proxy/fleet_config.ts": "the fleet YAML parser with its line-numbered messages",
@@ -57,9 +57,8 @@ const BIG_FUNCTION_EXCEPTIONS: Record<string, string> = {
   "core/proxy/fleet_config.ts#parseFleetConfig":
     "walks the fleet YAML field by field to report each problem with its line",
   "core/scanner/pin.ts#diffPin": "compares every field of a pinned catalog",
-  "core/scanner/scan_cli.ts#runScanCommand": "the scan command's flags and output in one place",
-  "core/sync/discover_cli.ts#runDiscoverCommand":
-    "the discover command's flags and output in one place",
+  "cli/scan_cli.ts#runScanCommand": "the scan command's flags and output in one place",
+  "cli/discover_cli.ts#runDiscoverCommand": "the discover command's flags and output in one place",
   "plugins/transport-sse/mod.ts#create": "the legacy SSE endpoints share the session map",
   "plugins/transport-streamable-http/mod.ts#create":
     "the Streamable HTTP endpoints share the session map and bounds",

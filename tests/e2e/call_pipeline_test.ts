@@ -11,7 +11,7 @@ import { ElicitRequestSchema, type McpError } from "@modelcontextprotocol/sdk/ty
 import { SignJWT } from "jose";
 import { ESCALATION_META_KEY } from "../../core/call_pipeline.ts";
 import type { GatewayEvent } from "../../core/events.ts";
-import { runPolicyCommand } from "../../core/governance/policy_cli.ts";
+import { runPolicyCommand } from "../../cli/policy_cli.ts";
 import { APPROVAL_TOKEN_META_KEY } from "../../core/governance/tool_governance.ts";
 import { StreamTransport } from "../../core/stream_transport.ts";
 import { spawnStdioGateway } from "../support/child_gateway.ts";

@@ -17,7 +17,7 @@ import {
 import { ManualClock, systemClock } from "../../core/clock.ts";
 import { BUILTIN_PLUGIN_DIR } from "../../core/plugin_loader.ts";
 import { startGateway } from "../support/gateway.ts";
-import { runDiscoverCommand } from "../../core/sync/discover_cli.ts";
+import { runDiscoverCommand } from "../../cli/discover_cli.ts";
 import {
   candidatesFromRecords,
   LanSource,

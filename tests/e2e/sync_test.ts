@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { parse } from "yaml";
 import { parseFleetConfig } from "../../core/proxy/fleet_config.ts";
-import { runSyncCommand } from "../../core/sync/sync_cli.ts";
+import { runSyncCommand } from "../../cli/sync_cli.ts";
 import { SignJWT } from "jose";
 import { writeFleet } from "../support/fleet.ts";
 import { connectHttp, startGateway } from "../support/gateway.ts";

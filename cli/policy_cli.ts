@@ -12,30 +12,30 @@ import { parseArgs } from "node:util";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
-import { listedTarget } from "../call_pipeline.ts";
-import { systemClock } from "../clock.ts";
-import { GatewayError } from "../errors.ts";
-import { InProcessEventBus } from "../event_bus.ts";
-import { silentLogger } from "../logger.ts";
-import { ApprovalQueue } from "./approval_queue.ts";
-import { ApprovalTokens } from "./approval_tokens.ts";
-import { AuditLog } from "./audit_log.ts";
-import { MemoryNonceStore } from "./nonce_store.ts";
-import type { PolicySet, TenantPolicy } from "./policy.ts";
+import { listedTarget } from "../core/call_pipeline.ts";
+import { systemClock } from "../core/clock.ts";
+import { GatewayError } from "../core/errors.ts";
+import { InProcessEventBus } from "../core/event_bus.ts";
+import { silentLogger } from "../core/logger.ts";
+import { ApprovalQueue } from "../core/governance/approval_queue.ts";
+import { ApprovalTokens } from "../core/governance/approval_tokens.ts";
+import { AuditLog } from "../core/governance/audit_log.ts";
+import { MemoryNonceStore } from "../core/governance/nonce_store.ts";
+import type { PolicySet, TenantPolicy } from "../core/governance/policy.ts";
 import {
   loadPolicies,
   parsePolicyTests,
   type PolicyTestCase,
   policyTestFiles,
-} from "./policy_loader.ts";
-import { RateLimiter } from "./rate_limiter.ts";
+} from "../core/governance/policy_loader.ts";
+import { RateLimiter } from "../core/governance/rate_limiter.ts";
 import {
   APPROVAL_TOKEN_META_KEY,
   effectClassOf,
   ToolGovernance,
   type ToolTarget,
   type Verdict,
-} from "./tool_governance.ts";
+} from "../core/governance/tool_governance.ts";
 
 /** Where a policy command prints, and the environment it reads (MCP_POLICY_PATH). */
 export interface PolicyCliIo {

@@ -5,10 +5,10 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { parseFleetConfig } from "../proxy/fleet_config.ts";
-import { FleetEditError } from "../proxy/fleet_writer.ts";
-import { RegistryError } from "./registry_client.ts";
-import { applySyncResult, planFromRegistry, type SyncResult } from "./sync_run.ts";
+import { parseFleetConfig } from "../core/proxy/fleet_config.ts";
+import { FleetEditError } from "../core/proxy/fleet_writer.ts";
+import { RegistryError } from "../core/sync/registry_client.ts";
+import { applySyncResult, planFromRegistry, type SyncResult } from "../core/sync/sync_run.ts";
 
 /** `main.ts sync --help`. */
 export const SYNC_HELP = `Usage: main.ts sync --registry <URL|FILE> [options]

@@ -6,17 +6,21 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { InProcessEventBus } from "../event_bus.ts";
-import { systemClock } from "../clock.ts";
-import { createLogger } from "../logger.ts";
-import type { DiscoverySource, PluginContext } from "../plugin_api.ts";
-import { BUILTIN_PLUGIN_DIR, loadPlugins, pluginConfigSlice } from "../plugin_loader.ts";
-import { parseFleetConfig } from "../proxy/fleet_config.ts";
-import { FleetEditError } from "../proxy/fleet_writer.ts";
-import { candidateProposals, collectCandidates, isDiscoverySource } from "./discovery_service.ts";
-import { applyProposals } from "./sync_apply.ts";
-import { fleetViewOf } from "./fleet_view.ts";
-import { trustedSources } from "./sync_routes.ts";
+import { InProcessEventBus } from "../core/event_bus.ts";
+import { systemClock } from "../core/clock.ts";
+import { createLogger } from "../core/logger.ts";
+import type { DiscoverySource, PluginContext } from "../core/plugin_api.ts";
+import { BUILTIN_PLUGIN_DIR, loadPlugins, pluginConfigSlice } from "../core/plugin_loader.ts";
+import { parseFleetConfig } from "../core/proxy/fleet_config.ts";
+import { FleetEditError } from "../core/proxy/fleet_writer.ts";
+import {
+  candidateProposals,
+  collectCandidates,
+  isDiscoverySource,
+} from "../core/sync/discovery_service.ts";
+import { applyProposals } from "../core/sync/sync_apply.ts";
+import { fleetViewOf } from "../core/sync/fleet_view.ts";
+import { trustedSources } from "../core/sync/sync_routes.ts";
 
 /** `main.ts discover --help`. */
 export const DISCOVER_HELP = `Usage: main.ts discover [options]

@@ -7,7 +7,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import type { ScanSeverity } from "../plugin_api.ts";
+import type { ScanSeverity } from "../core/plugin_api.ts";
 import {
   type CollectFailure,
   collectFleet,
@@ -15,10 +15,10 @@ import {
   collectUrl,
   message,
   splitCommand,
-} from "./collect.ts";
-import { readSnapshot, type ServerDescriptor } from "./descriptor.ts";
-import { parseSeverity } from "./finding.ts";
-import { createPin, diffPin, parsePin } from "./pin.ts";
+} from "../core/scanner/collect.ts";
+import { readSnapshot, type ServerDescriptor } from "../core/scanner/descriptor.ts";
+import { parseSeverity } from "../core/scanner/finding.ts";
+import { createPin, diffPin, parsePin } from "../core/scanner/pin.ts";
 import {
   failsThreshold,
   isComplete,
@@ -26,10 +26,14 @@ import {
   renderSarif,
   renderText,
   type ScanReport,
-} from "./report.ts";
-import { loadScannerRules } from "./rules.ts";
-import { scanServers } from "./scan.ts";
-import { applySuppressions, readSuppressions, type Suppression } from "./suppressions.ts";
+} from "../core/scanner/report.ts";
+import { loadScannerRules } from "../core/scanner/rules.ts";
+import { scanServers } from "../core/scanner/scan.ts";
+import {
+  applySuppressions,
+  readSuppressions,
+  type Suppression,
+} from "../core/scanner/suppressions.ts";
 
 /** `main.ts scan --help`. */
 export const SCAN_HELP = `Usage: main.ts scan [inputs] [options]

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { type PolicyCliIo, runPolicyCommand } from "./policy_cli.ts";
 
-const POLICIES = fileURLToPath(new URL("../../policies", import.meta.url));
+const POLICIES = fileURLToPath(new URL("../policies", import.meta.url));
 
 /** Runs `policy <args>` in process and collects what it printed. */
 async function run(
