@@ -507,7 +507,7 @@ export const CONFIG_VARIABLES: readonly { name: string; default: string; meaning
   {
     name: "MCP_AUDIT_INCLUDE_ARGUMENTS",
     default: "false",
-    meaning: "Write raw arguments into audit lines (else only their hash)",
+    meaning: "Write the arguments, redacted, into audit lines (else only their hash)",
   },
   {
     name: "MCP_SCANNER_APPROVAL",

@@ -5,7 +5,7 @@
  * Recording never throws and never waits for the disk: lines are queued and a single writer
  * appends them in order. A failing disk is logged once per outage and counted; the call being
  * audited is never failed by it. Raw arguments go to the file only when asked for, and never
- * onto the bus.
+ * onto the bus; every line is redacted (core/redact.ts) before it is queued.
  * @module
  */
 import { dirname } from "node:path";
@@ -13,6 +13,7 @@ import type { Clock } from "../clock.ts";
 import type { EventBus } from "../event_bus.ts";
 import type { GatewayEvent } from "../events.ts";
 import type { Logger } from "../logger.ts";
+import { redact, redactDeep } from "../redact.ts";
 import type { EffectClass } from "./policy.ts";
 
 /** The governance outcome of one call. */
@@ -187,7 +188,8 @@ export class AuditLog {
       effect: entry.effect,
       verdict: entry.verdict,
       ...(entry.code === undefined ? {} : { code: entry.code }),
-      ...(entry.rule === undefined ? {} : { rule: entry.rule }),
+      // The one free-text field: decision events skip the bus's redaction.
+      ...(entry.rule === undefined ? {} : { rule: redact(entry.rule) }),
       argumentsHash: entry.argumentsHash,
     };
     this.#bus.publish(event);
@@ -215,7 +217,9 @@ export class AuditLog {
 
   /** The file line; arguments that cannot be serialized are replaced by a note, not lost silently. */
   #line(entry: AuditEntry): string {
-    const { arguments: args, ...rest } = entry;
+    // Redacted like the log: URIs, rules and reasons carry client and upstream text, and the file
+    // outlives every other diagnostic. Arguments, when written at all, are redacted too.
+    const { arguments: args, ...rest } = redactDeep(entry);
     if (!this.#includeArguments || args === undefined) return JSON.stringify(rest);
     try {
       return JSON.stringify({ ...rest, arguments: args });
