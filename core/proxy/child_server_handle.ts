@@ -582,8 +582,17 @@ export class ChildServerHandle implements UpstreamHandle {
     };
     client.onerror = (error) => this.#log.debug("transport error", { error: error.message });
 
+    // A burst of list_changed costs one fetch in flight and one after it: a fetch per
+    // notification would let an upstream's flood multiply the gateway's work and memory.
+    let fetching = false;
+    let again = false;
     const refresh = () => {
       if (client !== this.#client) return;
+      if (fetching) {
+        again = true;
+        return;
+      }
+      fetching = true;
       this.#fetchCatalog(client).then((catalog) => {
         if (client !== this.#client) return;
         this.#catalog = catalog;
@@ -595,7 +604,13 @@ export class ChildServerHandle implements UpstreamHandle {
         });
       }).catch((error) =>
         this.#log.warn("could not refresh the upstream's lists", { error: describe(error) })
-      );
+      ).finally(() => {
+        fetching = false;
+        if (again) {
+          again = false;
+          refresh();
+        }
+      });
     };
     client.setNotificationHandler(ToolListChangedNotificationSchema, refresh);
     client.setNotificationHandler(ResourceListChangedNotificationSchema, refresh);

@@ -1,0 +1,62 @@
+/**
+ * A hostile upstream's notification floods cost the gateway a bounded amount of work: a real stdio
+ * upstream (tests/fixtures/upstreams/catalog_server.ts `relist`) sends thousands of
+ * `notifications/tools/list_changed` at once, behind a real gateway and a real SDK client.
+ */
+import assert from "node:assert/strict";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { fixture, writeFleet } from "../support/fleet.ts";
+import { connectHttp, startGateway } from "../support/gateway.ts";
+
+const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
+const FLEET = `proxy_servers:
+  - id: relist
+    command: ${
+  JSON.stringify([
+    "deno",
+    "run",
+    "--config",
+    DENO_JSON,
+    fixture("upstreams/catalog_server.ts"),
+    "relist",
+  ])
+}
+`;
+
+function text(result: unknown): string {
+  return (result as CallToolResult).content.map((c) => c.type === "text" ? c.text : "").join("");
+}
+
+Deno.test("A flood of tools/list_changed from an upstream costs one catalog fetch at a time and one after the burst, not one per notification", async () => {
+  const fleet = await writeFleet(FLEET);
+  const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
+  try {
+    await gateway.kernel.fleetStarted;
+    const client = await connectHttp(gateway);
+    try {
+      const lists = async (): Promise<[number, number]> => {
+        const [served, most] = text(await client.callTool({ name: "relist__lists", arguments: {} }))
+          .split(" ").map(Number);
+        return [served!, most!];
+      };
+      const [before] = await lists();
+      await client.callTool({ name: "relist__flood", arguments: { count: 2000 } });
+      // The refetches a flood causes are over once two reads in a row see the same count.
+      let [after, most] = [-1, 0];
+      for (let seen = -2; seen !== after;) {
+        seen = after;
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        [after, most] = await lists();
+      }
+      assert.equal(most, 1, "catalog fetches of one upstream overlapped");
+      // One in flight and one after it per burst; a loaded machine may split the burst in a few.
+      assert.ok(after - before <= 20, `2000 notifications caused ${after - before} tools/list`);
+      assert.ok(after - before >= 1, "the change was fetched at least once");
+    } finally {
+      await client.close();
+    }
+  } finally {
+    await gateway.stop();
+    await fleet.remove();
+  }
+});
