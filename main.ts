@@ -9,6 +9,7 @@ import { parseArgs } from "node:util";
 import { type ConfigFlags, loadConfig } from "./core/config.ts";
 import { GatewayError } from "./core/errors.ts";
 import { Kernel, type StartInfo } from "./core/kernel.ts";
+import { type CommandIo, processIo } from "./cli/command.ts";
 import { POLICY_HELP, runPolicyCommand } from "./cli/policy_cli.ts";
 import { runScanCommand, SCAN_HELP } from "./cli/scan_cli.ts";
 import { runSyncCommand, SYNC_HELP } from "./cli/sync_cli.ts";
@@ -69,10 +70,8 @@ async function main(args: string[]): Promise<number> {
     say(HELP[command]);
     return 0;
   }
-  if (command === "policy") return await policy(rest);
-  if (command === "scan") return await scan(rest);
-  if (command === "sync") return await sync(rest);
-  if (command === "discover") return await discover(rest);
+  const tool = TOOLS[command];
+  if (tool) return await tool.run(rest, processIo({ lines: tool.lines }));
   if (command !== "serve") {
     say(`"${command}" is not available yet.\n\n${HELP[command]}`);
     return 3;
@@ -80,45 +79,17 @@ async function main(args: string[]): Promise<number> {
   return await serve(rest);
 }
 
-/** `policy check|explain|test`: results on stdout (nothing speaks MCP there), problems on stderr. */
-async function policy(args: string[]): Promise<number> {
-  const encoder = new TextEncoder();
-  return await runPolicyCommand(args, {
-    out: (line) => void Deno.stdout.writeSync(encoder.encode(line + "\n")),
-    err: say,
-    env: Deno.env.toObject(),
-  });
-}
-
-/** `scan`: the report on stdout (or --output), problems on stderr. */
-async function scan(args: string[]): Promise<number> {
-  const encoder = new TextEncoder();
-  return await runScanCommand(args, {
-    out: (text) => void Deno.stdout.writeSync(encoder.encode(text)),
-    err: say,
-    env: Deno.env.toObject(),
-  });
-}
-
-/** `sync`: the plan on stdout, problems on stderr. */
-async function sync(args: string[]): Promise<number> {
-  const encoder = new TextEncoder();
-  return await runSyncCommand(args, {
-    out: (text) => void Deno.stdout.writeSync(encoder.encode(text)),
-    err: say,
-    env: Deno.env.toObject(),
-  });
-}
-
-/** `discover`: candidates or proposals on stdout, problems on stderr. */
-async function discover(args: string[]): Promise<number> {
-  const encoder = new TextEncoder();
-  return await runDiscoverCommand(args, {
-    out: (text) => void Deno.stdout.writeSync(encoder.encode(text)),
-    err: say,
-    env: Deno.env.toObject(),
-  });
-}
+/** The commands besides `serve`: results on stdout (nothing speaks MCP there), problems on stderr. */
+const TOOLS: Record<string, {
+  run(args: string[], io: CommandIo): Promise<number>;
+  /** Its results are lines (`policy`), not text that ends its own lines. */
+  lines?: boolean;
+}> = {
+  policy: { run: runPolicyCommand, lines: true },
+  scan: { run: runScanCommand },
+  sync: { run: runSyncCommand },
+  discover: { run: runDiscoverCommand },
+};
 
 async function serve(args: string[]): Promise<number> {
   let values;

@@ -5,7 +5,7 @@
  * the fleet file failed, 2 bad usage.
  * @module
  */
-import { parseArgs } from "node:util";
+import { type CommandIo, EXIT_USAGE, parseFlags } from "./command.ts";
 import { InProcessEventBus } from "../core/event_bus.ts";
 import { systemClock } from "../core/clock.ts";
 import { createLogger } from "../core/logger.ts";
@@ -41,36 +41,29 @@ Options:
   -h, --help         Show this help`;
 
 /** Where the CLI writes. */
-export interface DiscoverIo {
-  out: (text: string) => void;
-  err: (text: string) => void;
-  env: Record<string, string | undefined>;
+export interface DiscoverIo extends CommandIo {
   /** Plugin directories (default: the built-in one plus MCP_PLUGIN_PATHS). */
   pluginDirs?: string[];
 }
 
 /** Runs `discover` with `args`; returns the exit code. */
 export async function runDiscoverCommand(args: string[], io: DiscoverIo): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args,
-      options: {
-        plugin: { type: "string", multiple: true },
-        json: { type: "boolean" },
-        propose: { type: "boolean" },
-        apply: { type: "boolean" },
-        config: { type: "string" },
-        timeout: { type: "string" },
-        context: { type: "string" },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (error) {
-    io.err(`${(error as Error).message}\n\n${DISCOVER_HELP}`);
-    return 2;
-  }
+  const parsed = parseFlags(io, DISCOVER_HELP, {
+    args,
+    options: {
+      plugin: { type: "string", multiple: true },
+      json: { type: "boolean" },
+      propose: { type: "boolean" },
+      apply: { type: "boolean" },
+      config: { type: "string" },
+      timeout: { type: "string" },
+      context: { type: "string" },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (!parsed) return EXIT_USAGE;
+  const { values } = parsed;
   const timeout = values.timeout === undefined ? 5 : Number(values.timeout);
   if (!(timeout > 0)) {
     io.err(`--timeout must be a positive number of seconds, received "${values.timeout}"`);

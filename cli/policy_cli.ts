@@ -8,7 +8,7 @@
  * nothing is audited. Each command returns its exit code: 0 ok, 1 failure, 2 usage.
  * @module
  */
-import { parseArgs } from "node:util";
+import { type CommandIo, EXIT_USAGE, parseFlags, usageError } from "./command.ts";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
@@ -37,14 +37,8 @@ import {
   type Verdict,
 } from "../core/governance/tool_governance.ts";
 
-/** Where a policy command prints, and the environment it reads (MCP_POLICY_PATH). */
-export interface PolicyCliIo {
-  /** Results: what the command was asked for. */
-  out(line: string): void;
-  /** Problems and usage. */
-  err(line: string): void;
-  env: Record<string, string>;
-}
+/** Where a policy command prints (one line per `out` call), and the environment it reads (MCP_POLICY_PATH). */
+export type PolicyCliIo = CommandIo;
 
 /** The usage of `main.ts policy`. */
 export const POLICY_HELP = `Usage: main.ts policy check|explain|test [options]
@@ -109,17 +103,7 @@ export async function runPolicyCommand(args: string[], io: PolicyCliIo): Promise
 }
 
 function usage(io: PolicyCliIo, message: string): number {
-  io.err(`${message}\n\n${POLICY_HELP}`);
-  return 2;
-}
-
-/** Runs a subcommand's `parseArgs`; a usage message (parseArgs names the flag) when it throws. */
-function parseFlags<T>(io: PolicyCliIo, parse: () => T): T | number {
-  try {
-    return parse();
-  } catch (error) {
-    return usage(io, (error as Error).message);
-  }
+  return usageError(io, POLICY_HELP, message);
 }
 
 function policyPath(path: string | undefined, io: PolicyCliIo): string {
@@ -165,8 +149,8 @@ async function loadCases(
 }
 
 async function check(args: string[], io: PolicyCliIo): Promise<number> {
-  const parsed = parseFlags(io, () => parseArgs({ args, options: { path: { type: "string" } } }));
-  if (typeof parsed === "number") return parsed;
+  const parsed = parseFlags(io, POLICY_HELP, { args, options: { path: { type: "string" } } });
+  if (!parsed) return EXIT_USAGE;
   const path = policyPath(parsed.values.path, io);
   const policies = await load(path, io);
   const tests = await loadCases(path, io);
@@ -356,23 +340,22 @@ function jsonObject(flag: string, text: string | undefined): Record<string, unkn
 }
 
 async function explain(args: string[], io: PolicyCliIo): Promise<number> {
-  const parsed = parseFlags(io, () =>
-    parseArgs({
-      args,
-      options: {
-        path: { type: "string" },
-        tenant: { type: "string" },
-        tool: { type: "string" },
-        args: { type: "string" },
-        server: { type: "string" },
-        annotations: { type: "string" },
-        json: { type: "boolean" },
-        descriptors: { type: "string" },
-        gateway: { type: "string" },
-        token: { type: "string" },
-      },
-    }));
-  if (typeof parsed === "number") return parsed;
+  const parsed = parseFlags(io, POLICY_HELP, {
+    args,
+    options: {
+      path: { type: "string" },
+      tenant: { type: "string" },
+      tool: { type: "string" },
+      args: { type: "string" },
+      server: { type: "string" },
+      annotations: { type: "string" },
+      json: { type: "boolean" },
+      descriptors: { type: "string" },
+      gateway: { type: "string" },
+      token: { type: "string" },
+    },
+  });
+  if (!parsed) return EXIT_USAGE;
   const { values } = parsed;
   if (!values.tenant) return usage(io, "policy explain needs --tenant T (the caller's tenant)");
   if (!values.tool) return usage(io, "policy explain needs --tool X (the tool name to decide)");
@@ -486,17 +469,16 @@ function meets(verdict: Verdict, testCase: PolicyTestCase): boolean {
 }
 
 async function test(args: string[], io: PolicyCliIo): Promise<number> {
-  const parsed = parseFlags(io, () =>
-    parseArgs({
-      args,
-      options: {
-        path: { type: "string" },
-        descriptors: { type: "string" },
-        gateway: { type: "string" },
-        token: { type: "string" },
-      },
-    }));
-  if (typeof parsed === "number") return parsed;
+  const parsed = parseFlags(io, POLICY_HELP, {
+    args,
+    options: {
+      path: { type: "string" },
+      descriptors: { type: "string" },
+      gateway: { type: "string" },
+      token: { type: "string" },
+    },
+  });
+  if (!parsed) return EXIT_USAGE;
   const path = policyPath(parsed.values.path, io);
   const policies = await load(path, io);
   const tests = await loadCases(path, io);

@@ -6,7 +6,7 @@
  * not be read, a rule failed, or bad usage) — a server that failed to connect never yields 0.
  * @module
  */
-import { parseArgs } from "node:util";
+import { type CommandIo, EXIT_USAGE, parseFlags } from "./command.ts";
 import type { ScanSeverity } from "../core/plugin_api.ts";
 import {
   type CollectFailure,
@@ -62,41 +62,34 @@ Options:
 Exit codes: 0 clean, 1 findings at or above --fail-on, 2 scan incomplete or bad usage.`;
 
 /** Where the command writes; injectable for tests. */
-export interface ScanIo {
-  out(text: string): void;
-  err(line: string): void;
-  env: Record<string, string | undefined>;
+export interface ScanIo extends CommandIo {
   now?: Date;
 }
 
 /** Runs `scan` with its arguments; returns the exit code. */
 export async function runScanCommand(args: string[], io: ScanIo): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args,
-      options: {
-        descriptors: { type: "string" },
-        stdio: { type: "string" },
-        url: { type: "string" },
-        id: { type: "string" },
-        config: { type: "string" },
-        timeout: { type: "string" },
-        format: { type: "string", default: "text" },
-        output: { type: "string" },
-        "fail-on": { type: "string", default: "high" },
-        suppressions: { type: "string" },
-        save: { type: "string" },
-        pin: { type: "string" },
-        pinned: { type: "string" },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (error) {
-    io.err(`${(error as Error).message}\n\n${SCAN_HELP}`);
-    return 2;
-  }
+  const parsed = parseFlags(io, SCAN_HELP, {
+    args,
+    options: {
+      descriptors: { type: "string" },
+      stdio: { type: "string" },
+      url: { type: "string" },
+      id: { type: "string" },
+      config: { type: "string" },
+      timeout: { type: "string" },
+      format: { type: "string", default: "text" },
+      output: { type: "string" },
+      "fail-on": { type: "string", default: "high" },
+      suppressions: { type: "string" },
+      save: { type: "string" },
+      pin: { type: "string" },
+      pinned: { type: "string" },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (!parsed) return EXIT_USAGE;
+  const { values } = parsed;
   const format = values.format;
   if (format !== "text" && format !== "json" && format !== "sarif") {
     io.err(`--format must be text, json or sarif, not "${format}"`);

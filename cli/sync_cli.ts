@@ -4,7 +4,7 @@
  * usage.
  * @module
  */
-import { parseArgs } from "node:util";
+import { type CommandIo, EXIT_USAGE, parseFlags } from "./command.ts";
 import { parseFleetConfig } from "../core/proxy/fleet_config.ts";
 import { FleetEditError } from "../core/proxy/fleet_writer.ts";
 import { RegistryError } from "../core/sync/registry_client.ts";
@@ -37,35 +37,27 @@ Options:
   -h, --help            Show this help`;
 
 /** Where the CLI writes. */
-export interface SyncIo {
-  out: (text: string) => void;
-  err: (text: string) => void;
-  env: Record<string, string | undefined>;
-}
+export type SyncIo = CommandIo;
 
 /** Runs `sync` with `args`; returns the exit code. */
 export async function runSyncCommand(args: string[], io: SyncIo): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args,
-      options: {
-        registry: { type: "string" },
-        config: { type: "string" },
-        apply: { type: "boolean" },
-        json: { type: "boolean" },
-        search: { type: "string" },
-        include: { type: "string", multiple: true },
-        full: { type: "boolean" },
-        timeout: { type: "string" },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (error) {
-    io.err(`${(error as Error).message}\n\n${SYNC_HELP}`);
-    return 2;
-  }
+  const parsed = parseFlags(io, SYNC_HELP, {
+    args,
+    options: {
+      registry: { type: "string" },
+      config: { type: "string" },
+      apply: { type: "boolean" },
+      json: { type: "boolean" },
+      search: { type: "string" },
+      include: { type: "string", multiple: true },
+      full: { type: "boolean" },
+      timeout: { type: "string" },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (!parsed) return EXIT_USAGE;
+  const { values } = parsed;
   const fleetPath = values.config ?? io.env.MCP_PROXY_CONFIG_PATH;
   if (!values.registry || !fleetPath) {
     io.err(
