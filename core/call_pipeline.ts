@@ -23,6 +23,7 @@ import {
 } from "./governance/tool_governance.ts";
 import type { NativeTool } from "./plugin_api.ts";
 import type { UpstreamCallContext } from "./proxy/child_server_handle.ts";
+import { quarantinedTemplateOf } from "./proxy/template_quarantine.ts";
 import {
   type CatalogView,
   PROXY_URI_PREFIX,
@@ -290,13 +291,21 @@ export class CallPipeline {
 
   #quarantinedItem(kind: ItemCall["kind"], route: Route): string | undefined {
     const { handle, original } = route;
+    const proxy = this.#options.proxy;
     // The scanner names a resource by its name when it has one (as the upstream lists it).
     const name = kind === "resource"
       ? handle.catalog.resources.find((r) => r.uri === original)?.name || original
       : kind === "resource-template"
       ? handle.catalog.resourceTemplates.find((t) => t.uriTemplate === original)?.name || original
       : original;
-    return this.#options.proxy?.itemQuarantineReason(handle.id, kind, name);
+    const own = proxy?.itemQuarantineReason(handle.id, kind, name);
+    if (own || kind !== "resource" || !proxy) return own;
+    // A URI no listed resource has may still be an instance of a quarantined template.
+    return quarantinedTemplateOf(
+      original,
+      handle.catalog.resourceTemplates,
+      (t) => proxy.itemQuarantineReason(handle.id, "resource-template", t.name || t.uriTemplate),
+    );
   }
 
   /** Decides a call without side effects, as the gateway would (`policy explain`). */

@@ -488,6 +488,39 @@ Deno.test("Over stdio the desktop user approves in-band by default; a client tha
   }
 });
 
+Deno.test("A read of a URI matching a quarantined resource template is refused quarantined", async () => {
+  const fleet = POISONED.replace(
+    "env: { POISONED_VARIANT: original }",
+    "env: { POISONED_VARIANT: original, POISONED_PROMPTS: on }",
+  ).replace("env: [POISONED_VARIANT]", "env: [POISONED_VARIANT, POISONED_PROMPTS]");
+  await withGateway(fleet, 'tenants:\n  "*": {}\n', async ({ gateway }) => {
+    await eventually(
+      () =>
+        (gateway.kernel.scanner?.findingsFor("poisoned") ?? []).some((f) =>
+          f.entity.kind === "resource-template"
+        ),
+      "the scan of the resource templates",
+    );
+    const client = await connectHttp(gateway);
+    try {
+      const templates = (await client.listResourceTemplates()).resourceTemplates;
+      assert.ok(templates.some((t) => t.uriTemplate === "proxy://poisoned/notes://{id}"));
+      assert.ok(!templates.some((t) => t.uriTemplate.includes("files://")), "hidden");
+      // The template is not listed, but its instances are still the upstream's to serve.
+      for (const uri of ["proxy://poisoned/files:///etc/passwd", "proxy://poisoned/files://x"]) {
+        const refused = await refusedWith(client.readResource({ uri }));
+        assert.equal(refused.code, "quarantined");
+        assert.match(refused.message, /is quarantined by the scanner/);
+        assert.match(refused.message, /its template "files:\/\/\{\+path\}" matches this URI/);
+      }
+      const note = await client.readResource({ uri: "proxy://poisoned/notes://n1" });
+      assert.match(JSON.stringify(note.contents), /contents of notes:\/\/n1/);
+    } finally {
+      await client.close();
+    }
+  }, { MCP_SCANNER_BLOCK: "high" });
+});
+
 Deno.test("A prompt with a blocking scanner finding is quarantined: absent from prompts/list, refused by prompts/get", async () => {
   const fleet = POISONED.replace(
     "env: { POISONED_VARIANT: original }",
