@@ -15,6 +15,13 @@ export const ANNOTATIONS = {
   transport: "agent33.io/mcp-transport",
 } as const;
 
+/** Largest list response read, in bytes (16 MiB). */
+export const MAX_LIST_BYTES = 16 * 1024 * 1024;
+/** Longest watch event line, in characters (1 MiB). */
+export const MAX_WATCH_LINE_CHARS = 1024 * 1024;
+/** Most Services one list may hold. */
+export const MAX_LIST_ITEMS = 10_000;
+
 /** How to reach the API server. */
 export interface K8sOptions {
   /** Base URL, e.g. `https://10.0.0.1:443`. */
@@ -47,6 +54,17 @@ export class K8sTimeoutError extends Error {
         "check that the API server is reachable and not overloaded",
     );
     this.name = "K8sTimeoutError";
+  }
+}
+
+/** The API server sent more than a bound allows; the source stops rather than buffer it. */
+export class K8sLimitError extends Error {
+  constructor(url: string, what: string) {
+    super(
+      `Kubernetes API ${url} sent ${what}; nothing more was read from it. Narrow discovery ` +
+        "to one namespace (MCP_K8S_NAMESPACE) or check that the API server is the real one",
+    );
+    this.name = "K8sLimitError";
   }
 }
 
@@ -126,7 +144,10 @@ export class K8sSource implements DiscoverySource {
         if (signal.aborted) return;
         // A refused list is a configuration problem, and a stalled server is no dropped watch:
         // surface both rather than spin.
-        if (version === undefined || error instanceof K8sTimeoutError) throw error;
+        if (
+          version === undefined || error instanceof K8sTimeoutError ||
+          error instanceof K8sLimitError
+        ) throw error;
       }
       await pause(this.#options.backoffMs ?? 1_000, signal);
     }
@@ -135,12 +156,20 @@ export class K8sSource implements DiscoverySource {
   async #list(
     signal?: AbortSignal,
   ): Promise<{ candidates: DiscoveryCandidate[]; version: string }> {
-    const response = await this.#get(this.#servicesPath(), signal);
-    const body = await response.json() as {
+    const path = this.#servicesPath();
+    const response = await this.#get(path, signal);
+    const body = JSON.parse(await boundedText(response, this.#url(path))) as {
       metadata?: { resourceVersion?: string };
       items?: Service[];
     };
-    const candidates = (body.items ?? []).map(toCandidate).filter((c) => c !== undefined);
+    const items = Array.isArray(body.items) ? body.items : [];
+    if (items.length > MAX_LIST_ITEMS) {
+      throw new K8sLimitError(
+        this.#url(path),
+        `${items.length} Services in one list, more than ${MAX_LIST_ITEMS}`,
+      );
+    }
+    const candidates = items.map(toCandidate).filter((c) => c !== undefined);
     return { candidates, version: body.metadata?.resourceVersion ?? "" };
   }
 
@@ -151,8 +180,11 @@ export class K8sSource implements DiscoverySource {
     const query = `watch=1&allowWatchBookmarks=true${
       version ? `&resourceVersion=${encodeURIComponent(version)}` : ""
     }`;
-    const response = await this.#get(`${this.#servicesPath()}?${query}`, signal);
-    const lines = response.body!.pipeThrough(new TextDecoderStream()).pipeThrough(splitLines());
+    const path = `${this.#servicesPath()}?${query}`;
+    const response = await this.#get(path, signal);
+    const lines = response.body!.pipeThrough(new TextDecoderStream()).pipeThrough(
+      splitLines(this.#url(path)),
+    );
     for await (const line of lines) {
       if (line.trim() === "") continue;
       yield JSON.parse(line);
@@ -164,8 +196,12 @@ export class K8sSource implements DiscoverySource {
     return ns ? `/api/v1/namespaces/${encodeURIComponent(ns)}/services` : "/api/v1/services";
   }
 
+  #url(path: string): string {
+    return this.#options.api.replace(/\/$/, "") + path;
+  }
+
   async #get(path: string, signal?: AbortSignal): Promise<Response> {
-    const url = this.#options.api.replace(/\/$/, "") + path;
+    const url = this.#url(path);
     const headers: Record<string, string> = { accept: "application/json" };
     if (this.#options.token) headers.authorization = `Bearer ${this.#options.token}`;
     const { timeoutMs, clock } = this.#options;
@@ -191,7 +227,7 @@ export class K8sSource implements DiscoverySource {
       timer?.cancel();
     }
     if (!response.ok) {
-      const text = await response.text();
+      const text = await boundedText(response, url, 64 * 1024).catch(() => "");
       throw new Error(
         `Kubernetes API ${url} answered ${response.status}: ${text.slice(0, 200)}; ` +
           `check ${this.#options.origin ?? "MCP_K8S_API"} and that its credentials may list ` +
@@ -232,19 +268,63 @@ export function toCandidate(service: Service): DiscoveryCandidate | undefined {
   };
 }
 
-/** Splits a text stream into lines (watch events are one JSON object per line). */
-function splitLines(): TransformStream<string, string> {
+/** A response body as text, read no further than `max` bytes (throws {@link K8sLimitError}). */
+async function boundedText(response: Response, url: string, max = MAX_LIST_BYTES): Promise<string> {
+  const declared = Number(response.headers.get("content-length") ?? NaN);
+  const over = () => new K8sLimitError(url, `a response of more than ${max} bytes`);
+  if (declared > max) {
+    await response.body?.cancel();
+    throw over();
+  }
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  const reader = response.body!.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.length;
+    if (total > max) {
+      await reader.cancel();
+      throw over();
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(total);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.length;
+  }
+  return new TextDecoder().decode(bytes);
+}
+
+/**
+ * Splits a text stream into lines (watch events are one JSON object per line); a line longer than
+ * {@link MAX_WATCH_LINE_CHARS} fails the stream, which cancels the response.
+ */
+function splitLines(url: string): TransformStream<string, string> {
   let rest = "";
   return new TransformStream({
     transform(chunk, controller) {
       const parts = (rest + chunk).split("\n");
       rest = parts.pop() ?? "";
-      for (const part of parts) controller.enqueue(part);
+      for (const part of parts) {
+        if (part.length > MAX_WATCH_LINE_CHARS) throw tooLong(url);
+        controller.enqueue(part);
+      }
+      if (rest.length > MAX_WATCH_LINE_CHARS) throw tooLong(url);
     },
     flush(controller) {
       if (rest) controller.enqueue(rest);
     },
   });
+}
+
+function tooLong(url: string): K8sLimitError {
+  return new K8sLimitError(
+    url,
+    `a watch event line of more than ${MAX_WATCH_LINE_CHARS} characters`,
+  );
 }
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {
