@@ -63,6 +63,7 @@ import {
   type ToolCallLane,
   type ToolCallRequest,
 } from "./tool_call_lane.ts";
+import { forwardTraced } from "./tracing/upstream_span.ts";
 import { type InboundSession, upstreamCallContext } from "./upstream_context.ts";
 import { GATEWAY_INFO } from "./version.ts";
 import { toolPage } from "./wire_json.ts";
@@ -325,7 +326,7 @@ export class MCPServiceBridge {
     const handle = <S extends z.ZodObject>(
       target: Server,
       schema: S,
-      handler: (request: z.infer<S>, extra: HandlerExtra) => unknown,
+      handler: (request: z.infer<S>, extra: HandlerExtra, span?: TraceSpan) => unknown,
     ) =>
       handleRequest(
         target,
@@ -664,14 +665,20 @@ export class MCPServiceBridge {
       });
     });
 
-    handle(server, ReadResourceRequestSchema, async (request, extra) => {
+    handle(server, ReadResourceRequestSchema, async (request, extra, span) => {
       const { uri } = request.params;
       const route = view?.resolveResource(uri);
       if (route && (!native || !uri.startsWith("agent33://"))) {
         await requireAccess("resources/read", "resource", uri, route);
         const ctx = upstreamCallContext(session, extra, undefined, route.handle.id);
         try {
-          const result = await route.handle.readResource(route.original, ctx);
+          const result = await forwardTraced(
+            span,
+            route,
+            { method: "resources/read", attributes: { "mcp.resource.uri": route.original } },
+            ctx,
+            (traced) => route.handle.readResource(route.original, traced),
+          );
           // Contents carry the upstream's URIs; answer with the names this client used.
           return {
             ...result,
@@ -688,7 +695,7 @@ export class MCPServiceBridge {
       });
     });
 
-    handle(server, SubscribeRequestSchema, async (request, extra) => {
+    handle(server, SubscribeRequestSchema, async (request, extra, span) => {
       const { uri } = request.params;
       const route = view?.resolveResource(uri);
       if (!route) {
@@ -704,9 +711,12 @@ export class MCPServiceBridge {
       const key = `${route.handle.id}\u0000${route.original}`;
       live.subscriptions.set(key, uri);
       try {
-        await route.handle.subscribe(
-          route.original,
+        await forwardTraced(
+          span,
+          route,
+          { method: "resources/subscribe", attributes: { "mcp.resource.uri": route.original } },
           upstreamCallContext(session, extra, undefined, route.handle.id),
+          (traced) => route.handle.subscribe(route.original, traced),
         );
       } catch (error) {
         live.subscriptions.delete(key);
@@ -748,7 +758,7 @@ export class MCPServiceBridge {
       });
     });
 
-    handle(server, GetPromptRequestSchema, async (request, extra) => {
+    handle(server, GetPromptRequestSchema, async (request, extra, span) => {
       const { name, arguments: args = {} } = request.params;
       const found = native ? this.#prompts().find((p) => p.prompt.name === name) : undefined;
       if (!found) {
@@ -756,10 +766,16 @@ export class MCPServiceBridge {
         if (route) {
           await requireAccess("prompts/get", "prompt", name, route, args);
           try {
-            return await route.handle.getPrompt(
-              route.original,
-              args,
+            return await forwardTraced(
+              span,
+              route,
+              {
+                method: "prompts/get",
+                target: route.original,
+                attributes: { "gen_ai.prompt.name": route.original },
+              },
               upstreamCallContext(session, extra, undefined, route.handle.id),
+              (traced) => route.handle.getPrompt(route.original, args, traced),
             );
           } catch (error) {
             throw toMcpError(error);
@@ -794,7 +810,7 @@ export class MCPServiceBridge {
       });
     });
 
-    handle(server, CompleteRequestSchema, async (request, extra) => {
+    handle(server, CompleteRequestSchema, async (request, extra, span) => {
       const { ref, argument } = request.params;
       const route = ref.type === "ref/prompt"
         ? (native && this.#prompts().some((p) => p.prompt.name === ref.name)
@@ -813,9 +829,12 @@ export class MCPServiceBridge {
           ? { type: "ref/prompt" as const, name: route.original }
           : { type: "ref/resource" as const, uri: route.original };
         try {
-          return await route.handle.complete(
-            { ...request.params, ref: upstreamRef },
+          return await forwardTraced(
+            span,
+            route,
+            { method: "completion/complete" },
             upstreamCallContext(session, extra, undefined, route.handle.id),
+            (traced) => route.handle.complete({ ...request.params, ref: upstreamRef }, traced),
           );
         } catch (error) {
           throw toMcpError(error);
@@ -1005,12 +1024,13 @@ function handleRequest<S extends z.ZodObject>(
   handler: (
     request: z.infer<S>,
     extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
+    span?: TraceSpan,
   ) => unknown,
   startSpan?: RequestSpanStarter,
 ): void {
   const method = (schema.shape as { method: z.ZodLiteral<string> }).method.value;
   const lenient = schema.extend({ params: z.unknown().optional() });
-  const run = (request: unknown, extra: HandlerExtra) => {
+  const run = (request: unknown, extra: HandlerExtra, span?: TraceSpan) => {
     const parsed = schema.safeParse(request);
     if (!parsed.success) {
       throw new McpError(
@@ -1018,12 +1038,12 @@ function handleRequest<S extends z.ZodObject>(
         `Invalid params for ${method}: ${z.prettifyError(parsed.error).replaceAll("\n", "; ")}`,
       );
     }
-    return handler(parsed.data, extra);
+    return handler(parsed.data, extra, span);
   };
   server.setRequestHandler(lenient, (request, extra) => {
     const span = startSpan?.(method, (request as { params?: unknown }).params, extra);
     if (span === undefined) return run(request, extra) as never;
-    return traced(span, () => run(request, extra)) as never;
+    return traced(span, () => run(request, extra, span)) as never;
   });
 }
 

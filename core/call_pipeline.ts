@@ -33,6 +33,7 @@ import {
 import { redactDeep } from "./redact.ts";
 import type { ToolRegistry } from "./tool_registry.ts";
 import { errorType, type TraceSpan } from "./tracing/gateway_tracer.ts";
+import { forwardTraced } from "./tracing/upstream_span.ts";
 
 /** The `_meta` key of a listed tool the scanner escalated: the finding, in words. */
 export const ESCALATION_META_KEY = "agent33/escalation";
@@ -332,17 +333,17 @@ export class CallPipeline {
     const { route } = resolved;
     // The token is redeemed inside the breaker's admission: a call it refuses keeps the token.
     const ctx: UpstreamCallContext = { ...call.upstream(route), admitted: redeem };
-    const span = call.span === undefined ? undefined : upstreamSpan(call.span, route);
-    if (span) ctx.trace = span.carrier();
-    let result: CallToolResult;
-    try {
-      result = await route.handle.callTool(route.original, call.args, ctx);
-    } catch (error) {
-      span?.fail(errorType(error), error instanceof Error ? error.message : String(error));
-      throw error;
-    } finally {
-      span?.end();
-    }
+    const result = await forwardTraced(
+      call.span,
+      route,
+      {
+        method: "tools/call",
+        target: route.original,
+        attributes: { "gen_ai.tool.name": route.original },
+      },
+      ctx,
+      (traced) => route.handle.callTool(route.original, call.args, traced),
+    );
     // A tool's error result is a diagnostic too; a successful result is left alone.
     return result.isError === true ? redactDeep(result) : result;
   }
@@ -369,19 +370,6 @@ export class CallPipeline {
     if (verdict.action === "allow") return verdict;
     throw refusal(verdict, target, call.caller, this.#hints);
   }
-}
-
-/** The client span of a forwarded call, with the upstream and its breaker's state as it was sent. */
-function upstreamSpan(parent: TraceSpan, route: Route): TraceSpan {
-  const server = route.handle.id;
-  parent.set("agent33.upstream", server);
-  parent.set("agent33.breaker.state", route.handle.breaker.state);
-  return parent.child(`tools/call ${route.original}`, {
-    "mcp.method.name": "tools/call",
-    "gen_ai.tool.name": route.original,
-    "agent33.upstream": server,
-    "agent33.upstream.transport": route.handle.server.transport,
-  }, "client");
 }
 
 /** Awaits a decision inside its stage's span, records it there, and ends the span. */

@@ -353,9 +353,7 @@ export class ChildServerHandle implements UpstreamHandle {
       (_client, options, raw) =>
         raw.request(
           "tools/call",
-          ctx.trace === undefined
-            ? { name, arguments: args }
-            : { name, arguments: args, _meta: ctx.trace },
+          traced({ name, arguments: args }, ctx),
           options,
         ) as Promise<CallToolResult>,
     );
@@ -366,7 +364,7 @@ export class ChildServerHandle implements UpstreamHandle {
     return this.#forward(
       `resources/read "${uri}"`,
       ctx,
-      (client, options) => client.readResource({ uri }, options),
+      (client, options) => client.readResource(traced({ uri }, ctx), options),
     );
   }
 
@@ -379,7 +377,7 @@ export class ChildServerHandle implements UpstreamHandle {
     return this.#forward(
       `prompts/get "${name}"`,
       ctx,
-      (client, options) => client.getPrompt({ name, arguments: args }, options),
+      (client, options) => client.getPrompt(traced({ name, arguments: args }, ctx), options),
     );
   }
 
@@ -391,7 +389,7 @@ export class ChildServerHandle implements UpstreamHandle {
     return this.#forward(
       "completion/complete",
       ctx,
-      (client, options) => client.complete(params, options),
+      (client, options) => client.complete(traced(params, ctx), options),
     );
   }
 
@@ -400,7 +398,7 @@ export class ChildServerHandle implements UpstreamHandle {
     return this.#forward(
       `resources/subscribe "${uri}"`,
       ctx,
-      (client, options) => client.subscribeResource({ uri }, options),
+      (client, options) => client.subscribeResource(traced({ uri }, ctx), options),
     );
   }
 
@@ -409,7 +407,7 @@ export class ChildServerHandle implements UpstreamHandle {
     return this.#forward(
       `resources/unsubscribe "${uri}"`,
       ctx,
-      (client, options) => client.unsubscribeResource({ uri }, options),
+      (client, options) => client.unsubscribeResource(traced({ uri }, ctx), options),
     );
   }
 
@@ -754,4 +752,12 @@ function requestKey(id: string | number): string {
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * A forwarded request's params with the gateway's trace context as their `_meta` (tracing on),
+ * else as they are.
+ */
+function traced<P extends object>(params: P, ctx: UpstreamCallContext): P {
+  return ctx.trace === undefined ? params : { ...params, _meta: ctx.trace };
 }

@@ -205,6 +205,101 @@ Deno.test("A client's traceparent header reaches a Streamable HTTP upstream as a
   });
 });
 
+/** The gateway's server span and its one client span to the upstream, in one trace. */
+async function forwarded(
+  gateway: TestGateway,
+  receiver: OtlpReceiver,
+  traceId: string,
+  requestName: string,
+  upstreamName: string,
+) {
+  const { spans } = await traceOf(gateway, receiver, traceId);
+  const request = spans.filter((s) => s.name === requestName && s.kind === 2);
+  const upstream = spans.filter((s) => s.name === upstreamName && s.kind === 3);
+  const names = JSON.stringify(spans.map((s) => [s.name, s.kind]));
+  assert.equal(request.length, 1, `one "${requestName}" server span in ${names}`);
+  assert.equal(upstream.length, 1, `one "${upstreamName}" client span in ${names}`);
+  assertChild(upstream[0]!, request[0]!);
+  return { request: request[0]!, upstream: upstream[0]! };
+}
+
+Deno.test("A resources/read and a prompts/get yield connected traces into a stdio upstream, which gets the trace in _meta", async () => {
+  await withTracedGateway(async (gateway, receiver) => {
+    const client = await connect(gateway);
+    try {
+      const read = await client.readResource({
+        uri: "proxy://meta/meta://echo",
+        _meta: { traceparent: CLIENT_TRACEPARENT, tracestate: "vendor=opaque" },
+      });
+      const readSeen = JSON.parse((read.contents[0] as { text: string }).text);
+      const reading = await forwarded(
+        gateway,
+        receiver,
+        CLIENT_TRACE,
+        "resources/read",
+        "resources/read",
+      );
+      assert.equal(reading.request.parentSpanId, CLIENT_SPAN);
+      assert.equal(reading.request.attributes["agent33.upstream"], "meta");
+      assert.equal(reading.upstream.attributes["mcp.resource.uri"], "meta://echo");
+      assert.equal(reading.upstream.attributes["agent33.upstream.transport"], "stdio");
+      const sentRead = parsed(readSeen.traceparent);
+      assert.equal(sentRead.traceId, CLIENT_TRACE);
+      assert.equal(sentRead.parentId, reading.upstream.spanId);
+      assert.deepEqual(readSeen, {
+        traceparent: readSeen.traceparent,
+        tracestate: "vendor=opaque",
+      });
+
+      const prompt = await client.getPrompt({
+        name: "meta__meta",
+        _meta: { traceparent: `00-${HEADER_TRACE}-${HEADER_SPAN}-01` },
+      });
+      const content = prompt.messages[0]!.content;
+      assert.ok(content.type === "text");
+      const promptSeen = JSON.parse(content.text);
+      const getting = await forwarded(
+        gateway,
+        receiver,
+        HEADER_TRACE,
+        "prompts/get",
+        "prompts/get meta",
+      );
+      assert.equal(getting.request.parentSpanId, HEADER_SPAN);
+      assert.equal(getting.upstream.attributes["gen_ai.prompt.name"], "meta");
+      const sentPrompt = parsed(promptSeen.traceparent);
+      assert.equal(sentPrompt.traceId, HEADER_TRACE);
+      assert.equal(sentPrompt.parentId, getting.upstream.spanId);
+      assert.deepEqual(Object.keys(promptSeen), ["traceparent"]);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+Deno.test("A resources/read of a Streamable HTTP upstream carries the trace in its headers", async () => {
+  await withTracedGateway(async (gateway, receiver) => {
+    const client = await connect(gateway, { traceparent: `00-${HEADER_TRACE}-${HEADER_SPAN}-01` });
+    try {
+      const read = await client.readResource({ uri: "proxy://echo/echo://headers" });
+      const headers = JSON.parse((read.contents[0] as { text: string }).text);
+      const { upstream } = await forwarded(
+        gateway,
+        receiver,
+        HEADER_TRACE,
+        "resources/read",
+        "resources/read",
+      );
+      assert.equal(upstream.attributes["agent33.upstream.transport"], "http");
+      const sent = parsed(headers.traceparent);
+      assert.equal(sent.traceId, HEADER_TRACE);
+      assert.equal(sent.parentId, upstream.spanId);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 Deno.test("A refused call's span carries the refusal's code, and a malformed traceparent starts a trace of the gateway's own", async () => {
   await withTracedGateway(async (gateway, receiver) => {
     const client = await connect(gateway);
