@@ -173,6 +173,7 @@ export async function runDiscoverCommand(args: string[], io: DiscoverIo): Promis
       ? JSON.stringify({ proposals, applied: Boolean(values.apply) }, null, 2) + "\n"
       : (proposals.map((p) =>
         `  + ${p.server.padEnd(32)} ${String(p.entry?.url)}  ${p.reason}\n` +
+        (p.warning ? `      warning: ${p.warning}\n` : "") +
         // Exactly the text --apply writes.
         (p.yaml ?? "").trimEnd().split("\n").map((line) => `      | ${line}\n`).join("")
       ).join("") || "Nothing new to propose.\n") +

@@ -19,6 +19,7 @@ import {
   OutsideTextError,
   quoteOutside,
 } from "./outside_text.ts";
+import { privateAddressOf } from "./private_address.ts";
 import { type SyncProposal, withYaml } from "./sync_plan.ts";
 
 export { DISCOVERY_MARKER };
@@ -105,6 +106,8 @@ export function candidateProposals(
       ...(trust ? {} : { enabled: false }),
     };
     const labels = shownLabels(candidate.labels);
+    // Discovery finds servers on the operator's own networks by design: allowed, but said.
+    const inside = privateAddressOf(candidate.url);
     proposals.push(withYaml({
       id: `add:${server}`,
       action: "add",
@@ -117,6 +120,12 @@ export function candidateProposals(
         ? `found by ${candidate.source} (a trusted source)`
         : `found by ${candidate.source}; proposed disabled: review it, or trust the source with MCP_DISCOVERY_TRUSTED`,
       marker: `${DISCOVERY_MARKER} ${candidate.source}: ${candidate.id}`,
+      ...(inside
+        ? {
+          warning: `its url host ${inside.host} is ${inside.kind}, inside the gateway's own ` +
+            "network: apply it only if you expect a server there",
+        }
+        : {}),
     }));
   }
   return proposals.sort((a, b) => a.server.localeCompare(b.server));

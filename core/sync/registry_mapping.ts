@@ -12,6 +12,7 @@
  * @module
  */
 import { isGatewayVariable } from "../proxy/interpolate.ts";
+import { privateAddressOf } from "./private_address.ts";
 import {
   checkOutsideText,
   checkRemoteUrl,
@@ -48,6 +49,8 @@ export interface MappingOptions {
   trusted: boolean;
   /** The directory under which each server gets its own `<id>` directory for declared paths. */
   dataDir: string;
+  /** `MCP_SYNC_ALLOW_PRIVATE`: remote URLs may point at loopback, link-local or private hosts. */
+  allowPrivate?: boolean;
 }
 
 const MAX_SLUG = 48;
@@ -127,9 +130,17 @@ function mapServer(detail: ServerDetail, id: string, options: MappingOptions): M
   }
   const remote = remotes.find((r) => r?.type === "streamable-http" || r?.type === "sse");
   if (remote) {
+    const url = checkRemoteUrl(remote.url, "remote url");
+    const inside = privateAddressOf(url);
+    if (inside && !options.allowPrivate) {
+      throw new OutsideTextError(
+        `remote url host ${inside.host} is ${inside.kind}, inside the gateway's own network; ` +
+          "a registry may not point the gateway there (set MCP_SYNC_ALLOW_PRIVATE=true to allow it)",
+      );
+    }
     const entry: Record<string, unknown> = {
       id,
-      url: checkRemoteUrl(remote.url, "remote url"),
+      url,
       transport: remote.type === "sse" ? "sse" : "http",
     };
     const headers = list<RegistryHeader>(remote.headers);

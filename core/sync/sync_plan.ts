@@ -45,6 +45,8 @@ export interface SyncProposal {
   marker?: string;
   /** What a discovery plugin said about the server. */
   labels?: Record<string, string>;
+  /** Something the operator should know before applying it (e.g. a URL into a private network). */
+  warning?: string;
 }
 
 /** A server the registry lists that sync will not touch, and why. */
@@ -84,6 +86,8 @@ export interface PlanOptions {
   trusted?: boolean;
   /** Where declared paths go: `<dataDir>/<id>` per server. */
   dataDir?: string;
+  /** `MCP_SYNC_ALLOW_PRIVATE=true`: registry remotes may point at private and loopback hosts. */
+  allowPrivate?: boolean;
 }
 
 /** The marker comment of a proposal, without its `#`: the registry's, else discovery's. */
@@ -157,6 +161,7 @@ export function planSync(text: string, listing: RegistryListing, options: PlanOp
     env: options.env,
     allow: options.allow ?? new Set<string>(),
     dataDir: options.dataDir ?? ".agent33/servers",
+    ...(options.allowPrivate ? { allowPrivate: true } : {}),
   };
   const latest = latestByName(valid.filter((s) => keep(s.server.name)));
   for (const { server: detail, status } of latest) {

@@ -60,6 +60,7 @@ export async function planFromRegistry(options: SyncOptions): Promise<SyncResult
     allow: syncEnvAllow(options.env),
     trusted: trustedRegistry(options.registry, options.env),
     dataDir: syncDataDir(options.env),
+    ...(options.env.MCP_SYNC_ALLOW_PRIVATE === "true" ? { allowPrivate: true } : {}),
     ...(options.include ? { include: options.include } : {}),
   });
   return {

@@ -533,6 +533,7 @@ function renderCandidates() {
         p.entry?.url ? ` · ${p.entry.url}` : "",
       ),
       h("div", { class: "approval-who" }, p.reason),
+      p.warning ? h("div", { class: "approval-who tone-warn" }, `Warning: ${p.warning}`) : "",
       // Exactly what the fleet file gets.
       h("pre", { class: "proposal-yaml" }, truncate(p.yaml ?? "", 2000)),
       h(

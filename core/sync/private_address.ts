@@ -1,0 +1,81 @@
+/**
+ * Whether a URL points into the gateway's own network: loopback, link-local (the cloud metadata
+ * address 169.254.169.254 among them), private and unique-local ranges. The host is read through
+ * the WHATWG URL parser first, so the odd spellings of an IP literal (`0x7f.1`, `2130706433`,
+ * `[::ffff:127.0.0.1]`) are checked as the address they are. Names are not resolved: a hostname
+ * is judged only when it is `localhost` or under `.localhost`.
+ * @module
+ */
+
+/** IPv4 ranges as [first octets as a 32-bit number, prefix length, what it is]. */
+const V4: [number, number, string][] = [
+  [0x00000000, 8, "a this-network address (reaches the gateway's own host)"],
+  [0x7f000000, 8, "a loopback address"],
+  [0x0a000000, 8, "a private address"],
+  [0x64400000, 10, "a shared (carrier-grade NAT, Tailscale) address"],
+  [0xa9fe0000, 16, "a link-local address (where cloud metadata services answer)"],
+  [0xac100000, 12, "a private address"],
+  [0xc0a80000, 16, "a private address"],
+];
+
+function v4Kind(address: number): string | undefined {
+  for (const [base, bits, kind] of V4) {
+    const mask = bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0;
+    if (((address & mask) >>> 0) === base) return kind;
+  }
+  return undefined;
+}
+
+function parseV4(host: string): number | undefined {
+  const parts = host.split(".");
+  if (parts.length !== 4 || !parts.every((p) => /^\d{1,3}$/.test(p) && Number(p) <= 255)) {
+    return undefined;
+  }
+  return parts.reduce((n, p) => n * 256 + Number(p), 0);
+}
+
+/** The 8 groups of a normalised IPv6 literal (as the URL parser prints it, without brackets). */
+function parseV6(host: string): number[] | undefined {
+  const [head = "", tail] = host.split("::");
+  const groups = (s: string) => (s === "" ? [] : s.split(":").map((g) => parseInt(g, 16)));
+  const left = groups(head);
+  const right = tail === undefined ? [] : groups(tail);
+  const fill = tail === undefined ? 0 : 8 - left.length - right.length;
+  const all = [...left, ...Array(fill).fill(0), ...right];
+  return all.length === 8 && all.every((g) => Number.isInteger(g) && g >= 0) ? all : undefined;
+}
+
+function v6Kind(g: number[]): string | undefined {
+  const zeroUntil = (n: number) => g.slice(0, n).every((x) => x === 0);
+  if (zeroUntil(7) && g[7] === 1) return "a loopback address";
+  if (zeroUntil(8)) return "the unspecified address (reaches the gateway's own host)";
+  // IPv4-mapped (::ffff:a.b.c.d) and IPv4-compatible (::a.b.c.d): the IPv4 address decides.
+  if (zeroUntil(5) && (g[5] === 0xffff || g[5] === 0)) {
+    return v4Kind(((g[6]! << 16) >>> 0) + g[7]!);
+  }
+  if ((g[0]! & 0xfe00) === 0xfc00) return "a unique-local address";
+  if ((g[0]! & 0xffc0) === 0xfe80) return "a link-local address";
+  return undefined;
+}
+
+/**
+ * What kind of address in the gateway's own network `url` points at ("a loopback address",
+ * "a private address", …), with the normalised host; undefined for a public host or a name.
+ */
+export function privateAddressOf(url: string): { host: string; kind: string } | undefined {
+  const parsed = URL.parse(url);
+  if (parsed === null) return undefined;
+  // A trailing dot names the same host (an absolute DNS name).
+  const host = parsed.hostname.toLowerCase().replace(/\.+$/, "");
+  if (host === "localhost" || host.endsWith(".localhost")) {
+    return { host, kind: "a loopback name" };
+  }
+  if (host.startsWith("[") && host.endsWith("]")) {
+    const groups = parseV6(host.slice(1, -1));
+    const kind = groups && v6Kind(groups);
+    return kind ? { host, kind } : undefined;
+  }
+  const v4 = parseV4(host);
+  const kind = v4 === undefined ? undefined : v4Kind(v4);
+  return kind ? { host, kind } : undefined;
+}
