@@ -578,7 +578,7 @@ export class MCPServiceBridge {
             }
             : {}),
           upstream: (route) => upstreamCallContext(session, extra, progressToken, route.handle.id),
-          runNative: (tool) => runNative(tool, request, extra),
+          runNative: (tool) => runNative(tool, request, extra, span),
         });
       } catch (error) {
         throw toMcpError(error);
@@ -589,6 +589,7 @@ export class MCPServiceBridge {
       tool: NativeTool,
       request: ToolCallRequest,
       extra: HandlerExtra,
+      span: TraceSpan | undefined,
     ): Promise<CallToolResult> => {
       const { name } = request.params;
       const args = request.params.arguments ?? {};
@@ -597,6 +598,7 @@ export class MCPServiceBridge {
         auth: info.auth,
         signal: extra.signal,
         ...(request.params._meta === undefined ? {} : { meta: request.params._meta }),
+        ...(span === undefined ? {} : { span }),
         // Engine agents may use the caller's own model; only when the client offers sampling.
         ...(server.getClientCapabilities()?.sampling
           ? {

@@ -13,6 +13,7 @@ import type { TokenPayload } from "./auth/token_payload.ts";
 import type { Clock } from "./clock.ts";
 import type { EventBus } from "./event_bus.ts";
 import type { Logger } from "./logger.ts";
+import type { TraceSpan } from "./tracing/gateway_tracer.ts";
 import type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "./proxy/worker_protocol.ts";
 
 import type { HttpRoute } from "./http_route.ts";
@@ -76,6 +77,8 @@ export interface ToolCallContext {
    * MCP spec, tools included); absent when the client does not declare sampling.
    */
   sample?(params: Record<string, unknown>, signal?: AbortSignal): Promise<Record<string, unknown>>;
+  /** The call's span (tracing on): the engine's calls made for it are traced as its children. */
+  span?: TraceSpan;
 }
 
 /** Lets a plugin add native tools; the returned function removes the tool again. */

@@ -27,7 +27,15 @@ export function kernelInvoker(options: KernelInvokerOptions): ToolInvoker {
       return [...tools.list(), ...proxy.aggregated.tools()];
     },
     async invoke(request: InvokeRequest): Promise<InvokeOutcome> {
-      const { name, args, context } = request;
+      const { name, args } = request;
+      // Traced (the inbound call has a span): this call is a child span, and its stages its own.
+      const span = request.context.span?.child(`tools/call ${name}`, {
+        "mcp.method.name": "tools/call",
+        "gen_ai.tool.name": name,
+        ...(request.step === undefined ? {} : { "agent33.workflow.step": request.step }),
+        ...(request.agent === undefined ? {} : { "agent33.agent": request.agent }),
+      });
+      const context = span === undefined ? request.context : { ...request.context, span };
       const caller: CallContext = {
         tenant: context.auth.tenant,
         subject: context.auth.subject,
@@ -40,20 +48,29 @@ export function kernelInvoker(options: KernelInvokerOptions): ToolInvoker {
           name,
           args,
           scope: { view: proxy.aggregated, native: true },
+          ...(span === undefined ? {} : { span }),
           ...(request.approvalToken === undefined ? {} : { approvalToken: request.approvalToken }),
           runNative: (tool) => tool.handler(args, context),
           // The caller's tenant picks its own instance of a `scope: tenant` upstream.
           upstream: () => ({ signal: context.signal, tenant: caller.tenant }),
         });
+        if (result.isError) span?.fail("tool_error", "the tool returned isError: true");
+        span?.set("agent33.outcome", result.isError ? "tool_error" : "ok");
         return { status: "ok", result };
       } catch (error) {
         const e = serializeError(error);
+        if (span) {
+          span.set("agent33.outcome", REFUSAL_CODES.has(e.code) ? "denied" : "error");
+          span.fail(e.code, e.message);
+        }
         if (error instanceof GatewayError && e.code === "approval_required") {
           const request = (error.data as { request: ApprovalSummary }).request;
           return { status: "approval_required", reason: e.message, request };
         }
         if (REFUSAL_CODES.has(e.code)) return { status: "denied", code: e.code, reason: e.message };
         return { status: "error", code: e.code, reason: e.message };
+      } finally {
+        span?.end();
       }
     },
   };

@@ -16,6 +16,8 @@ export interface InvokeRequest {
   context: ToolCallContext;
   /** The agent making the call, recorded in the audit line. */
   agent?: string;
+  /** The workflow step making the call, recorded on its span. */
+  step?: string;
   /** An approval token; used only by a call that needs approval. */
   approvalToken?: string;
 }

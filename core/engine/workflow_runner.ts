@@ -83,6 +83,7 @@ export async function runWorkflow(
       name: step.tool,
       args,
       context,
+      step: step.id,
       ...(approvalToken === undefined ? {} : { approvalToken }),
     });
     if (outcome.status === "approval_required") {

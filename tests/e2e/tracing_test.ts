@@ -300,6 +300,61 @@ Deno.test("A resources/read of a Streamable HTTP upstream carries the trace in i
   });
 });
 
+Deno.test("A workflow run through workflow_run traces each step's tool call as a child of the request, down to the upstream", async () => {
+  const workflows = await Deno.makeTempDir({ prefix: "agent33-tracing-workflows-" });
+  await Deno.writeTextFile(
+    `${workflows}/twice.yaml`,
+    `id: twice
+name: Twice
+description: Calls the meta tool twice
+steps:
+  - id: first
+    tool: meta__meta
+  - id: second
+    tool: meta__meta
+`,
+  );
+  try {
+    await withTracedGateway(async (gateway, receiver) => {
+      const client = await connect(gateway);
+      try {
+        const result = await client.callTool({
+          name: "workflow_run",
+          arguments: { workflow: "twice" },
+          _meta: { traceparent: CLIENT_TRACEPARENT },
+        });
+        const run = result.structuredContent as { status: string; steps: { text: string }[] };
+        assert.equal(run.status, "completed");
+        const { spans, named } = await traceOf(gateway, receiver, CLIENT_TRACE);
+        const request = named("tools/call workflow_run");
+        assert.equal(request.parentSpanId, CLIENT_SPAN);
+        const steps = spans.filter((s) => s.name === "tools/call meta__meta");
+        assert.deepEqual(steps.map((s) => s.attributes["agent33.workflow.step"]), [
+          "first",
+          "second",
+        ]);
+        steps.forEach((step, i) => {
+          assertChild(step, request);
+          assert.equal(step.kind, 1, "an internal span");
+          assert.equal(step.attributes["agent33.outcome"], "ok");
+          assert.equal(step.attributes["agent33.verdict"], "allow");
+          const below = spans.filter((s) => s.parentSpanId === step.spanId);
+          assert.deepEqual(below.map((s) => s.name).sort(), ["governance", "tools/call meta"]);
+          const upstream = below.find((s) => s.name === "tools/call meta")!;
+          // The upstream sees the step's own upstream span as its parent.
+          const sent = parsed(JSON.parse(run.steps[i]!.text).traceparent);
+          assert.equal(sent.traceId, CLIENT_TRACE);
+          assert.equal(sent.parentId, upstream.spanId);
+        });
+      } finally {
+        await client.close();
+      }
+    }, { MCP_WORKFLOWS_PATH: workflows });
+  } finally {
+    await Deno.remove(workflows, { recursive: true });
+  }
+});
+
 Deno.test("A refused call's span carries the refusal's code, and a malformed traceparent starts a trace of the gateway's own", async () => {
   await withTracedGateway(async (gateway, receiver) => {
     const client = await connect(gateway);
