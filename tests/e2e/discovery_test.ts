@@ -516,6 +516,7 @@ Deno.test("GET /v1/mcp/sync/proposals?discover=true joins discovery candidates t
     if (!Deno.env.get("KUBERNETES_SERVICE_HOST") && !Deno.env.get("MCP_K8S_API")) {
       assert.ok(
         body.discoveryErrors.some((e: string) => /discovery-k8s: not in a cluster/.test(e)),
+        JSON.stringify(body.discoveryErrors),
       );
     }
     const applied = await fetch(`${gateway.url}/v1/mcp/sync/apply`, {
