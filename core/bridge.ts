@@ -69,6 +69,7 @@ import { GATEWAY_INFO } from "./version.ts";
 import { toolPage } from "./wire_json.ts";
 import { MAX_CALLED_NAME } from "./proxy/catalog_fetch.ts";
 import { passthroughBearer } from "./proxy/passthrough_bearer.ts";
+import type { ResourceAudience } from "./proxy/upstream_handle.ts";
 import {
   errorType,
   type GatewayTracer,
@@ -186,7 +187,7 @@ export class MCPServiceBridge {
           this.#broadcastToolsChanged();
           this.#broadcastDefinitionsChanged();
         }),
-        options.proxy.onResourceUpdated((uri) => this.#onResourceUpdated(uri)),
+        options.proxy.onResourceUpdated((uri, audience) => this.#onResourceUpdated(uri, audience)),
       );
     }
   }
@@ -733,8 +734,16 @@ export class MCPServiceBridge {
       if (!route) return {};
       const key = `${route.handle.id}\u0000${route.original}`;
       live.subscriptions.delete(key);
-      // Other sessions may still want updates of this resource.
-      const stillWanted = [...this.#sessions.values()].some((s) => s.subscriptions.has(key));
+      // Other sessions on the same instance may still want updates of this resource.
+      const scope = route.handle.server.scope;
+      const audience: ResourceAudience | undefined = scope === "tenant"
+        ? { tenant: session.tenant ?? "" }
+        : scope === "session"
+        ? { sessionId: session.sessionId ?? "" }
+        : undefined;
+      const stillWanted = [...this.#sessions.values()].some((s) =>
+        s.subscriptions.has(key) && hears(s, audience)
+      );
       if (!stillWanted) {
         await route.handle.unsubscribe(
           route.original,
@@ -878,11 +887,12 @@ export class MCPServiceBridge {
     return view;
   }
 
-  #onResourceUpdated(namespacedUri: string): void {
+  #onResourceUpdated(namespacedUri: string, audience?: ResourceAudience): void {
     const route = this.#options.proxy?.aggregated.resolveResource(namespacedUri);
     if (!route) return;
     const key = `${route.handle.id}\u0000${route.original}`;
     for (const session of this.#sessions.values()) {
+      if (!hears(session, audience)) continue;
       const uri = session.subscriptions.get(key);
       if (uri === undefined) continue;
       session.server.sendResourceUpdated({ uri }).catch(() => {});
@@ -1079,4 +1089,12 @@ function fillTemplate(template: string, args: Record<string, string>): string {
     /\{\{\s*([A-Za-z0-9_-]+)\s*\}\}/g,
     (whole, key: string) => Object.hasOwn(args, key) ? args[key]! : whole,
   );
+}
+
+/** Whether a session may hear of an update with this audience (none: a shared server's). */
+function hears(session: LiveSession, audience: ResourceAudience | undefined): boolean {
+  if (audience === undefined) return true;
+  return "tenant" in audience
+    ? session.inbound.tenant === audience.tenant
+    : session.inbound.sessionId === audience.sessionId;
 }

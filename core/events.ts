@@ -15,18 +15,33 @@ export type GatewayEvent =
   | { type: "tools.changed"; count: number }
   | { type: "session.opened"; sessionId: string; transport: string; tenant: string }
   | { type: "session.closed"; sessionId: string; transport: string }
-  | { type: "proxy.state"; server: string; from: string; to: string; reason?: string }
+  | {
+    type: "proxy.state";
+    server: string;
+    instance?: string;
+    from: string;
+    to: string;
+    reason?: string;
+  }
   | {
     type: "proxy.breaker";
     server: string;
+    instance?: string;
     from: string;
     to: string;
     trips: number;
     retryAfterMs?: number;
   }
-  | { type: "proxy.health"; server: string; ok: boolean; latencyMs: number; error?: string }
-  | { type: "proxy.tools"; server: string; count: number }
-  | { type: "proxy.tool_dropped"; server: string; tool: string; reason: string }
+  | {
+    type: "proxy.health";
+    server: string;
+    instance?: string;
+    ok: boolean;
+    latencyMs: number;
+    error?: string;
+  }
+  | { type: "proxy.tools"; server: string; instance?: string; count: number }
+  | { type: "proxy.tool_dropped"; server: string; instance?: string; tool: string; reason: string }
   | { type: "fleet.reloaded"; path: string; added: string[]; removed: string[]; changed: string[] }
   | { type: "fleet.reload_failed"; path: string; reason: string }
   | { type: "scanner.findings"; server: string; findings: number; worst?: string }

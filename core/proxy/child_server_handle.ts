@@ -26,6 +26,7 @@ import {
 import type { Clock, TimerHandle } from "../clock.ts";
 import { GatewayError } from "../errors.ts";
 import type { EventBus } from "../event_bus.ts";
+import type { GatewayEvent } from "../events.ts";
 import type { Logger } from "../logger.ts";
 import { GATEWAY_INFO } from "../version.ts";
 import { CircuitBreaker } from "./circuit_breaker.ts";
@@ -135,7 +136,7 @@ export class ChildServerHandle implements UpstreamHandle {
       maxMs: options.server.breaker.maxMs,
       isFailure: (error) => isUpstreamFault(error, options.server.breaker.count),
       onStateChange: (from, to, info) => {
-        this.#options.bus.publish({
+        this.#publish({
           type: "proxy.breaker",
           server: this.id,
           from,
@@ -252,7 +253,7 @@ export class ChildServerHandle implements UpstreamHandle {
     this.#health = { consecutiveFailures: 0 };
     this.#setState("READY");
     this.#emit("catalog");
-    this.#options.bus.publish({
+    this.#publish({
       type: "proxy.tools",
       server: this.id,
       count: this.#catalog.tools.length,
@@ -307,7 +308,7 @@ export class ChildServerHandle implements UpstreamHandle {
         error: describe(error),
         consecutiveFailures: failures,
       };
-      this.#options.bus.publish({
+      this.#publish({
         type: "proxy.health",
         server: this.id,
         ok: false,
@@ -330,7 +331,7 @@ export class ChildServerHandle implements UpstreamHandle {
       latencyMs: clock.now() - started,
       consecutiveFailures: 0,
     };
-    this.#options.bus.publish({
+    this.#publish({
       type: "proxy.health",
       server: this.id,
       ok: true,
@@ -595,7 +596,7 @@ export class ChildServerHandle implements UpstreamHandle {
         if (client !== this.#client) return;
         this.#catalog = catalog;
         this.#emit("catalog");
-        this.#options.bus.publish({
+        this.#publish({
           type: "proxy.tools",
           server: this.id,
           count: catalog.tools.length,
@@ -677,7 +678,7 @@ export class ChildServerHandle implements UpstreamHandle {
         // An invalid name arrives quoted with escapes already; a valid one is plain.
         this.#log.warn(`dropped ${kind} ${name.startsWith('"') ? name : `"${name}"`}: ${reason}`);
         if (kind !== "tool") return;
-        this.#options.bus.publish({
+        this.#publish({
           type: "proxy.tool_dropped",
           server: this.id,
           tool: name,
@@ -725,7 +726,7 @@ export class ChildServerHandle implements UpstreamHandle {
     if (from === to) return;
     this.#state = to;
     this.#log.info(`${from} → ${to}${reason ? `: ${reason}` : ""}`);
-    this.#options.bus.publish({
+    this.#publish({
       type: "proxy.state",
       server: this.id,
       from,
@@ -733,6 +734,12 @@ export class ChildServerHandle implements UpstreamHandle {
       ...(reason === undefined ? {} : { reason }),
     });
     this.#emit("state");
+  }
+
+  /** Publishes a proxy event naming this instance of a scoped server, if it is one. */
+  #publish(event: Extract<GatewayEvent, { type: `proxy.${string}` }>): void {
+    const instance = this.#options.instance;
+    this.#options.bus.publish(instance === undefined ? event : { ...event, instance });
   }
 
   #emit(change: HandleChange): void {

@@ -95,6 +95,8 @@ export interface FleetServer {
   scope?: FleetScope;
   /** Most instances a `tenant` or `session` scoped server runs at once (default 16). */
   maxInstances?: number;
+  /** A scoped server's instance with no call in flight and no subscription stops after this (ms). */
+  idleTimeoutMs?: number;
   /** Per-tenant `env` (stdio) and `headers` (http, sse) over the entry's own; `scope: tenant` only. */
   tenants?: Record<string, FleetTenantCredentials>;
   /** `passthrough` (http, sse; `scope: session`): each instance sends its caller's own bearer token. */
@@ -118,6 +120,9 @@ export interface FleetTenantCredentials {
 
 /** Instances a scoped server may run at once unless `max_instances` says otherwise. */
 export const DEFAULT_MAX_INSTANCES = 16;
+
+/** Seconds a scoped server's unused instance runs unless `idle_timeout` says otherwise. */
+export const DEFAULT_IDLE_TIMEOUT_SECONDS = 600;
 
 /** A parsed fleet file. */
 export interface FleetConfig {
@@ -201,6 +206,7 @@ const FIELDS = {
   }),
   scope: z.enum(["shared", "tenant", "session"]),
   max_instances: count,
+  idle_timeout: seconds,
   tenants: z.record(
     z.string().min(1),
     z.strictObject({
@@ -483,6 +489,13 @@ export function parseFleetConfig(
           "set scope or remove max_instances",
       );
     }
+    if (has("idle_timeout") && scopeValid && scope === "shared") {
+      fieldProblem(
+        [...at, "idle_timeout"],
+        "only applies with scope: tenant or scope: session (a shared server's one instance " +
+          "never idles out); set scope or remove idle_timeout",
+      );
+    }
     if (has("tenants") && scopeValid && scope !== "tenant") {
       fieldProblem(
         [...at, "tenants"],
@@ -749,9 +762,11 @@ export function parseFleetConfig(
       prefix: prefix ?? id,
       tools: { allow: tools.allow ?? [], deny: tools.deny ?? [] },
       // The defaults stay implicit, so an entry that sets none of these reads as it always did.
-      ...(scope === "shared"
-        ? {}
-        : { scope, maxInstances: fields.max_instances ?? DEFAULT_MAX_INSTANCES }),
+      ...(scope === "shared" ? {} : {
+        scope,
+        maxInstances: fields.max_instances ?? DEFAULT_MAX_INSTANCES,
+        idleTimeoutMs: ms(fields.idle_timeout ?? DEFAULT_IDLE_TIMEOUT_SECONDS),
+      }),
       ...(scope === "tenant" ? { tenants } : {}),
       ...(fields.auth === "passthrough" ? { auth: "passthrough" as const } : {}),
       ...(fields.auth === "passthrough" && fields.passthrough_audience !== undefined

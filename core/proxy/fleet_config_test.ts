@@ -542,14 +542,18 @@ Deno.test("scope defaults to shared and is absent from the entry; tenant and ses
     url: http://h/mcp
     scope: session
     max_instances: 4
+    idle_timeout: 30
 `);
   assert.equal(shared!.scope, undefined);
   assert.equal(shared!.maxInstances, undefined);
+  assert.equal(shared!.idleTimeoutMs, undefined);
   assert.equal(tenant!.scope, "tenant");
   assert.equal(tenant!.maxInstances, 16);
+  assert.equal(tenant!.idleTimeoutMs, 600_000);
   assert.deepEqual(tenant!.tenants, {});
   assert.equal(session!.scope, "session");
   assert.equal(session!.maxInstances, 4);
+  assert.equal(session!.idleTimeoutMs, 30_000);
 });
 
 Deno.test("parseFleetConfig rejects a bad scope value naming the field, its line and the choices", () => {
@@ -567,17 +571,19 @@ Deno.test("parseFleetConfig rejects a bad scope value naming the field, its line
   );
 });
 
-Deno.test("parseFleetConfig rejects max_instances and tenants where the scope does not use them", () => {
+Deno.test("parseFleetConfig rejects max_instances, idle_timeout and tenants where the scope does not use them", () => {
   assert.deepEqual(
     problemsOf(`proxy_servers:
   - id: a
     command: ["node"]
     max_instances: 3
     tenants: { acme: { env: { T: x } } }
+    idle_timeout: 60
 `),
     [
       "fleet.yaml:4: proxy_servers[0].max_instances only applies with scope: tenant or scope: session (a shared server runs one instance); set scope or remove max_instances",
       "fleet.yaml:5: proxy_servers[0].tenants per-tenant credentials need scope: tenant (one instance per tenant, each with its own); this server has scope: shared",
+      "fleet.yaml:6: proxy_servers[0].idle_timeout only applies with scope: tenant or scope: session (a shared server's one instance never idles out); set scope or remove idle_timeout",
     ],
   );
 });

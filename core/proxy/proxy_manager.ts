@@ -28,7 +28,7 @@ import {
 } from "./child_server_handle.ts";
 import type { FleetServer } from "./fleet_config.ts";
 import { ScopedUpstream } from "./scoped_upstream.ts";
-import type { UpstreamHandle } from "./upstream_handle.ts";
+import type { ResourceAudience, UpstreamHandle } from "./upstream_handle.ts";
 
 /** The upstream items besides tools that the scanner can quarantine. */
 export type ItemKind = "prompt" | "resource" | "resource-template";
@@ -93,7 +93,7 @@ export class ProxyManager {
   #members = new Map<string, Member>();
   #aggregate: Aggregate | undefined;
   #listeners = new Set<() => void>();
-  #updateListeners = new Set<(uri: string) => void>();
+  #updateListeners = new Set<(uri: string, audience?: ResourceAudience) => void>();
   #lastSignature = "";
   #droppedReported = new Set<string>();
   #quarantine: (server: string, tool: string) => string | undefined = () => undefined;
@@ -127,8 +127,11 @@ export class ProxyManager {
     return () => void this.#listeners.delete(listener);
   }
 
-  /** Calls `listener` with the namespaced URI when an upstream resource changes. */
-  onResourceUpdated(listener: (uri: string) => void): () => void {
+  /**
+   * Calls `listener` with the namespaced URI when an upstream resource changes, and, from an
+   * instance of a scoped server, the tenant or session whose subscribers alone may hear of it.
+   */
+  onResourceUpdated(listener: (uri: string, audience?: ResourceAudience) => void): () => void {
     this.#updateListeners.add(listener);
     return () => void this.#updateListeners.delete(listener);
   }
@@ -318,6 +321,7 @@ export class ProxyManager {
       ? new ScopedUpstream({
         server: { ...server, scope },
         createHandle: instance,
+        clock: this.#options.clock,
         logger: this.#options.logger,
       })
       : instance(server);
@@ -327,9 +331,9 @@ export class ProxyManager {
       }
       if (change === "catalog" || change === "state" || change === "breaker") this.#invalidate();
     });
-    const offUpdate = handle.onResourceUpdated((uri) => {
+    const offUpdate = handle.onResourceUpdated((uri, audience) => {
       const namespaced = `${PROXY_URI_PREFIX}${server.id}/${uri}`;
-      for (const listener of [...this.#updateListeners]) listener(namespaced);
+      for (const listener of [...this.#updateListeners]) listener(namespaced, audience);
     });
     const member: Member = {
       handle,

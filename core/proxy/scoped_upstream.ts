@@ -7,13 +7,18 @@
  * The catalog (what is listed, and the server's state in lists) comes from a template instance,
  * started with the entry's own `env` and `headers` and never given a call; callers' instances are
  * started on their first call: a tenant's with its `tenants.<name>` credentials over the entry's,
- * a session's with its caller's bearer token when `auth: passthrough`. Tenant instances run until
- * the fleet changes (the least recently used idle one makes room when `max_instances` are
- * running); session instances stop when their session ends.
+ * a session's with its caller's bearer token when `auth: passthrough`. An instance stops after
+ * `idle_timeout` with no call in flight and no subscription (a session's also when its session
+ * ends; the least recently used idle tenant instance makes room when `max_instances` are running).
+ *
+ * An instance's `resources/updated` notifications go only to its own tenant's or session's
+ * subscribers (an audience on each update), never to every session subscribed to the URI.
  * @module
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { sha256, toHex } from "../auth/digest.ts";
+import type { Clock, TimerHandle } from "../clock.ts";
 import { GatewayError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import type {
@@ -25,20 +30,43 @@ import type {
   UpstreamCatalog,
 } from "./child_server_handle.ts";
 import type { CircuitBreaker } from "./circuit_breaker.ts";
-import { DEFAULT_MAX_INSTANCES, type FleetServer } from "./fleet_config.ts";
-import type { UpstreamHandle } from "./upstream_handle.ts";
+import {
+  DEFAULT_IDLE_TIMEOUT_SECONDS,
+  DEFAULT_MAX_INSTANCES,
+  type FleetServer,
+} from "./fleet_config.ts";
+import type { ResourceAudience, UpstreamHandle } from "./upstream_handle.ts";
 
 /** What a pool is built from. */
 export interface ScopedUpstreamOptions {
   server: FleetServer & { scope: "tenant" | "session" };
-  /** A handle for one instance; `instance` is its tenant or session, undefined for the template. */
+  /**
+   * A handle for one instance; `instance` names it in logs, events and status (the tenant, or
+   * `session-` and a digest of the session id, never the id), undefined for the template.
+   */
   createHandle: (server: FleetServer, instance: string | undefined) => ChildServerHandle;
+  /** Times the idle timeout. */
+  clock: Clock;
   logger: Logger;
 }
 
 interface Instance {
   handle: ChildServerHandle;
   lastUsed: number;
+  /** Requests in flight through this pool (not the template's health checks). */
+  inFlight: number;
+  /** Subscriptions through this instance: `<session>\0<upstream uri>`. */
+  subscriptions: Set<string>;
+  idleTimer?: TimerHandle;
+  offUpdate: () => void;
+}
+
+/**
+ * How a session's instance is named where operators look: a short digest, because a session id
+ * is bearer-like (it alone lets an HTTP client continue its session).
+ */
+export function sessionTag(sessionId: string): string {
+  return `session-${toHex(sha256(sessionId)).slice(0, 12)}`;
 }
 
 /** One scoped fleet server and its instances. */
@@ -52,6 +80,7 @@ export class ScopedUpstream implements UpstreamHandle {
   #stopped = false;
   /** Instances being stopped (session ended, evicted): stop() waits for them too. */
   #stopping = new Set<Promise<void>>();
+  #updateListeners = new Set<(uri: string, audience: ResourceAudience) => void>();
 
   constructor(options: ScopedUpstreamOptions) {
     this.#options = options;
@@ -89,12 +118,10 @@ export class ScopedUpstream implements UpstreamHandle {
     return this.#template.onChange(listener);
   }
 
-  /**
-   * Never called: the bridge fans resource updates out by URI to every session subscribed to it,
-   * which would tell one tenant about another's instance, so scoped servers relay none.
-   */
-  onResourceUpdated(_listener: (uri: string) => void): () => void {
-    return () => {};
+  /** An instance's resource updates, each with the tenant or session it may reach. */
+  onResourceUpdated(listener: (uri: string, audience: ResourceAudience) => void): () => void {
+    this.#updateListeners.add(listener);
+    return () => void this.#updateListeners.delete(listener);
   }
 
   /** Starts the template; callers' instances start on their first call. */
@@ -110,7 +137,7 @@ export class ScopedUpstream implements UpstreamHandle {
     this.#instances.clear();
     await Promise.all([
       this.#template.stop(),
-      ...instances.map((i) => i.handle.stop()),
+      ...instances.map((i) => this.#retire(i)),
       ...this.#stopping,
     ]);
   }
@@ -135,11 +162,11 @@ export class ScopedUpstream implements UpstreamHandle {
     args: Record<string, unknown>,
     ctx: UpstreamCallContext,
   ): Promise<CallToolResult> {
-    return await (await this.#instanceFor(ctx)).callTool(name, args, ctx);
+    return await this.#use(ctx, (handle) => handle.callTool(name, args, ctx));
   }
 
   async readResource(uri: string, ctx: UpstreamCallContext): ReturnType<Client["readResource"]> {
-    return await (await this.#instanceFor(ctx)).readResource(uri, ctx);
+    return await this.#use(ctx, (handle) => handle.readResource(uri, ctx));
   }
 
   async getPrompt(
@@ -147,22 +174,36 @@ export class ScopedUpstream implements UpstreamHandle {
     args: Record<string, string>,
     ctx: UpstreamCallContext,
   ): ReturnType<Client["getPrompt"]> {
-    return await (await this.#instanceFor(ctx)).getPrompt(name, args, ctx);
+    return await this.#use(ctx, (handle) => handle.getPrompt(name, args, ctx));
   }
 
   async complete(
     params: Parameters<Client["complete"]>[0],
     ctx: UpstreamCallContext,
   ): ReturnType<Client["complete"]> {
-    return await (await this.#instanceFor(ctx)).complete(params, ctx);
+    return await this.#use(ctx, (handle) => handle.complete(params, ctx));
   }
 
+  /** Subscribes through the caller's instance, which then does not idle out until unsubscribed. */
   async subscribe(uri: string, ctx: UpstreamCallContext): Promise<unknown> {
-    return await (await this.#instanceFor(ctx)).subscribe(uri, ctx);
+    return await this.#use(ctx, async (handle, instance) => {
+      const result = await handle.subscribe(uri, ctx);
+      instance.subscriptions.add(`${ctx.sessionId ?? ""}\u0000${uri}`);
+      return result;
+    });
   }
 
+  /**
+   * Unsubscribes the caller's instance, if it runs (one stopped meanwhile holds nothing). The
+   * bridge sends this only once no session of the instance's tenant or session still wants it.
+   */
   async unsubscribe(uri: string, ctx: UpstreamCallContext): Promise<unknown> {
-    return await (await this.#instanceFor(ctx)).unsubscribe(uri, ctx);
+    const instance = this.#instances.get(this.#keyOf(ctx));
+    if (!instance) return {};
+    for (const key of [...instance.subscriptions]) {
+      if (key.endsWith(`\u0000${uri}`)) instance.subscriptions.delete(key);
+    }
+    return await this.#use(ctx, (handle) => handle.unsubscribe(uri, ctx));
   }
 
   /** The template's snapshot, with the scope and every instance's own. */
@@ -174,17 +215,68 @@ export class ScopedUpstream implements UpstreamHandle {
     };
   }
 
-  /** Stops a session's instance when its session ends. */
+  /**
+   * Stops a session's instance when its session ends; a tenant instance forgets the session's
+   * subscriptions, so one left open by a closed session does not keep it from idling out.
+   */
   async endSession(sessionId: string): Promise<void> {
-    if (this.server.scope !== "session") return;
+    if (this.server.scope !== "session") {
+      for (const instance of this.#instances.values()) {
+        const before = instance.subscriptions.size;
+        for (const key of [...instance.subscriptions]) {
+          if (key.startsWith(`${sessionId}\u0000`)) instance.subscriptions.delete(key);
+        }
+        if (instance.subscriptions.size < before) this.#armIdle(instance);
+      }
+      return;
+    }
     const instance = this.#instances.get(sessionId);
     if (!instance) return;
     this.#instances.delete(sessionId);
     await this.#retire(instance);
   }
 
+  /** Runs one request on the caller's instance; the idle timeout counts from its end. */
+  async #use<T>(
+    ctx: UpstreamCallContext,
+    run: (handle: ChildServerHandle, instance: Instance) => Promise<T>,
+  ): Promise<T> {
+    const instance = this.#instanceFor(ctx);
+    instance.inFlight++;
+    instance.idleTimer?.cancel();
+    try {
+      await instance.handle.start();
+      return await run(instance.handle, instance);
+    } finally {
+      instance.inFlight--;
+      this.#armIdle(instance);
+    }
+  }
+
+  /** Stops the instance after `idle_timeout` unless a request or a subscription keeps it. */
+  #armIdle(instance: Instance): void {
+    instance.idleTimer?.cancel();
+    instance.idleTimer = undefined;
+    if (instance.inFlight > 0 || instance.subscriptions.size > 0) return;
+    const idleMs = this.server.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_SECONDS * 1000;
+    instance.idleTimer = this.#options.clock.setTimeout(() => {
+      instance.idleTimer = undefined;
+      const entry = [...this.#instances.entries()].find(([, i]) => i === instance);
+      if (!entry || instance.inFlight > 0 || instance.subscriptions.size > 0) return;
+      this.#instances.delete(entry[0]);
+      this.#options.logger.info(`stopping idle instance of upstream "${this.id}"`, {
+        server: this.id,
+        instance: this.#labelOf(entry[0]),
+        idleMs,
+      });
+      void this.#retire(instance);
+    }, idleMs);
+  }
+
   /** Stops an instance that left the pool, tracked until it has. */
   async #retire(instance: Instance): Promise<void> {
+    instance.idleTimer?.cancel();
+    instance.offUpdate();
     const stopping = instance.handle.stop();
     this.#stopping.add(stopping);
     try {
@@ -194,8 +286,8 @@ export class ScopedUpstream implements UpstreamHandle {
     }
   }
 
-  /** The caller's instance, started (or made room for) when it has none yet. */
-  async #instanceFor(ctx: UpstreamCallContext): Promise<ChildServerHandle> {
+  /** The caller's instance, made (or made room for) when it has none yet; not yet started. */
+  #instanceFor(ctx: UpstreamCallContext): Instance {
     const key = this.#keyOf(ctx);
     let instance = this.#instances.get(key);
     if (!instance) {
@@ -208,17 +300,28 @@ export class ScopedUpstream implements UpstreamHandle {
       }
       this.#makeRoom();
       const server = this.#serverFor(key, ctx);
-      instance = { handle: this.#options.createHandle(server, key), lastUsed: 0 };
+      const handle = this.#options.createHandle(server, this.#labelOf(key));
+      const audience: ResourceAudience = this.server.scope === "tenant"
+        ? { tenant: key }
+        : { sessionId: key };
+      const offUpdate = handle.onResourceUpdated((uri) => {
+        for (const listener of [...this.#updateListeners]) listener(uri, audience);
+      });
+      instance = { handle, lastUsed: 0, inFlight: 0, subscriptions: new Set(), offUpdate };
       this.#instances.set(key, instance);
       this.#options.logger.info(`starting instance of upstream "${this.id}"`, {
         server: this.id,
         scope: this.server.scope,
-        ...(this.server.scope === "tenant" ? { tenant: key } : { session: key }),
+        instance: this.#labelOf(key),
       });
     }
     instance.lastUsed = ++this.#uses;
-    await instance.handle.start();
-    return instance.handle;
+    return instance;
+  }
+
+  /** What names an instance in logs, events and status. */
+  #labelOf(key: string): string {
+    return this.server.scope === "tenant" ? key : sessionTag(key);
   }
 
   /** Whose instance a call uses: its tenant's or its session's. */
@@ -281,7 +384,7 @@ export class ScopedUpstream implements UpstreamHandle {
     if (this.#instances.size < max) return;
     if (this.server.scope === "tenant") {
       const idle = [...this.#instances.entries()]
-        .filter(([, i]) => !i.handle.busy)
+        .filter(([, i]) => !i.handle.busy && i.inFlight === 0)
         .sort(([, a], [, b]) => a.lastUsed - b.lastUsed)[0];
       if (idle) {
         this.#instances.delete(idle[0]);

@@ -82,6 +82,12 @@ export interface HandleSnapshot {
   instances?: HandleSnapshot[];
 }
 
+/**
+ * Who may hear of one resource update: the subscribers of one tenant's or one session's instance
+ * of a scoped server. Absent (a shared server): every session subscribed to the URI.
+ */
+export type ResourceAudience = { tenant: string } | { sessionId: string };
+
 /** Why the handle changed, for the proxy manager. */
 export type HandleChange = "state" | "catalog" | "breaker";
 
@@ -98,7 +104,7 @@ export interface UpstreamHandle {
   readonly serverDescription: { instructions?: string; serverInfo?: Record<string, unknown> };
   readonly capabilities: ReturnType<Client["getServerCapabilities"]>;
   onChange(listener: (change: HandleChange) => void): () => void;
-  onResourceUpdated(listener: (uri: string) => void): () => void;
+  onResourceUpdated(listener: (uri: string, audience?: ResourceAudience) => void): () => void;
   start(): Promise<void>;
   stop(): Promise<void>;
   restart(): Promise<void>;

@@ -11,6 +11,7 @@ import {
   type CallToolResult,
   CreateMessageRequestSchema,
   LoggingMessageNotificationSchema,
+  ResourceUpdatedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { SignJWT } from "jose";
 import { eventually, fixture, writeFleet } from "../support/fleet.ts";
@@ -210,6 +211,47 @@ Deno.test("With scope: tenant, two tenants calling at once each get their own sa
         [a, b].map(async (c) => JSON.parse(text(await c.call("whoami"))).pid),
       );
       assert.notEqual(pids[0], pids[1]);
+    } finally {
+      await a.client.close();
+      await b.client.close();
+    }
+  });
+});
+
+Deno.test("With scope: tenant, two tenants subscribed to one URI each hear only their own instance's updates", async () => {
+  await withGateway(samplingServer("    scope: tenant\n"), async (gateway) => {
+    const a = await caller(gateway, "acme");
+    const b = await caller(gateway, "globex");
+    const heard = { acme: [] as string[], globex: [] as string[] };
+    a.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+      heard.acme.push(n.params.uri);
+    });
+    b.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+      heard.globex.push(n.params.uri);
+    });
+    try {
+      const { resources } = await a.client.listResources();
+      const uri = resources.find((r) => r.uri.endsWith("sampling://state"))!.uri;
+      await a.client.subscribeResource({ uri });
+      await b.client.subscribeResource({ uri });
+      await a.call("touch", { marker: "ALPHA" });
+      await eventually(() => heard.acme.length === 1, "acme's update");
+      // globex's own touch is its first update: acme's never reached it.
+      await b.call("touch", { marker: "BRAVO" });
+      await eventually(() => heard.globex.length === 1, "globex's update");
+      assert.deepEqual(heard, { acme: [uri], globex: [uri] });
+      // What each read after its update is its own instance's state.
+      const read = async (c: Caller) => {
+        const { contents } = await c.client.readResource({ uri });
+        return contents.map((x) => ("text" in x ? x.text : "")).join("");
+      };
+      assert.deepEqual([await read(a), await read(b)], ["ALPHA", "BRAVO"]);
+      // Unsubscribed, acme hears nothing more; globex, still subscribed, does.
+      await a.client.unsubscribeResource({ uri });
+      await a.call("touch", { marker: "ALPHA2" });
+      await b.call("touch", { marker: "BRAVO2" });
+      await eventually(() => heard.globex.length === 2, "globex's second update");
+      assert.deepEqual(heard.acme, [uri]);
     } finally {
       await a.client.close();
       await b.client.close();

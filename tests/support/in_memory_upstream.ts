@@ -6,7 +6,11 @@
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import {
+  type JSONRPCMessage,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { FleetServer } from "../../core/proxy/fleet_config.ts";
 
@@ -81,6 +85,10 @@ export class InMemoryUpstream {
       capabilities: { logging: {} },
     });
     for (const name of this.#tools) this.#register(server, name);
+    // Subscriptions are accepted (and kept nowhere): a test sends updates with sendResourceUpdated.
+    server.server.registerCapabilities({ resources: { subscribe: true } });
+    server.server.setRequestHandler(SubscribeRequestSchema, () => ({}));
+    server.server.setRequestHandler(UnsubscribeRequestSchema, () => ({}));
     server.registerResource(
       "readme",
       "memo://readme",
