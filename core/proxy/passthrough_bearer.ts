@@ -12,6 +12,12 @@ import type { FleetServer } from "./fleet_config.ts";
 /** The gateway scopes that must never reach an upstream. */
 const PRIVILEGED = ["admin", "operator", "approver"];
 
+const KIND_NAMES: Record<string, string> = {
+  static: "a gateway static token",
+  tokens_file: "a gateway tokens-file token",
+  unknown: "not a verified JWT",
+};
+
 /** What the caller's token may do for one passthrough upstream. */
 export type PassthroughBearer = { bearer: string } | { refused: string };
 
@@ -36,11 +42,8 @@ export function passthroughBearer(
   });
   if (auth.kind !== "jwt") {
     return why(
-      `this session's token is a gateway ${
-        auth.kind === "tokens_file" ? "tokens-file" : "static"
-      } ` +
-        "token, which never leaves the gateway; connect with an OAuth/JWT access token issued " +
-        "for the upstream too",
+      `this session's token is ${KIND_NAMES[auth.kind ?? "unknown"]}, which never leaves the ` +
+        "gateway; connect with an OAuth/JWT access token issued for the upstream too",
     );
   }
   const privileged = PRIVILEGED.filter((s) => auth.scopes.includes(s));
