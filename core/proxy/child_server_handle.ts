@@ -80,6 +80,8 @@ export interface ChildServerHandleOptions {
   statusHint?: (id: string) => string;
 }
 
+/** How many times `timeouts.call` progress notifications may stretch one call to, at most. */
+export const PROGRESS_EXTENSION = 10;
 const EMPTY_CATALOG: UpstreamCatalog = {
   tools: [],
   resources: [],
@@ -440,6 +442,7 @@ export class ChildServerHandle implements UpstreamHandle {
         signal: AbortSignal;
         timeout: number;
         resetTimeoutOnProgress: boolean;
+        maxTotalTimeout: number;
         onprogress?: (progress: Progress) => void;
       },
       raw: RawRequests,
@@ -480,6 +483,8 @@ export class ChildServerHandle implements UpstreamHandle {
           signal: ctx.signal,
           timeout: callMs,
           resetTimeoutOnProgress: true,
+          // Progress extends a call, but an upstream trickling it must not hold one forever.
+          maxTotalTimeout: callMs * PROGRESS_EXTENSION,
           ...(ctx.onProgress ? { onprogress: ctx.onProgress } : {}),
         }, raw);
       } finally {

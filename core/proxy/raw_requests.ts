@@ -27,6 +27,8 @@ export interface RawRequestOptions {
   timeout: number;
   /** Asks the upstream for progress and receives it; each notification restarts the timeout. */
   onprogress?: (progress: Progress) => void;
+  /** Milliseconds the request may last in all, however much progress restarts `timeout`. */
+  maxTotalTimeout?: number;
 }
 
 interface Pending {
@@ -69,13 +71,15 @@ export class RawRequests {
     options: RawRequestOptions,
   ): Promise<Record<string, unknown>> {
     if (this.#closed) return Promise.reject(closedError());
-    const { signal, timeout, onprogress } = options;
+    const { signal, timeout, onprogress, maxTotalTimeout } = options;
     if (signal.aborted) return Promise.reject(signal.reason);
     const id = `a33-${++this.#next}`;
     const { promise, resolve, reject } = Promise.withResolvers<Record<string, unknown>>();
     let timer: ReturnType<typeof setTimeout> | undefined;
+    let total: ReturnType<typeof setTimeout> | undefined;
     const settle = () => {
       clearTimeout(timer);
+      clearTimeout(total);
       signal.removeEventListener("abort", onAbort);
       this.#pending.delete(id);
     };
@@ -107,6 +111,17 @@ export class RawRequests {
     });
     signal.addEventListener("abort", onAbort, { once: true });
     restartTimer();
+    if (maxTotalTimeout !== undefined) {
+      total = setTimeout(() => {
+        settle();
+        cancel(`no answer within ${maxTotalTimeout} ms in all`);
+        reject(
+          new McpError(ErrorCode.RequestTimeout, "Maximum total timeout exceeded", {
+            maxTotalTimeout,
+          }),
+        );
+      }, maxTotalTimeout);
+    }
     const sent = onprogress
       ? { ...params, _meta: { ...(params._meta as object | undefined), progressToken: id } }
       : params;

@@ -1,11 +1,12 @@
 /**
- * A hostile upstream's notification floods cost the gateway a bounded amount of work: a real stdio
- * upstream (tests/fixtures/upstreams/catalog_server.ts `relist`) sends thousands of
- * `notifications/tools/list_changed` at once, behind a real gateway and a real SDK client.
+ * A hostile upstream's notifications cost the gateway a bounded amount of work and time: real stdio
+ * upstreams send thousands of `notifications/tools/list_changed` at once
+ * (tests/fixtures/upstreams/catalog_server.ts `relist`), or progress forever and no answer
+ * (fault_server.ts `trickle`), behind a real gateway and a real SDK client.
  */
 import assert from "node:assert/strict";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { fixture, writeFleet } from "../support/fleet.ts";
+import type { CallToolResult, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { faultServer, fixture, writeFleet } from "../support/fleet.ts";
 import { connectHttp, startGateway } from "../support/gateway.ts";
 
 const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
@@ -52,6 +53,39 @@ Deno.test("A flood of tools/list_changed from an upstream costs one catalog fetc
       // One in flight and one after it per burst; a loaded machine may split the burst in a few.
       assert.ok(after - before <= 20, `2000 notifications caused ${after - before} tools/list`);
       assert.ok(after - before >= 1, "the change was fetched at least once");
+    } finally {
+      await client.close();
+    }
+  } finally {
+    await gateway.stop();
+    await fleet.remove();
+  }
+});
+
+Deno.test("Progress resets a call's timeout, but never past 10 × timeouts.call: an upstream trickling progress cannot hold a call forever", async () => {
+  const fleet = await writeFleet(
+    `proxy_servers:${faultServer("drip", { extra: "    timeouts: { call: 0.3 }\n" })}`,
+  );
+  const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
+  try {
+    await gateway.kernel.fleetStarted;
+    const client = await connectHttp(gateway);
+    try {
+      let progress = 0;
+      const started = Date.now();
+      const refused = await client.callTool(
+        { name: "drip__trickle", arguments: { every: 100 } },
+        undefined,
+        { onprogress: () => progress++, timeout: 60_000, resetTimeoutOnProgress: true },
+      ).then(() => assert.fail("trickle never answers"), (e: McpError) => e);
+      const elapsed = Date.now() - started;
+      assert.ok(progress > 3, `progress was relayed (${progress}), so it did reset the timeout`);
+      assert.equal(
+        (refused.data as { code?: string } | undefined)?.code,
+        "timeout",
+        refused.message,
+      );
+      assert.ok(elapsed < 20_000, `the call was held ${elapsed} ms`);
     } finally {
       await client.close();
     }
