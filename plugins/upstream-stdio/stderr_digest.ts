@@ -23,10 +23,20 @@ const FRAME = /^\s+at\s+(.*)$/;
 /** Frames inside the runtime, which say less than the first frame in the program's own code. */
 const RUNTIME_FRAME = /\((?:ext|node):|^(?:ext|node):/;
 
+/** The caret line under a source excerpt: `      ^`. */
+const CARET = /^\s*\^+\s*$/;
+
 interface Block {
   head: string;
   frames: number;
   where?: string;
+  /**
+   * An unindented line right after the head: the source excerpt of top-level code, which Deno
+   * prints at column 0. It belongs to the block only if a caret line follows it.
+   */
+  excerpt?: string;
+  /** Whether the excerpt was confirmed by its caret line. */
+  excerptConfirmed?: boolean;
 }
 
 /** Folds stderr lines and reports each as `post(line)`; call {@link StderrDigest.end} when the stream ends. */
@@ -47,6 +57,27 @@ export class StderrDigest {
     const line = plainText(raw).trimEnd();
     if (line === "") return;
     const block = this.#block;
+    if (block && block.excerpt !== undefined && !block.excerptConfirmed) {
+      if (CARET.test(line)) {
+        block.excerptConfirmed = true;
+        this.#arm();
+        return;
+      }
+      // Not an excerpt after all: the head stands alone and the held line is ordinary output.
+      const held = block.excerpt;
+      delete block.excerpt;
+      this.#flush();
+      this.#emit(held);
+      return this.push(raw);
+    }
+    if (
+      block && block.frames === 0 && block.excerpt === undefined && !/^\s/.test(line) &&
+      !ERROR_HEAD.test(line)
+    ) {
+      block.excerpt = line;
+      this.#arm();
+      return;
+    }
     // Indented lines after an error head are its source excerpt, caret and stack frames.
     if (block && /^\s/.test(line)) {
       const frame = FRAME.exec(line)?.[1];
@@ -87,7 +118,12 @@ export class StderrDigest {
     const block = this.#block;
     if (!block) return;
     this.#block = undefined;
-    if (block.frames === 0) return this.#emit(block.head);
+    const held = block.excerpt !== undefined && !block.excerptConfirmed ? block.excerpt : undefined;
+    if (block.frames === 0) {
+      this.#emit(block.head);
+      if (held !== undefined) this.#emit(held);
+      return;
+    }
     const more = block.frames > 1 ? `; ${block.frames - 1} more stack frames` : "";
     this.#emit(`${block.head} (at ${block.where}${more})`);
   }

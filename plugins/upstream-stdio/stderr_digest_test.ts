@@ -30,6 +30,33 @@ Deno.test("An uncaught error is reported as its first line, without colours, wit
   ]);
 });
 
+Deno.test("A top-level source excerpt at column 0 and its caret fold into the error too", () => {
+  assert.deepEqual(
+    digest([
+      'error: Uncaught (in promise) NotCapable: Requires read access to "/srv/key.pem"',
+      "if (readAtStart) Deno.readTextFileSync(readAtStart);",
+      "                      ^",
+      "    at Object.readTextFileSync (ext:deno_fs/30_fs.js:1:9859)",
+      "    at file:///srv/probe_server.ts:15:23",
+    ]),
+    [
+      'error: Uncaught (in promise) NotCapable: Requires read access to "/srv/key.pem" ' +
+      "(at file:///srv/probe_server.ts:15:23; 1 more stack frames)",
+    ],
+  );
+});
+
+Deno.test("A line after an error head that no caret follows is reported as it is", () => {
+  assert.deepEqual(
+    digest(["error: something failed", "shutting down", "bye"]),
+    ["error: something failed", "shutting down", "bye"],
+  );
+  assert.deepEqual(digest(["error: something failed", "shutting down"]), [
+    "error: something failed",
+    "shutting down",
+  ]);
+});
+
 Deno.test("Node-style errors fold their stack too, and the lines after a stack are reported as they are", () => {
   assert.deepEqual(
     digest([
