@@ -6,7 +6,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { type ConfigFlags, loadConfig } from "./core/config.ts";
+import { type ConfigFlags, loadEnvironment, resolveConfig } from "./core/config.ts";
 import { GatewayError } from "./core/errors.ts";
 import { Kernel, type StartInfo } from "./core/kernel.ts";
 import { type CommandIo, processIo } from "./cli/command.ts";
@@ -149,11 +149,11 @@ async function serve(args: string[]): Promise<number> {
   for (const signal of signals) Deno.addSignalListener(signal, onSignal);
   try {
     try {
-      const config = await loadConfig(
-        flags,
+      // One resolved environment: the config and the fleet's `${VAR}` both see `.env`.
+      const env = await loadEnvironment(
         values["env-file"] === undefined ? {} : { envFile: values["env-file"] },
       );
-      kernel = new Kernel({ config });
+      kernel = new Kernel({ config: resolveConfig(env, flags), env });
       const info = await kernel.start();
       if (info.transport === "http") printWhereToConnect(info);
     } catch (error) {

@@ -914,14 +914,27 @@ export const DEFAULT_PAGE_SIZE = 10_000;
 /** This checkout's root, where the embedded defaults (demo/, agents/, …) live. */
 const REPOSITORY = fileURLToPath(new URL("../", import.meta.url));
 
+/** Where {@link loadEnvironment} reads from: the process's variables and a `.env` file by default. */
+export interface EnvironmentSource {
+  env?: Record<string, string>;
+  envFile?: string;
+}
+
+/** The resolved environment: `.env` with the process variables over it (config and fleet read it). */
+export async function loadEnvironment(
+  options: EnvironmentSource = {},
+): Promise<Record<string, string>> {
+  const env = options.env ?? Deno.env.toObject();
+  const fromFile = await readDotenv(options.envFile ?? ".env");
+  return { ...fromFile, ...env };
+}
+
 /** Reads `.env` (process variables win over it), applies flags, and resolves. */
 export async function loadConfig(
   flags: ConfigFlags = {},
-  options: { env?: Record<string, string>; envFile?: string } = {},
+  options: EnvironmentSource = {},
 ): Promise<GatewayConfig> {
-  const env = options.env ?? Deno.env.toObject();
-  const fromFile = await readDotenv(options.envFile ?? ".env");
-  return resolveConfig({ ...fromFile, ...env }, flags);
+  return resolveConfig(await loadEnvironment(options), flags);
 }
 
 /** Rules that join variables: each issue's path names the variable to change. */

@@ -89,6 +89,11 @@ export interface KernelOptions {
   stdio?: StdioStreams;
   /** Plugin directories; the built-in one plus MCP_PLUGIN_PATHS by default. */
   pluginDirs?: string[];
+  /**
+   * The resolved environment fleet files interpolate (`.env` under the process's variables, as
+   * config.ts's `loadEnvironment` reads it); the process's own variables by default.
+   */
+  env?: Record<string, string | undefined>;
 }
 
 /** What a started gateway tells the person who started it. */
@@ -854,9 +859,10 @@ export class Kernel implements OperatorHost {
     return fleet.servers;
   }
 
-  /** The variables a fleet file interpolates: the process's, with the configured data directory. */
+  /** The variables a fleet file interpolates: the resolved environment, with the data directory. */
   #fleetEnv(): Record<string, string | undefined> {
-    return { ...Deno.env.toObject(), [DATA_DIR_VARIABLE]: this.config.dataDir };
+    const env = this.#options.env ?? Deno.env.toObject();
+    return { ...env, [DATA_DIR_VARIABLE]: this.config.dataDir };
   }
 
   /**

@@ -20,10 +20,13 @@ export interface ChildGateway {
   close(): Promise<Deno.CommandStatus>;
 }
 
-/** Spawns `main.ts serve --transport stdio` with the given variables. */
-export function spawnStdioGateway(env: Record<string, string> = {}): ChildGateway {
+/** Spawns `main.ts serve --transport stdio` with the given variables and further `serve` flags. */
+export function spawnStdioGateway(
+  env: Record<string, string> = {},
+  flags: readonly string[] = [],
+): ChildGateway {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", `${ROOT}main.ts`, "serve", "--transport", "stdio"],
+    args: ["run", "-A", `${ROOT}main.ts`, "serve", "--transport", "stdio", ...flags],
     cwd: ROOT,
     env: { NO_COLOR: "1", ...env },
     stdin: "piped",
