@@ -378,14 +378,21 @@ export class ScopedUpstream implements UpstreamHandle {
     return { ...server, headers: { ...server.headers, Authorization: `Bearer ${ctx.bearer}` } };
   }
 
-  /** At `max_instances`: a tenant pool stops its least recently used idle instance, else refuses. */
+  /**
+   * At `max_instances`: a tenant pool stops its least recently used idle instance (one without
+   * subscriptions first), else refuses.
+   */
   #makeRoom(): void {
     const max = this.server.maxInstances ?? DEFAULT_MAX_INSTANCES;
     if (this.#instances.size < max) return;
     if (this.server.scope === "tenant") {
       const idle = [...this.#instances.entries()]
         .filter(([, i]) => !i.handle.busy && i.inFlight === 0)
-        .sort(([, a], [, b]) => a.lastUsed - b.lastUsed)[0];
+        // One holding no subscription goes first: stopping a subscribed one ends its updates.
+        .sort(([, a], [, b]) =>
+          Number(a.subscriptions.size > 0) - Number(b.subscriptions.size > 0) ||
+          a.lastUsed - b.lastUsed
+        )[0];
       if (idle) {
         this.#instances.delete(idle[0]);
         void this.#retire(idle[1]);

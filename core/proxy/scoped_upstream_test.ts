@@ -71,6 +71,16 @@ Deno.test("At max_instances a tenant pool stops its least recently used idle ins
   await scoped.stop();
 });
 
+Deno.test("At max_instances a tenant pool stops an idle instance without subscriptions before a subscribed one", async () => {
+  const { scoped } = pool({});
+  await scoped.start();
+  await scoped.subscribe("memo://readme", call({ tenant: "a", sessionId: "s1" }));
+  await scoped.callTool("echo", { text: "b" }, call({ tenant: "b" }));
+  await scoped.callTool("echo", { text: "c" }, call({ tenant: "c" }));
+  assert.deepEqual(scoped.snapshot().instances!.map((i) => i.instance), ["a", "c"]);
+  await scoped.stop();
+});
+
 Deno.test("A session pool refuses past max_instances and makes room when a session ends", async () => {
   const { scoped } = pool({ scope: "session", maxInstances: 1 });
   await scoped.start();
