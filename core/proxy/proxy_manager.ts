@@ -127,10 +127,7 @@ export class ProxyManager {
     return () => void this.#listeners.delete(listener);
   }
 
-  /**
-   * Calls `listener` with the namespaced URI when an upstream resource changes, and, from an
-   * instance of a scoped server, the tenant or session whose subscribers alone may hear of it.
-   */
+  /** Calls `listener` with a changed resource's namespaced URI and, if scoped, its audience. */
   onResourceUpdated(listener: (uri: string, audience?: ResourceAudience) => void): () => void {
     this.#updateListeners.add(listener);
     return () => void this.#updateListeners.delete(listener);
@@ -317,13 +314,9 @@ export class ProxyManager {
         ...(label === undefined ? {} : { instance: label }),
       });
     const scope = server.scope;
+    const { clock, logger } = this.#options;
     const handle: UpstreamHandle = scope === "tenant" || scope === "session"
-      ? new ScopedUpstream({
-        server: { ...server, scope },
-        createHandle: instance,
-        clock: this.#options.clock,
-        logger: this.#options.logger,
-      })
+      ? new ScopedUpstream({ server: { ...server, scope }, createHandle: instance, clock, logger })
       : instance(server);
     const offChange = handle.onChange((change) => {
       if (change === "state" && handle.state !== "STARTING" && handle.state !== "STOPPED") {
