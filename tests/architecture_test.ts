@@ -29,8 +29,6 @@ const BIG_FILE_EXCEPTIONS: Record<string, string> = {
     "still drains, gates sessions and queues reloads (issue 21 step 1: a session_gate and the rooms take those)",
   "core/bridge.ts":
     "the MCP server's handlers in one class (to split into tools/resources/prompts/completion handlers)",
-  "core/config.ts":
-    "every setting is written three times (CONFIG_VARIABLES, ENV_SCHEMA, defaults); one table per setting shrinks it",
   "core/governance/policy_loader.ts":
     "one parser for the whole policy document with its precise line-numbered messages",
   "core/governance/tool_governance.ts":
@@ -48,7 +46,7 @@ const BIG_FUNCTION_EXCEPTIONS: Record<string, string> = {
   "core/bridge.ts##createServer":
     "registers every MCP handler of a session; to become one handler module per method family",
   "core/config.ts#resolveConfig":
-    "maps every parsed variable onto the config; one table per setting",
+    "maps every parsed variable (defaults from core/settings/) onto the nested config in one literal",
   "core/governance/tool_governance.ts##verdict":
     "the policy's precedence as one readable sequence of checks",
   "core/kernel.ts#constructor": "wires every room; shrinks as the kernel sheds non-wiring work",
