@@ -271,8 +271,18 @@ export class NatsEventBus implements EventBus {
     const retentionMs = ttlMs + NONCE_CLOCK_SKEW_MS;
     let kv: KV;
     let keptMs: number;
+    const open = () => this.#nc.jetstream().views.kv(bucket, { history: 1, ttl: retentionMs });
     try {
-      kv = await this.#nc.jetstream().views.kv(bucket, { history: 1, ttl: retentionMs });
+      try {
+        kv = await open();
+      } catch (error) {
+        // Two replicas creating the bucket at once: the loser's create overlaps the winner's
+        // stream, which now exists, so opening again binds to it.
+        if (!/overlap|already in use/i.test(error instanceof Error ? error.message : "")) {
+          throw error;
+        }
+        kv = await open();
+      }
       keptMs = (await kv.status()).ttl;
     } catch (error) {
       throw new Error(
