@@ -6,24 +6,14 @@
  * arguments switched on.
  */
 import assert from "node:assert/strict";
-import { fixture, writeFleet } from "../support/fleet.ts";
+import { fixtureCommand, writeFleet } from "../support/fleet.ts";
 import { connectHttp, startGateway } from "../support/gateway.ts";
 
-const ROOT = new URL("../../", import.meta.url).pathname;
 const SECRET = "Kx81-audit-S3cr3t-value";
 
 Deno.test("A registered secret in arguments, a tool's error reason or a resource URI never reaches the audit file", async () => {
   const dir = await Deno.makeTempDir({ prefix: "agent33-audit-" });
-  const command = [
-    "deno",
-    "run",
-    "-A",
-    "--config",
-    `${ROOT}deno.json`,
-    fixture(
-      "upstreams/leaky_server.ts",
-    ),
-  ];
+  const command = fixtureCommand("upstreams/leaky_server.ts");
   const fleet = await writeFleet(`proxy_servers:
   - id: leaky
     command: ${JSON.stringify(command)}

@@ -5,23 +5,13 @@
  * of it of 4 characters or more reaches `lastError`, the operator status or the log.
  */
 import assert from "node:assert/strict";
-import { eventually, fixture, writeFleet } from "../support/fleet.ts";
+import { eventually, fixtureCommand, writeFleet } from "../support/fleet.ts";
 import { startGateway } from "../support/gateway.ts";
 
-const ROOT = new URL("../../", import.meta.url).pathname;
 const SECRET = "Qv7Zk2LmPwR9sTbXe4Yh";
 
 Deno.test("A registered secret straddling a diagnostic's cut leaves no prefix in lastError, status or log", async () => {
-  const command = [
-    "deno",
-    "run",
-    "-A",
-    "--config",
-    `${ROOT}deno.json`,
-    fixture(
-      "upstreams/straddling_stderr.ts",
-    ),
-  ];
+  const command = fixtureCommand("upstreams/straddling_stderr.ts");
   const fleet = await writeFleet(`proxy_servers:
   - id: straddle
     command: ${JSON.stringify(command)}

@@ -90,3 +90,8 @@ export function memoryServer(dataDir: string, id = "memory"): string {
       write: ["${dataDir}"]
 `;
 }
+
+/** The command that runs a fixture (a path under tests/fixtures/) unsandboxed, with the project's config. */
+export function fixtureCommand(path: string): string[] {
+  return ["deno", "run", "-A", "--config", `${ROOT}deno.json`, fixture(path)];
+}
