@@ -6,15 +6,15 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { type ConfigFlags, loadEnvironment, resolveConfig } from "./core/config.ts";
-import { GatewayError } from "./core/errors.ts";
+import { type ConfigFlags, loadEnvironment, resolveConfig } from "./core/config/config.ts";
+import { GatewayError } from "./core/support/errors.ts";
 import { Kernel, type StartInfo } from "./core/kernel.ts";
 import { type CommandIo, processIo } from "./cli/command.ts";
 import { POLICY_HELP, runPolicyCommand } from "./cli/policy_cli.ts";
 import { runScanCommand, SCAN_HELP } from "./cli/scan_cli.ts";
 import { runSyncCommand, SYNC_HELP } from "./cli/sync_cli.ts";
 import { DISCOVER_HELP, runDiscoverCommand } from "./cli/discover_cli.ts";
-import { stderrSink } from "./core/logger.ts";
+import { stderrSink } from "./core/support/logger.ts";
 
 const say = (text = "") => stderrSink(text);
 

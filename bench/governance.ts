@@ -3,8 +3,8 @@
  * that is allowed after argument validation (the common path).
  * @module
  */
-import { systemClock } from "../core/clock.ts";
-import { InProcessEventBus } from "../core/event_bus.ts";
+import { systemClock } from "../core/support/clock.ts";
+import { InProcessEventBus } from "../core/bus/event_bus.ts";
 import { ApprovalQueue } from "../core/governance/approval_queue.ts";
 import { ApprovalTokens } from "../core/governance/approval_tokens.ts";
 import { AuditLog } from "../core/governance/audit_log.ts";
@@ -12,7 +12,7 @@ import { MemoryNonceStore } from "../core/governance/nonce_store.ts";
 import { loadPolicies } from "../core/governance/policy_loader.ts";
 import { RateLimiter } from "../core/governance/rate_limiter.ts";
 import { ToolGovernance } from "../core/governance/tool_governance.ts";
-import { silentLogger } from "../core/logger.ts";
+import { silentLogger } from "../core/support/logger.ts";
 import { median, quantile } from "./stats.ts";
 
 /** The check's cost per call, medians over rounds. */

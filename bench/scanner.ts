@@ -4,7 +4,7 @@
  * gateway's scan worker, with the longest event-loop stall seen while the worker scans.
  * @module
  */
-import { BUILTIN_PLUGIN_DIR } from "../core/plugin_loader.ts";
+import { BUILTIN_PLUGIN_DIR } from "../core/plugin_host/plugin_loader.ts";
 import { hostileDescriptors } from "../core/scanner/hostile_set.ts";
 import { scanServers } from "../core/scanner/scan.ts";
 import { WorkerScan } from "../core/scanner/worker_scan.ts";

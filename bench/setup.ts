@@ -8,9 +8,9 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { UpstreamServerSpec } from "../core/plugin_api.ts";
+import type { UpstreamServerSpec } from "../core/plugin_api/mod.ts";
 import { baseEnv } from "../core/proxy/upstream_transports.ts";
-import { StreamTransport } from "../core/stream_transport.ts";
+import { StreamTransport } from "../core/mcp/stream_transport.ts";
 import { planStdio } from "../plugins/upstream-stdio/command_plan.ts";
 import {
   EVERYTHING_LISTENING,

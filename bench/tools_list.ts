@@ -8,11 +8,11 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
-import { MCPServiceBridge } from "../core/bridge.ts";
-import { CallPipeline } from "../core/call_pipeline.ts";
-import { systemClock } from "../core/clock.ts";
-import { DefinitionRegistry } from "../core/definition_registry.ts";
-import { InProcessEventBus } from "../core/event_bus.ts";
+import { MCPServiceBridge } from "../core/mcp/bridge.ts";
+import { CallPipeline } from "../core/mcp/call_pipeline.ts";
+import { systemClock } from "../core/support/clock.ts";
+import { DefinitionRegistry } from "../core/mcp/definition_registry.ts";
+import { InProcessEventBus } from "../core/bus/event_bus.ts";
 import { ApprovalQueue } from "../core/governance/approval_queue.ts";
 import { ApprovalTokens } from "../core/governance/approval_tokens.ts";
 import { AuditLog } from "../core/governance/audit_log.ts";
@@ -20,13 +20,13 @@ import { MemoryNonceStore } from "../core/governance/nonce_store.ts";
 import { DEFAULT_POLICY } from "../core/governance/policy_loader.ts";
 import { RateLimiter } from "../core/governance/rate_limiter.ts";
 import { ToolGovernance } from "../core/governance/tool_governance.ts";
-import { silentLogger } from "../core/logger.ts";
+import { silentLogger } from "../core/support/logger.ts";
 import { ProxyManager } from "../core/proxy/proxy_manager.ts";
-import { ToolActivationManager } from "../core/tool_activation_manager.ts";
-import { ToolDiscovery } from "../core/tool_discovery.ts";
-import { ToolRegistry } from "../core/tool_registry.ts";
-import { DEFAULT_PAGE_SIZE } from "../core/config.ts";
-import { serializeMessage } from "../core/wire_json.ts";
+import { ToolActivationManager } from "../core/mcp/tool_activation_manager.ts";
+import { ToolDiscovery } from "../core/mcp/tool_discovery.ts";
+import { ToolRegistry } from "../core/mcp/tool_registry.ts";
+import { DEFAULT_PAGE_SIZE } from "../core/config/config.ts";
+import { serializeMessage } from "../core/support/wire_json.ts";
 import { fleetServer, InMemoryUpstream } from "../tests/support/in_memory_upstream.ts";
 import { median, quantile } from "./stats.ts";
 

@@ -5,7 +5,7 @@
  * @module
  */
 import process from "node:process";
-import { silentLogger } from "../core/logger.ts";
+import { silentLogger } from "../core/support/logger.ts";
 import { OtlpTracer } from "../core/tracing/otlp_tracer.ts";
 import { tracingConfig } from "../core/tracing/tracing_config.ts";
 import { median } from "./stats.ts";

@@ -6,7 +6,7 @@
  * @module
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { stderrSink } from "../core/logger.ts";
+import { stderrSink } from "../core/support/logger.ts";
 
 /** Where a command writes, and the environment it reads. */
 export interface CommandIo {

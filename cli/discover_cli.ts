@@ -6,11 +6,15 @@
  * @module
  */
 import { type CommandIo, EXIT_USAGE, parseFlags } from "./command.ts";
-import { InProcessEventBus } from "../core/event_bus.ts";
-import { systemClock } from "../core/clock.ts";
-import { createLogger } from "../core/logger.ts";
-import type { DiscoverySource, PluginContext } from "../core/plugin_api.ts";
-import { BUILTIN_PLUGIN_DIR, loadPlugins, pluginConfigSlice } from "../core/plugin_loader.ts";
+import { InProcessEventBus } from "../core/bus/event_bus.ts";
+import { systemClock } from "../core/support/clock.ts";
+import { createLogger } from "../core/support/logger.ts";
+import type { DiscoverySource, PluginContext } from "../core/plugin_api/mod.ts";
+import {
+  BUILTIN_PLUGIN_DIR,
+  loadPlugins,
+  pluginConfigSlice,
+} from "../core/plugin_host/plugin_loader.ts";
 import { parseFleetConfig } from "../core/proxy/fleet_config.ts";
 import { FleetEditError } from "../core/proxy/fleet_writer.ts";
 import {
@@ -20,7 +24,7 @@ import {
 } from "../core/sync/discovery_service.ts";
 import { applyProposals } from "../core/sync/sync_apply.ts";
 import { fleetViewOf } from "../core/sync/fleet_view.ts";
-import { trustedSources } from "../core/sync/sync_routes.ts";
+import { trustedSources } from "../core/operator/sync_routes.ts";
 
 /** `main.ts discover --help`. */
 export const DISCOVER_HELP = `Usage: main.ts discover [options]

@@ -1,9 +1,12 @@
 /**
  * `deno task docs:config`: rewrites docs/configuration.md's variables section from the settings
- * table (core/settings/), leaving the prose around the markers as it is.
+ * table (core/config/settings/), leaving the prose around the markers as it is.
  * @module
  */
-import { renderSettingsSection, replaceSettingsSection } from "../core/settings/docs_table.ts";
+import {
+  renderSettingsSection,
+  replaceSettingsSection,
+} from "../core/config/settings/docs_table.ts";
 
 /** The docs file the section lives in. */
 export const CONFIGURATION_DOC = new URL("../docs/configuration.md", import.meta.url);

@@ -12,11 +12,11 @@ import { type CommandIo, EXIT_USAGE, parseFlags, usageError } from "./command.ts
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
-import { listedTarget } from "../core/call_pipeline.ts";
-import { systemClock } from "../core/clock.ts";
-import { GatewayError } from "../core/errors.ts";
-import { InProcessEventBus } from "../core/event_bus.ts";
-import { silentLogger } from "../core/logger.ts";
+import { listedTarget } from "../core/mcp/call_pipeline.ts";
+import { systemClock } from "../core/support/clock.ts";
+import { GatewayError } from "../core/support/errors.ts";
+import { InProcessEventBus } from "../core/bus/event_bus.ts";
+import { silentLogger } from "../core/support/logger.ts";
 import { ApprovalQueue } from "../core/governance/approval_queue.ts";
 import { ApprovalTokens } from "../core/governance/approval_tokens.ts";
 import { AuditLog } from "../core/governance/audit_log.ts";

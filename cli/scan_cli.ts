@@ -7,7 +7,7 @@
  * @module
  */
 import { type CommandIo, EXIT_USAGE, parseFlags } from "./command.ts";
-import type { ScanSeverity } from "../core/plugin_api.ts";
+import type { ScanSeverity } from "../core/plugin_api/mod.ts";
 import {
   type CollectFailure,
   collectFleet,

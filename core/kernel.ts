@@ -11,19 +11,19 @@ import { ProtectedResource } from "./auth/oauth_resource.ts";
 import { createHostGuard, isLoopbackHost } from "./auth/host_guard.ts";
 import { refuseNonJsonBody } from "./auth/json_body_guard.ts";
 import type { TokenPayload } from "./auth/token_payload.ts";
-import { type BridgeObserver, MCPServiceBridge } from "./bridge.ts";
-import { type Clock, systemClock } from "./clock.ts";
-import type { GatewayConfig } from "./config.ts";
-import { DefinitionRegistry } from "./definition_registry.ts";
+import { type BridgeObserver, MCPServiceBridge } from "./mcp/bridge.ts";
+import { type Clock, systemClock } from "./support/clock.ts";
+import type { GatewayConfig } from "./config/config.ts";
+import { DefinitionRegistry } from "./mcp/definition_registry.ts";
 import { Engine } from "./engine/engine.ts";
-import { CallPipeline, HTTP_HINTS, STDIO_HINTS } from "./call_pipeline.ts";
+import { CallPipeline, HTTP_HINTS, STDIO_HINTS } from "./mcp/call_pipeline.ts";
 import { kernelInvoker } from "./engine/kernel_invoker.ts";
-import { GatewayError, serializeError } from "./errors.ts";
-import { type EventBus, InProcessEventBus } from "./event_bus.ts";
-import { SwitchableEventBus } from "./switchable_event_bus.ts";
-import { ANONYMOUS, HttpListener, jsonError, type MountedRoute } from "./http_listener.ts";
-import { createLogger, type Logger } from "./logger.ts";
-import type { HttpRoute } from "./http_route.ts";
+import { GatewayError, serializeError } from "./support/errors.ts";
+import { type EventBus, InProcessEventBus } from "./bus/event_bus.ts";
+import { SwitchableEventBus } from "./bus/switchable_event_bus.ts";
+import { ANONYMOUS, HttpListener, jsonError, type MountedRoute } from "./http/http_listener.ts";
+import { createLogger, type Logger } from "./support/logger.ts";
+import type { HttpRoute } from "./http/http_route.ts";
 import type {
   DiscoverySource,
   InboundTransport,
@@ -34,8 +34,8 @@ import type {
   SessionInfo,
   StdioStreams,
   TransportContext,
-} from "./plugin_api.ts";
-import { type PluginInstance, PluginInstances } from "./plugin_instances.ts";
+} from "./plugin_api/mod.ts";
+import { type PluginInstance, PluginInstances } from "./plugin_host/plugin_instances.ts";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { FleetConfig, FleetServer } from "./proxy/fleet_config.ts";
@@ -45,8 +45,8 @@ import {
   loadPlugins,
   pluginConfigSlice,
   type PluginFailure,
-} from "./plugin_loader.ts";
-import { approvalRoutes } from "./approval_routes.ts";
+} from "./plugin_host/plugin_loader.ts";
+import { approvalRoutes } from "./operator/approval_routes.ts";
 import { ApprovalQueue } from "./governance/approval_queue.ts";
 import { ApprovalStore } from "./governance/approval_store.ts";
 import { ApprovalTokens } from "./governance/approval_tokens.ts";
@@ -56,26 +56,26 @@ import { DEFAULT_POLICY, loadPolicies } from "./governance/policy_loader.ts";
 import type { PolicySet } from "./governance/policy.ts";
 import { RateLimiter } from "./governance/rate_limiter.ts";
 import { ToolGovernance } from "./governance/tool_governance.ts";
-import { operatorStatusRoute } from "./operator_routes.ts";
+import { operatorStatusRoute } from "./operator/status_routes.ts";
 import { refuseScope } from "./operator/admin_scope.ts";
 import type { FleetDiff, OperatorHost } from "./operator/operator_host.ts";
 import { operatorRoutes } from "./operator/routes.ts";
 import { configSecrets } from "./operator/admin_redaction.ts";
 import { redactedRoute } from "./operator/redacted_route.ts";
-import { forgetSecrets, registerSecrets, serverSecrets } from "./redact.ts";
-import { SessionAdmission, tooManyRequestsError } from "./session_admission.ts";
-import { processStdio } from "./stdio_pipes.ts";
+import { forgetSecrets, registerSecrets, serverSecrets } from "./support/redact.ts";
+import { SessionAdmission, tooManyRequestsError } from "./mcp/session_admission.ts";
+import { processStdio } from "./support/stdio_pipes.ts";
 import { loadFleetConfig, parseFleetConfig } from "./proxy/fleet_config.ts";
-import { DATA_DIR_VARIABLE, ensureDataDir } from "./data_dir.ts";
-import { watchFile } from "./file_watcher.ts";
+import { DATA_DIR_VARIABLE, ensureDataDir } from "./config/data_dir.ts";
+import { watchFile } from "./support/file_watcher.ts";
 import { ProxyManager } from "./proxy/proxy_manager.ts";
 import { baseEnv, UpstreamTransports } from "./proxy/upstream_transports.ts";
 import { GatewayScanner } from "./scanner/gateway_scanner.ts";
-import { systemStatusTool } from "./system_tools.ts";
-import { ToolActivationManager } from "./tool_activation_manager.ts";
-import { ToolDiscovery } from "./tool_discovery.ts";
+import { systemStatusTool } from "./mcp/system_tools.ts";
+import { ToolActivationManager } from "./mcp/tool_activation_manager.ts";
+import { ToolDiscovery } from "./mcp/tool_discovery.ts";
 import { DiscoveryService } from "./sync/discovery_service.ts";
-import { ToolRegistry } from "./tool_registry.ts";
+import { ToolRegistry } from "./mcp/tool_registry.ts";
 import { startTracer, type Tracing } from "./tracing/gateway_tracer.ts";
 
 export type { FleetDiff } from "./operator/operator_host.ts";
@@ -189,7 +189,7 @@ export class Kernel implements OperatorHost {
   // Fleet applications (file watcher, admin API) run one at a time: two overlapping
   // proxy.reload calls would each see the other's half-applied members.
   #fleetQueue: Promise<unknown> = Promise.resolve();
-  /** Owners of this kernel's registered secrets (core/redact.ts): its own, the fleet's, the last fleet's. */
+  /** Owners of this kernel's registered secrets (core/support/redact.ts): its own, the fleet's, the last fleet's. */
   #secrets = { gateway: {}, fleet: {}, previousFleet: {} };
   #admission: SessionAdmission;
 

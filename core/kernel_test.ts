@@ -1,14 +1,14 @@
 import assert from "node:assert/strict";
-import { type ConfigFlags, resolveConfig } from "./config.ts";
-import { GatewayError } from "./errors.ts";
-import type { GatewayEvent } from "./events.ts";
+import { type ConfigFlags, resolveConfig } from "./config/config.ts";
+import { GatewayError } from "./support/errors.ts";
+import type { GatewayEvent } from "./bus/events.ts";
 import { Kernel, type KernelOptions } from "./kernel.ts";
-import { createLogger, silentLogger } from "./logger.ts";
-import { PLUGIN_KINDS } from "./plugin_api.ts";
-import { BUILTIN_PLUGIN_DIR } from "./plugin_loader.ts";
+import { createLogger, silentLogger } from "./support/logger.ts";
+import { PLUGIN_KINDS } from "./plugin_api/mod.ts";
+import { BUILTIN_PLUGIN_DIR } from "./plugin_host/plugin_loader.ts";
 
 /** Absolute URL of the plugin API, for fixture sources written outside the project. */
-const API = new URL("./plugin_api.ts", import.meta.url).href;
+const API = new URL("./plugin_api/mod.ts", import.meta.url).href;
 
 /** Streams that never touch the process's stdio. */
 function testStdio(): NonNullable<KernelOptions["stdio"]> {

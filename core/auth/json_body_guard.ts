@@ -5,7 +5,7 @@
  * in any other type, or a body with no type, is refused before a handler sees it.
  * @module
  */
-import { jsonError } from "../http_listener.ts";
+import { jsonError } from "../http/http_listener.ts";
 
 /** Methods whose requests change something. */
 const CHANGING = new Set(["POST", "PUT", "PATCH", "DELETE"]);

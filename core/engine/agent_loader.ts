@@ -3,8 +3,8 @@
  * budget. Each becomes a Definition whose prompt (`agent-<id>`) is the system prompt plus the task.
  * @module
  */
-import type { Definition } from "../definition_registry.ts";
-import { isMapping, type ProblemList, type YamlSource } from "../yaml_source.ts";
+import type { Definition } from "../mcp/definition_registry.ts";
+import { isMapping, type ProblemList, type YamlSource } from "../config/yaml_source.ts";
 import { FieldReader, ID_PATTERN } from "./fields.ts";
 
 /** A validated agent. */

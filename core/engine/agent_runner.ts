@@ -5,10 +5,10 @@
  * approval pauses the run; its state is kept so a retry with the token resumes it.
  * @module
  */
-import { GatewayError } from "../errors.ts";
-import { compileGlobs } from "../glob.ts";
+import { GatewayError } from "../support/errors.ts";
+import { compileGlobs } from "../support/glob.ts";
 import type { ApprovalSummary } from "../governance/tool_governance.ts";
-import type { ChatMessage, ModelToolCall, ToolCallContext } from "../plugin_api.ts";
+import type { ChatMessage, ModelToolCall, ToolCallContext } from "../plugin_api/mod.ts";
 import type { AgentSpec } from "./agent_loader.ts";
 import type { ModelRouter } from "./model_router.ts";
 import { resultText, type ToolInvoker } from "./tool_invoker.ts";

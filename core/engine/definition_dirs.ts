@@ -4,9 +4,9 @@
  * edit never replaces good definitions.
  * @module
  */
-import type { Definition, DefinitionRegistry } from "../definition_registry.ts";
-import { GatewayError } from "../errors.ts";
-import { parseYamlSource, ProblemList } from "../yaml_source.ts";
+import type { Definition, DefinitionRegistry } from "../mcp/definition_registry.ts";
+import { GatewayError } from "../support/errors.ts";
+import { parseYamlSource, ProblemList } from "../config/yaml_source.ts";
 import { agentDefinition, type AgentSpec, readAgent } from "./agent_loader.ts";
 import { readSkill, skillDefinition, type SkillSpec } from "./skill_loader.ts";
 import { readWorkflow, workflowDefinition, type WorkflowSpec } from "./workflow_loader.ts";

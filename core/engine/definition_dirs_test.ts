@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { DefinitionRegistry } from "../definition_registry.ts";
-import { GatewayError } from "../errors.ts";
+import { DefinitionRegistry } from "../mcp/definition_registry.ts";
+import { GatewayError } from "../support/errors.ts";
 import { loadDefinitions, syncRegistry } from "./definition_dirs.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;

@@ -5,11 +5,11 @@
  * directory is configured.
  * @module
  */
-import type { DefinitionRegistry } from "../definition_registry.ts";
-import { watchFile } from "../file_watcher.ts";
+import type { DefinitionRegistry } from "../mcp/definition_registry.ts";
+import { watchFile } from "../support/file_watcher.ts";
 import { APPROVAL_TOKEN_META_KEY } from "../governance/tool_governance.ts";
-import type { Logger } from "../logger.ts";
-import type { ModelProvider, NativeTool } from "../plugin_api.ts";
+import type { Logger } from "../support/logger.ts";
+import type { ModelProvider, NativeTool } from "../plugin_api/mod.ts";
 import { AgentRunner } from "./agent_runner.ts";
 import { type DefinitionKind, loadDefinitions, syncRegistry } from "./definition_dirs.ts";
 import { engineTools } from "./engine_tools.ts";

@@ -3,9 +3,9 @@
  * @module
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { AGENT_PROMPT_PREFIX, type DefinitionRegistry } from "../definition_registry.ts";
-import { GatewayError } from "../errors.ts";
-import type { NativeTool } from "../plugin_api.ts";
+import { AGENT_PROMPT_PREFIX, type DefinitionRegistry } from "../mcp/definition_registry.ts";
+import { GatewayError } from "../support/errors.ts";
+import type { NativeTool } from "../plugin_api/mod.ts";
 import type { AgentRunner } from "./agent_runner.ts";
 import { agentSpec, workflowSpec } from "./definition_dirs.ts";
 import type { RAGPipeline } from "./rag_pipeline.ts";

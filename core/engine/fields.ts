@@ -3,7 +3,12 @@
  * one pass reports every mistake in a file.
  * @module
  */
-import { describe, type ProblemList, type YamlPath, type YamlSource } from "../yaml_source.ts";
+import {
+  describe,
+  type ProblemList,
+  type YamlPath,
+  type YamlSource,
+} from "../config/yaml_source.ts";
 
 /** Reads fields of one mapping in one file, recording problems as it goes. */
 export class FieldReader {

@@ -5,11 +5,11 @@
  * @module
  */
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
-import { type CallPipeline, REFUSAL_CODES } from "../call_pipeline.ts";
-import { GatewayError, serializeError } from "../errors.ts";
+import { type CallPipeline, REFUSAL_CODES } from "../mcp/call_pipeline.ts";
+import { GatewayError, serializeError } from "../support/errors.ts";
 import type { ApprovalSummary, CallContext } from "../governance/tool_governance.ts";
 import type { ProxyManager } from "../proxy/proxy_manager.ts";
-import type { ToolRegistry } from "../tool_registry.ts";
+import type { ToolRegistry } from "../mcp/tool_registry.ts";
 import type { InvokeOutcome, InvokeRequest, ToolInvoker } from "./tool_invoker.ts";
 
 /** What the kernel invoker reads. */

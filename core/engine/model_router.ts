@@ -2,8 +2,8 @@
  * ModelRouter: picks the model provider plugin an agent names (`provider` or `provider:model`).
  * @module
  */
-import { GatewayError } from "../errors.ts";
-import type { ModelProvider } from "../plugin_api.ts";
+import { GatewayError } from "../support/errors.ts";
+import type { ModelProvider } from "../plugin_api/mod.ts";
 
 /** Routes a model name to its provider. */
 export class ModelRouter {

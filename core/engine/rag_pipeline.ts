@@ -4,7 +4,7 @@
  * never re-reads the corpus.
  * @module
  */
-import { tokenize } from "../tool_search.ts";
+import { tokenize } from "../mcp/tool_search.ts";
 
 /** One retrievable passage. */
 export interface Passage {

@@ -3,8 +3,8 @@
  * that is the prompt template, with `{{argument}}` placeholders. Each becomes an MCP prompt.
  * @module
  */
-import type { Definition } from "../definition_registry.ts";
-import { isMapping, parseYamlSource, type ProblemList } from "../yaml_source.ts";
+import type { Definition } from "../mcp/definition_registry.ts";
+import { isMapping, parseYamlSource, type ProblemList } from "../config/yaml_source.ts";
 import { FieldReader, ID_PATTERN } from "./fields.ts";
 import { placeholders } from "./template.ts";
 

@@ -5,7 +5,7 @@
  */
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { ApprovalSummary } from "../governance/tool_governance.ts";
-import type { ToolCallContext } from "../plugin_api.ts";
+import type { ToolCallContext } from "../plugin_api/mod.ts";
 
 /** One governed call. */
 export interface InvokeRequest {

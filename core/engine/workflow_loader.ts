@@ -4,8 +4,8 @@
  * `.error`), an optional `when` condition and `on_error: stop | continue`.
  * @module
  */
-import type { Definition } from "../definition_registry.ts";
-import { isMapping, type ProblemList, type YamlSource } from "../yaml_source.ts";
+import type { Definition } from "../mcp/definition_registry.ts";
+import { isMapping, type ProblemList, type YamlSource } from "../config/yaml_source.ts";
 import { FieldReader, ID_PATTERN } from "./fields.ts";
 import { placeholders } from "./template.ts";
 

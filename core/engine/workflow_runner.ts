@@ -4,8 +4,8 @@
  * or failed step stops it or is recorded and skipped past, per its `on_error`.
  * @module
  */
-import type { ToolCallContext } from "../plugin_api.ts";
-import { GatewayError } from "../errors.ts";
+import type { ToolCallContext } from "../plugin_api/mod.ts";
+import { GatewayError } from "../support/errors.ts";
 import type { ApprovalSummary } from "../governance/tool_governance.ts";
 import { evaluateWhen, renderString, renderValue } from "./template.ts";
 import { resultText, type ToolInvoker } from "./tool_invoker.ts";

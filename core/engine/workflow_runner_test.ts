@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { ToolCallContext } from "../plugin_api.ts";
+import type { ToolCallContext } from "../plugin_api/mod.ts";
 import type { InvokeOutcome, InvokeRequest, ToolInvoker } from "./tool_invoker.ts";
 import { runWorkflow } from "./workflow_runner.ts";
 import type { WorkflowSpec } from "./workflow_loader.ts";

@@ -12,10 +12,10 @@
  * Events carry the arguments hash, never the raw arguments and never the token.
  * @module
  */
-import type { Clock } from "../clock.ts";
-import { GatewayError } from "../errors.ts";
-import type { EventBus } from "../event_bus.ts";
-import type { GatewayEvent } from "../events.ts";
+import type { Clock } from "../support/clock.ts";
+import { GatewayError } from "../support/errors.ts";
+import type { EventBus } from "../bus/event_bus.ts";
+import type { GatewayEvent } from "../bus/events.ts";
 import type { ApprovalTokens } from "./approval_tokens.ts";
 import type { EffectClass } from "./policy.ts";
 

@@ -12,9 +12,9 @@
  * @module
  */
 import { z } from "zod";
-import type { Clock } from "../clock.ts";
-import { GatewayError } from "../errors.ts";
-import type { Logger } from "../logger.ts";
+import type { Clock } from "../support/clock.ts";
+import { GatewayError } from "../support/errors.ts";
+import type { Logger } from "../support/logger.ts";
 import type { ApprovalRecord } from "./approval_queue.ts";
 
 /** A redeemed token's nonce and when the token expires (it matters until then). */

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { ManualClock } from "../clock.ts";
-import { GatewayError } from "../errors.ts";
-import { InProcessEventBus } from "../event_bus.ts";
-import { createLogger } from "../logger.ts";
+import { ManualClock } from "../support/clock.ts";
+import { GatewayError } from "../support/errors.ts";
+import { InProcessEventBus } from "../bus/event_bus.ts";
+import { createLogger } from "../support/logger.ts";
 import { ApprovalQueue, type ApprovalRequestInput } from "./approval_queue.ts";
 import { type ApprovalState, ApprovalStore } from "./approval_store.ts";
 import { ApprovalTokens } from "./approval_tokens.ts";

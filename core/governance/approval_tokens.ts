@@ -8,7 +8,7 @@
  * they do not belong to.
  * @module
  */
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../support/clock.ts";
 import { toHex } from "../auth/digest.ts";
 import type { NonceStore } from "./nonce_store.ts";
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ManualClock } from "../clock.ts";
+import { ManualClock } from "../support/clock.ts";
 import { ApprovalTokens, type ApprovalVerification } from "./approval_tokens.ts";
 import { MemoryNonceStore, type NonceStore } from "./nonce_store.ts";
 

@@ -5,15 +5,15 @@
  * Recording never throws and never waits for the disk: lines are queued and a single writer
  * appends them in order. A failing disk is logged once per outage and counted; the call being
  * audited is never failed by it. Raw arguments go to the file only when asked for, and never
- * onto the bus; every line is redacted (core/redact.ts) before it is queued.
+ * onto the bus; every line is redacted (core/support/redact.ts) before it is queued.
  * @module
  */
 import { dirname } from "node:path";
-import type { Clock } from "../clock.ts";
-import type { EventBus } from "../event_bus.ts";
-import type { GatewayEvent } from "../events.ts";
-import type { Logger } from "../logger.ts";
-import { redact, redactDeep } from "../redact.ts";
+import type { Clock } from "../support/clock.ts";
+import type { EventBus } from "../bus/event_bus.ts";
+import type { GatewayEvent } from "../bus/events.ts";
+import type { Logger } from "../support/logger.ts";
+import { redact, redactDeep } from "../support/redact.ts";
 import type { EffectClass } from "./policy.ts";
 
 /** The governance outcome of one call. */

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { ManualClock } from "../clock.ts";
-import { InProcessEventBus } from "../event_bus.ts";
-import { type GatewayEvent, subjectOf } from "../events.ts";
-import { createLogger, silentLogger } from "../logger.ts";
+import { ManualClock } from "../support/clock.ts";
+import { InProcessEventBus } from "../bus/event_bus.ts";
+import { type GatewayEvent, subjectOf } from "../bus/events.ts";
+import { createLogger, silentLogger } from "../support/logger.ts";
 import { type AuditEntry, AuditLog, type AuditLogOptions } from "./audit_log.ts";
 
 const HASH = "e".repeat(64);

@@ -4,7 +4,7 @@
  * provides one on JetStream KV) so two replicas cannot both honour the same token.
  * @module
  */
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../support/clock.ts";
 
 /** Remembers consumed nonces until they expire. */
 export interface NonceStore {

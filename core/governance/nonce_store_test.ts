@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ManualClock } from "../clock.ts";
+import { ManualClock } from "../support/clock.ts";
 import { MemoryNonceStore } from "./nonce_store.ts";
 
 Deno.test("a nonce is consumed the first time only", async () => {

@@ -3,7 +3,7 @@
  * matcher functions and every rule remembers where it came from, so a decision can name the rule.
  * @module
  */
-import type { GlobMatcher } from "../glob.ts";
+import type { GlobMatcher } from "../support/glob.ts";
 
 /** How much a call can change: the seed's effect classes, least to most. */
 export type EffectClass = "read" | "write" | "destructive";

@@ -28,8 +28,8 @@
  * `file:line: what is wrong and how to fix it`, and unknown keys are errors.
  * @module
  */
-import { GatewayError } from "../errors.ts";
-import { compileGlob } from "../glob.ts";
+import { GatewayError } from "../support/errors.ts";
+import { compileGlob } from "../support/glob.ts";
 import {
   describe,
   isMapping,
@@ -38,7 +38,7 @@ import {
   suggest,
   type YamlPath,
   type YamlSource,
-} from "../yaml_source.ts";
+} from "../config/yaml_source.ts";
 import {
   type ApprovalBy,
   type ArgumentRule,

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../support/errors.ts";
 import type { GlobRule, PolicySet, TenantPolicy } from "./policy.ts";
 import {
   DEFAULT_POLICY,

@@ -6,7 +6,7 @@
  * buckets are dropped: memory follows the keys in active use, not every key ever seen.
  * @module
  */
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../support/clock.ts";
 
 /** Options for {@link RateLimiter}. */
 export interface RateLimiterOptions {

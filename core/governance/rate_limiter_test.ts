@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ManualClock } from "../clock.ts";
+import { ManualClock } from "../support/clock.ts";
 import { RateLimiter, rateLimitKey } from "./rate_limiter.ts";
 
 const KEY = rateLimitKey("acme", "github__*", "github__create_issue");

@@ -6,10 +6,10 @@
  * @module
  */
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
-import type { Clock } from "../clock.ts";
-import { GatewayError } from "../errors.ts";
-import { redact } from "../redact.ts";
-import { compileSchema } from "../schema_validator.ts";
+import type { Clock } from "../support/clock.ts";
+import { GatewayError } from "../support/errors.ts";
+import { redact } from "../support/redact.ts";
+import { compileSchema } from "./schema_validator.ts";
 import type { ApprovalQueue } from "./approval_queue.ts";
 import { type ApprovalTokens, type Redemption, replayed } from "./approval_tokens.ts";
 import type { AuditLog } from "./audit_log.ts";

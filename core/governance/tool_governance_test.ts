@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { ManualClock } from "../clock.ts";
-import { InProcessEventBus } from "../event_bus.ts";
-import type { GatewayEvent } from "../events.ts";
-import { silentLogger } from "../logger.ts";
+import { ManualClock } from "../support/clock.ts";
+import { InProcessEventBus } from "../bus/event_bus.ts";
+import type { GatewayEvent } from "../bus/events.ts";
+import { silentLogger } from "../support/logger.ts";
 import { ApprovalQueue } from "./approval_queue.ts";
 import { ApprovalTokens } from "./approval_tokens.ts";
 import { AuditLog } from "./audit_log.ts";

@@ -5,9 +5,9 @@
  * @module
  */
 import type { ConnectorPolicy } from "../governance/policy.ts";
-import { jsonError } from "../http_listener.ts";
+import { jsonError } from "../http/http_listener.ts";
 import type { OperatorHost } from "./operator_host.ts";
-import type { HttpRoute } from "../http_route.ts";
+import type { HttpRoute } from "../http/http_route.ts";
 import type { BreakerState } from "../proxy/circuit_breaker.ts";
 import type { LifecycleState } from "../proxy/child_server_handle.ts";
 import { pathParams, refuseScope } from "./admin_scope.ts";

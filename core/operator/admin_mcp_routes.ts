@@ -7,13 +7,13 @@ import {
   LATEST_PROTOCOL_VERSION,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/sdk/types.js";
-import type { GatewayConfig } from "../config.ts";
-import { GatewayError } from "../errors.ts";
+import type { GatewayConfig } from "../config/config.ts";
+import { GatewayError } from "../support/errors.ts";
 import type { OperatorHost } from "./operator_host.ts";
-import type { HttpRoute } from "../http_route.ts";
+import type { HttpRoute } from "../http/http_route.ts";
 import { redactConfig, redactServer } from "./admin_redaction.ts";
 import { type AdminAccess, refuseScope } from "./admin_scope.ts";
-import { syncRoutes } from "../sync/sync_routes.ts";
+import { syncRoutes } from "./sync_routes.ts";
 
 /** The MCP endpoints the enable switch governs. */
 export const MCP_ENDPOINTS = { streamableHttp: "/mcp", sse: "/sse", messages: "/messages" };

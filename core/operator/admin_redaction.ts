@@ -1,12 +1,12 @@
 /**
  * The effective configuration as an operator may see it: every value that can hold a secret is
  * replaced by a marker, keeping its key so the operator still sees that it is set. The patterns
- * and markers are core/redact.ts's, the one redaction used everywhere.
+ * and markers are core/support/redact.ts's, the one redaction used everywhere.
  * @module
  */
-import type { GatewayConfig } from "../config.ts";
+import type { GatewayConfig } from "../config/config.ts";
 import type { FleetServer } from "../proxy/fleet_config.ts";
-import { redactArgs, REDACTED, redactUrl, SECRET_NAME } from "../redact.ts";
+import { redactArgs, REDACTED, redactUrl, SECRET_NAME } from "../support/redact.ts";
 
 /** The gateway configuration with the auth token, JWT secret, approval secret and credentials redacted. */
 export function redactConfig(config: GatewayConfig): GatewayConfig {
@@ -25,7 +25,7 @@ export function redactConfig(config: GatewayConfig): GatewayConfig {
   return copy;
 }
 
-/** The secrets in the gateway configuration, for `registerSecrets` (core/redact.ts). */
+/** The secrets in the gateway configuration, for `registerSecrets` (core/support/redact.ts). */
 export function configSecrets(config: GatewayConfig): string[] {
   const out = [
     config.server.authToken,

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { resolveConfig } from "../config.ts";
+import { resolveConfig } from "../config/config.ts";
 import { parseFleetConfig } from "../proxy/fleet_config.ts";
-import { redactArgs, redactUrl } from "../redact.ts";
+import { redactArgs, redactUrl } from "../support/redact.ts";
 import { configSecrets, redactConfig, redactServer } from "./admin_redaction.ts";
 
 const SECRETS = {

@@ -4,7 +4,7 @@
  * @module
  */
 import type { OperatorHost } from "./operator_host.ts";
-import type { HttpRoute } from "../http_route.ts";
+import type { HttpRoute } from "../http/http_route.ts";
 import { connectorRoutes } from "./admin_connector_routes.ts";
 import { mcpAdminRoutes } from "./admin_mcp_routes.ts";
 import { serverRoutes } from "./admin_server_routes.ts";

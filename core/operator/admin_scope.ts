@@ -5,7 +5,7 @@
  * @module
  */
 import { hasScope, type TokenPayload } from "../auth/token_payload.ts";
-import { decodeSegment, invalidPath, jsonError } from "../http_listener.ts";
+import { decodeSegment, invalidPath, jsonError } from "../http/http_listener.ts";
 
 /**
  * What a request does: `mcp` uses the MCP endpoints, `approve` decides an approval, `read` and

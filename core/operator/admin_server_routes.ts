@@ -10,10 +10,10 @@
  * applied at once without restarting the gateway.
  * @module
  */
-import { hasControlCharacter } from "../control_characters.ts";
-import { jsonError } from "../http_listener.ts";
+import { hasControlCharacter } from "../support/control_characters.ts";
+import { jsonError } from "../http/http_listener.ts";
 import type { OperatorHost } from "./operator_host.ts";
-import type { HttpRoute } from "../http_route.ts";
+import type { HttpRoute } from "../http/http_route.ts";
 import type { HandleSnapshot } from "../proxy/child_server_handle.ts";
 import type { FleetServer } from "../proxy/fleet_config.ts";
 import {

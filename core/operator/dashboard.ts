@@ -8,8 +8,8 @@
  * Only the three files below are served; any other path under `/dashboard/` is a 404.
  * @module
  */
-import { jsonError } from "../http_listener.ts";
-import type { HttpRoute } from "../http_route.ts";
+import { jsonError } from "../http/http_listener.ts";
+import type { HttpRoute } from "../http/http_route.ts";
 
 /** The path of the dashboard page. */
 export const DASHBOARD_PATH = "/dashboard";

@@ -17,10 +17,10 @@
  * @module
  */
 import { refuseScope } from "./admin_scope.ts";
-import type { Clock, TimerHandle } from "../clock.ts";
-import type { EventBus } from "../event_bus.ts";
-import type { GatewayEvent } from "../events.ts";
-import type { HttpRoute } from "../http_route.ts";
+import type { Clock, TimerHandle } from "../support/clock.ts";
+import type { EventBus } from "../bus/event_bus.ts";
+import type { GatewayEvent } from "../bus/events.ts";
+import type { HttpRoute } from "../http/http_route.ts";
 
 /** The path of the events stream. */
 export const EVENTS_PATH = "/v1/events";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { TokenPayload } from "../auth/token_payload.ts";
-import { ManualClock } from "../clock.ts";
-import { type EventHandler, InProcessEventBus } from "../event_bus.ts";
+import { ManualClock } from "../support/clock.ts";
+import { type EventHandler, InProcessEventBus } from "../bus/event_bus.ts";
 import { eventsStreamRoute } from "./events_stream.ts";
 
 const OPERATOR: TokenPayload = { tenant: "default", scopes: ["operator"], subject: "ops" };

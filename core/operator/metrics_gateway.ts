@@ -7,8 +7,8 @@
  * exposition can never drift from what `/v1/operator/status` shows.
  * @module
  */
-import type { BridgeObserver } from "../bridge.ts";
-import type { EventHandler } from "../event_bus.ts";
+import type { BridgeObserver } from "../mcp/bridge.ts";
+import type { EventHandler } from "../bus/event_bus.ts";
 import type { HandleSnapshot, LifecycleState } from "../proxy/child_server_handle.ts";
 import type { BreakerState } from "../proxy/circuit_breaker.ts";
 import { MetricRegistry, type MetricRegistryOptions } from "./metrics_registry.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import type { BridgeObserver } from "../bridge.ts";
-import { InProcessEventBus } from "../event_bus.ts";
+import type { BridgeObserver } from "../mcp/bridge.ts";
+import { InProcessEventBus } from "../bus/event_bus.ts";
 import type { HandleSnapshot } from "../proxy/child_server_handle.ts";
 import {
   GatewayMetrics,

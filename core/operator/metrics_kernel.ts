@@ -3,7 +3,7 @@
  * @module
  */
 import type { OperatorHost } from "./operator_host.ts";
-import type { HttpRoute } from "../http_route.ts";
+import type { HttpRoute } from "../http/http_route.ts";
 import {
   GatewayMetrics,
   type GatewayMetricsSources,

@@ -4,7 +4,7 @@
  * @module
  */
 import { refuseScope } from "./admin_scope.ts";
-import type { HttpRoute } from "../http_route.ts";
+import type { HttpRoute } from "../http/http_route.ts";
 import { EXPOSITION_CONTENT_TYPE } from "./metrics_exposition.ts";
 
 /** The path Prometheus scrapes by default. */

@@ -4,8 +4,8 @@
  * path and method is served, and every mounted route is documented.
  * @module
  */
-import type { HttpRoute } from "../http_route.ts";
-import { GATEWAY_INFO } from "../version.ts";
+import type { HttpRoute } from "../http/http_route.ts";
+import { GATEWAY_INFO } from "../support/version.ts";
 import { refuseScope, SCOPES_FOR } from "./admin_scope.ts";
 
 /** Where the document is served. */

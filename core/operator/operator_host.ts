@@ -5,19 +5,19 @@
  * imports core/kernel.ts and the import graph has no circle through the kernel.
  * @module
  */
-import type { BridgeObserver, MCPServiceBridge } from "../bridge.ts";
-import type { Clock } from "../clock.ts";
-import type { GatewayConfig } from "../config.ts";
+import type { BridgeObserver, MCPServiceBridge } from "../mcp/bridge.ts";
+import type { Clock } from "../support/clock.ts";
+import type { GatewayConfig } from "../config/config.ts";
 import type { ApprovalQueue } from "../governance/approval_queue.ts";
 import type { PolicySet } from "../governance/policy.ts";
 import type { ToolGovernance } from "../governance/tool_governance.ts";
-import type { PluginKind } from "../plugin_api.ts";
-import type { PluginInstance } from "../plugin_instances.ts";
+import type { PluginKind } from "../plugin_api/mod.ts";
+import type { PluginInstance } from "../plugin_host/plugin_instances.ts";
 import type { FleetConfig, FleetServer } from "../proxy/fleet_config.ts";
 import type { ProxyManager } from "../proxy/proxy_manager.ts";
 import type { GatewayScanner } from "../scanner/gateway_scanner.ts";
 import type { DiscoveryService } from "../sync/discovery_service.ts";
-import type { SwitchableEventBus } from "../switchable_event_bus.ts";
+import type { SwitchableEventBus } from "../bus/switchable_event_bus.ts";
 
 /** What applying a fleet changed, by server id. */
 export interface FleetDiff {

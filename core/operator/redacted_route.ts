@@ -1,11 +1,11 @@
 /**
  * The operator API's sink: every JSON or text body an operator route answers is redacted
- * (core/redact.ts) before it leaves, so a status, a snapshot or an error quoting an upstream's
+ * (core/support/redact.ts) before it leaves, so a status, a snapshot or an error quoting an upstream's
  * failure never carries a credential, whichever route built it.
  * @module
  */
-import type { HttpRoute } from "../http_route.ts";
-import { redact, redactDeep } from "../redact.ts";
+import type { HttpRoute } from "../http/http_route.ts";
+import { redact, redactDeep } from "../support/redact.ts";
 
 /** `route` with its JSON and plain-text bodies redacted; streams and other bodies pass as they are. */
 export function redactedRoute(route: HttpRoute): HttpRoute {

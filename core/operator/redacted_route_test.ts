@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { HttpRoute } from "../http_route.ts";
+import type { HttpRoute } from "../http/http_route.ts";
 import type { TokenPayload } from "../auth/token_payload.ts";
 import { redactedRoute } from "./redacted_route.ts";
 

@@ -4,7 +4,7 @@
  * @module
  */
 import type { OperatorHost } from "./operator_host.ts";
-import type { HttpRoute } from "../http_route.ts";
+import type { HttpRoute } from "../http/http_route.ts";
 import { adminRoutes } from "./admin_routes.ts";
 import { dashboardRoute } from "./dashboard.ts";
 import { eventsStreamRoute } from "./events_stream.ts";

@@ -6,9 +6,9 @@
  *   definition becomes its pin and it serves again.
  * @module
  */
-import { jsonError } from "../http_listener.ts";
+import { jsonError } from "../http/http_listener.ts";
 import type { OperatorHost } from "./operator_host.ts";
-import type { HttpRoute } from "../http_route.ts";
+import type { HttpRoute } from "../http/http_route.ts";
 import { methodNotAllowed, refuseScope } from "./admin_scope.ts";
 
 /** The scanner routes over a running kernel. */

@@ -4,6 +4,6 @@
  * that loads only this stays small (no SDK, no zod).
  * @module
  */
-export { ChunkReader } from "../chunk_reader.ts";
-export { LineWriter } from "../line_writer.ts";
-export { plainText } from "../control_characters.ts";
+export { ChunkReader } from "../support/chunk_reader.ts";
+export { LineWriter } from "../support/line_writer.ts";
+export { plainText } from "../support/control_characters.ts";

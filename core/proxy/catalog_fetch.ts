@@ -21,7 +21,7 @@ import {
   ToolSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../support/clock.ts";
 import { quoteOutside } from "../sync/outside_text.ts";
 
 /** What the upstream advertises, refreshed on its list_changed notifications. */

@@ -8,7 +8,7 @@ import {
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import { ManualClock } from "../clock.ts";
+import { ManualClock } from "../support/clock.ts";
 import {
   CatalogLimitError,
   type CatalogLimits,

@@ -23,12 +23,12 @@ import {
   ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import type { Clock, TimerHandle } from "../clock.ts";
-import { GatewayError } from "../errors.ts";
-import type { EventBus } from "../event_bus.ts";
-import type { GatewayEvent } from "../events.ts";
-import type { Logger } from "../logger.ts";
-import { GATEWAY_INFO } from "../version.ts";
+import type { Clock, TimerHandle } from "../support/clock.ts";
+import { GatewayError } from "../support/errors.ts";
+import type { EventBus } from "../bus/event_bus.ts";
+import type { GatewayEvent } from "../bus/events.ts";
+import type { Logger } from "../support/logger.ts";
+import { GATEWAY_INFO } from "../support/version.ts";
 import { CircuitBreaker } from "./circuit_breaker.ts";
 import { counted, failureClass, isFailedResult, isUpstreamFault } from "./failure_class.ts";
 import type { FleetServer } from "./fleet_config.ts";

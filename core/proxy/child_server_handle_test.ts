@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { ManualClock } from "../clock.ts";
-import { GatewayError } from "../errors.ts";
-import { InProcessEventBus } from "../event_bus.ts";
-import type { GatewayEvent } from "../events.ts";
-import { silentLogger } from "../logger.ts";
+import { ManualClock } from "../support/clock.ts";
+import { GatewayError } from "../support/errors.ts";
+import { InProcessEventBus } from "../bus/event_bus.ts";
+import type { GatewayEvent } from "../bus/events.ts";
+import { silentLogger } from "../support/logger.ts";
 import { fleetServer, InMemoryUpstream, settle } from "../../tests/support/in_memory_upstream.ts";
 import { ChildServerHandle, type UpstreamCallContext } from "./child_server_handle.ts";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";

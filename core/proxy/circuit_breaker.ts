@@ -10,8 +10,8 @@
  * HALF_OPEN step happens on the first look at the breaker after the window has passed.
  * @module
  */
-import type { Clock } from "../clock.ts";
-import { GatewayError } from "../errors.ts";
+import type { Clock } from "../support/clock.ts";
+import { GatewayError } from "../support/errors.ts";
 
 /** The three breaker states. */
 export type BreakerState = "CLOSED" | "OPEN" | "HALF_OPEN";

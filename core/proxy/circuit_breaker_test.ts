@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { ManualClock } from "../clock.ts";
-import { GatewayError } from "../errors.ts";
+import { ManualClock } from "../support/clock.ts";
+import { GatewayError } from "../support/errors.ts";
 import {
   type BreakerState,
   type BreakerTransitionInfo,

@@ -6,7 +6,7 @@
  * @module
  */
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../support/errors.ts";
 
 /** Every class a fleet entry's `breaker.count` may list. */
 export const FAILURE_CLASSES = [

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../support/errors.ts";
 import {
   counted,
   DEFAULT_BREAKER_COUNT,

@@ -20,9 +20,9 @@
  * parsing so that line numbers still point into the file as written.
  * @module
  */
-import { hasControlCharacter } from "../control_characters.ts";
+import { hasControlCharacter } from "../support/control_characters.ts";
 import { z } from "zod";
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../support/errors.ts";
 import { FAILURE_CLASSES, type FailureClass } from "./failure_class.ts";
 import {
   describe,
@@ -31,12 +31,12 @@ import {
   parseYamlSource,
   ProblemList,
   type YamlPath,
-} from "../yaml_source.ts";
+} from "../config/yaml_source.ts";
 import { type CatalogLimits, DEFAULT_CATALOG_LIMITS } from "./catalog_fetch.ts";
 import { originAt, refusedVariable, syncEnvAllow } from "./fleet_origin.ts";
 import { interpolate, RefusedVariableError } from "./interpolate.ts";
-import { withDataDir } from "../data_dir.ts";
-import { parseDotenv } from "../dotenv.ts";
+import { withDataDir } from "../config/data_dir.ts";
+import { parseDotenv } from "../config/dotenv.ts";
 import { dirname, isAbsolute, join } from "node:path";
 
 /** How the gateway talks to an upstream server. */

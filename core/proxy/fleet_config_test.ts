@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../support/errors.ts";
 import {
   type FleetDefaults,
   type FleetServer,

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../support/errors.ts";
 import { parseFleetConfig } from "./fleet_config.ts";
 
 const DEFAULTS = { separator: "__", healthIntervalSeconds: 30 };

@@ -11,7 +11,7 @@
  * @module
  */
 import { Document, isMap, isScalar, isSeq, parseDocument, type YAMLMap, YAMLSeq } from "yaml";
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../support/errors.ts";
 
 /** Why an edit was refused. */
 export type FleetEditFailure = "invalid" | "not_found" | "conflict";

@@ -8,7 +8,7 @@
  * asynchronously, on a later microtask, so neither side ever runs inside the other's call.
  * @module
  */
-import type { InlineRelay } from "../plugin_api.ts";
+import type { InlineRelay } from "../plugin_api/mod.ts";
 import type { KernelToWorker, WorkerToKernel } from "./worker_protocol.ts";
 
 /** The part of a `Worker` the transport uses. */

@@ -15,12 +15,12 @@ import type {
   ResourceTemplate,
   Tool,
 } from "@modelcontextprotocol/sdk/types.js";
-import type { Clock } from "../clock.ts";
-import { GatewayError } from "../errors.ts";
-import type { EventBus } from "../event_bus.ts";
-import { compileAllowDeny, type GlobMatcher } from "../glob.ts";
+import type { Clock } from "../support/clock.ts";
+import { GatewayError } from "../support/errors.ts";
+import type { EventBus } from "../bus/event_bus.ts";
+import { compileAllowDeny, type GlobMatcher } from "../support/glob.ts";
 import { MAX_CALLED_NAME, MAX_TOOL_NAME } from "./catalog_fetch.ts";
-import type { Logger } from "../logger.ts";
+import type { Logger } from "../support/logger.ts";
 import {
   ChildServerHandle,
   type HandleSnapshot,

@@ -17,7 +17,7 @@ import {
   McpError,
   type Progress,
 } from "@modelcontextprotocol/sdk/types.js";
-import { isObject } from "../jsonrpc_shape.ts";
+import { isObject } from "../support/jsonrpc_shape.ts";
 
 /** How one raw request is bounded and observed. */
 export interface RawRequestOptions {

@@ -18,9 +18,9 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { sha256, toHex } from "../auth/digest.ts";
-import type { Clock, TimerHandle } from "../clock.ts";
-import { GatewayError } from "../errors.ts";
-import type { Logger } from "../logger.ts";
+import type { Clock, TimerHandle } from "../support/clock.ts";
+import { GatewayError } from "../support/errors.ts";
+import type { Logger } from "../support/logger.ts";
 import type {
   ChildServerHandle,
   HandleChange,

@@ -4,9 +4,9 @@
  * @module
  */
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { GatewayError } from "../errors.ts";
-import type { Logger } from "../logger.ts";
-import type { UpstreamAdapter, UpstreamPlan } from "../plugin_api.ts";
+import { GatewayError } from "../support/errors.ts";
+import type { Logger } from "../support/logger.ts";
+import type { UpstreamAdapter, UpstreamPlan } from "../plugin_api/mod.ts";
 import type { FleetServer } from "./fleet_config.ts";
 import { WorkerTransport } from "./worker_transport.ts";
 

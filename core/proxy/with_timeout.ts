@@ -2,8 +2,8 @@
  * A promise raced against a timer from the injected clock, so tests drive timeouts without sleeping.
  * @module
  */
-import type { Clock } from "../clock.ts";
-import { GatewayError } from "../errors.ts";
+import type { Clock } from "../support/clock.ts";
+import { GatewayError } from "../support/errors.ts";
 
 /** Resolves as `promise` does, or rejects with a `timeout` GatewayError after `ms` on `clock`. */
 export function withTimeout<T>(

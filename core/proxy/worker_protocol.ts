@@ -3,7 +3,7 @@
  * on receipt. Errors cross as plain `{ code, message, data }`, never as class instances.
  * @module
  */
-import type { SerializedError } from "../errors.ts";
+import type { SerializedError } from "../support/errors.ts";
 
 /** What the worker needs to reach its upstream; resolved by the kernel (no env lookups inside). */
 export interface WorkerStartSpec {

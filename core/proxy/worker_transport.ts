@@ -14,11 +14,11 @@ import type {
   TransportSendOptions,
 } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { GatewayError } from "../errors.ts";
-import { isJsonRpcMessage } from "../jsonrpc_shape.ts";
-import type { Logger } from "../logger.ts";
-import { redactCut } from "../redact.ts";
-import type { InlineRelay, PluginPermissions, UpstreamPlan } from "../plugin_api.ts";
+import { GatewayError } from "../support/errors.ts";
+import { isJsonRpcMessage } from "../support/jsonrpc_shape.ts";
+import type { Logger } from "../support/logger.ts";
+import { redactCut } from "../support/redact.ts";
+import type { InlineRelay, PluginPermissions, UpstreamPlan } from "../plugin_api/mod.ts";
 import { markRelated } from "./related_request.ts";
 import { InlineRelayPort, type RelayPort } from "./inline_relay_port.ts";
 import { type KernelToWorker, parseWorkerMessage, type WorkerToKernel } from "./worker_protocol.ts";

@@ -6,8 +6,8 @@ import {
   recordingLogger,
   waitFor,
 } from "../../tests/fixtures/upstreams/support.ts";
-import { GatewayError } from "../errors.ts";
-import type { UpstreamPlan } from "../plugin_api.ts";
+import { GatewayError } from "../support/errors.ts";
+import type { UpstreamPlan } from "../plugin_api/mod.ts";
 import { workerPermissions, WorkerTransport } from "./worker_transport.ts";
 
 const fixture = (name: string) =>

@@ -5,7 +5,7 @@
  * `deno task scanner:eval` prints it; the calibration test holds the targets.
  * @module
  */
-import type { ScannerRule, ScanSeverity } from "../plugin_api.ts";
+import type { ScannerRule, ScanSeverity } from "../plugin_api/mod.ts";
 import type { ServerDescriptor } from "./descriptor.ts";
 import { severityRank } from "./finding.ts";
 import { scanServers } from "./scan.ts";

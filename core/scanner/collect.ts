@@ -8,15 +8,15 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { systemClock } from "../clock.ts";
-import { InProcessEventBus } from "../event_bus.ts";
-import { silentLogger } from "../logger.ts";
-import type { PluginContext } from "../plugin_api.ts";
-import { BUILTIN_PLUGIN_DIR, loadPlugins } from "../plugin_loader.ts";
+import { systemClock } from "../support/clock.ts";
+import { InProcessEventBus } from "../bus/event_bus.ts";
+import { silentLogger } from "../support/logger.ts";
+import type { PluginContext } from "../plugin_api/mod.ts";
+import { BUILTIN_PLUGIN_DIR, loadPlugins } from "../plugin_host/plugin_loader.ts";
 import { loadFleetConfig } from "../proxy/fleet_config.ts";
 import { baseEnv, UpstreamTransports } from "../proxy/upstream_transports.ts";
 import { withTimeout } from "../proxy/with_timeout.ts";
-import { StreamTransport } from "../stream_transport.ts";
+import { StreamTransport } from "../mcp/stream_transport.ts";
 import type { ServerDescriptor } from "./descriptor.ts";
 
 /** A server that could not be read; the scan is then incomplete. */

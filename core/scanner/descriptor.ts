@@ -10,7 +10,7 @@
  * ```
  * @module
  */
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../support/errors.ts";
 
 /** One server's model-visible surface. */
 export interface ServerDescriptor {

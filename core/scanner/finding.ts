@@ -2,7 +2,7 @@
  * Scan findings and severities: the scanner's output, shared by every report format.
  * @module
  */
-import type { ScanEntityKind, ScanSeverity } from "../plugin_api.ts";
+import type { ScanEntityKind, ScanSeverity } from "../plugin_api/mod.ts";
 
 /** Severities from least to most severe. */
 export const SEVERITIES: readonly ScanSeverity[] = ["info", "low", "medium", "high", "critical"];

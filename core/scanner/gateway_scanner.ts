@@ -10,11 +10,11 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import type { EventBus } from "../event_bus.ts";
-import type { GatewayEvent } from "../events.ts";
+import type { EventBus } from "../bus/event_bus.ts";
+import type { GatewayEvent } from "../bus/events.ts";
 import { canonicalJson } from "../governance/canonical_json.ts";
-import type { Logger } from "../logger.ts";
-import type { ScannerRule, ScanSeverity } from "../plugin_api.ts";
+import type { Logger } from "../support/logger.ts";
+import type { ScannerRule, ScanSeverity } from "../plugin_api/mod.ts";
 import type { ProxyManager } from "../proxy/proxy_manager.ts";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { ServerDescriptor } from "./descriptor.ts";

@@ -4,7 +4,13 @@
  * decoded from hidden payloads (so each rule rescans it).
  * @module
  */
-import type { ScanEntity, ScanEntityKind, ScanModel, ScanServer, ScanText } from "../plugin_api.ts";
+import type {
+  ScanEntity,
+  ScanEntityKind,
+  ScanModel,
+  ScanServer,
+  ScanText,
+} from "../plugin_api/mod.ts";
 import { decodeHidden } from "./decode.ts";
 import type { ServerDescriptor } from "./descriptor.ts";
 

@@ -6,7 +6,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import type { ScanEntity, ScannerRule } from "../plugin_api.ts";
+import type { ScanEntity, ScannerRule } from "../plugin_api/mod.ts";
 import { canonicalJson } from "../governance/canonical_json.ts";
 import type { ServerDescriptor } from "./descriptor.ts";
 import { type Finding, severityRank } from "./finding.ts";

@@ -24,12 +24,12 @@
  * ```
  * @module
  */
-import type { ScannerRule, ScanSeverity } from "../plugin_api.ts";
+import type { ScannerRule, ScanSeverity } from "../plugin_api/mod.ts";
 import type { CollectFailure } from "./collect.ts";
 import { type Finding, SEVERITIES, severityRank } from "./finding.ts";
 import type { RuleFailure } from "./scan.ts";
 import type { SuppressedFinding, Suppression } from "./suppressions.ts";
-import { GATEWAY_INFO } from "../version.ts";
+import { GATEWAY_INFO } from "../support/version.ts";
 
 /** Everything a report shows. */
 export interface ScanReport {

@@ -3,11 +3,11 @@
  * the same plugins the kernel loads.
  * @module
  */
-import { systemClock } from "../clock.ts";
-import { InProcessEventBus } from "../event_bus.ts";
-import { silentLogger } from "../logger.ts";
-import type { PluginContext, ScannerRule } from "../plugin_api.ts";
-import { BUILTIN_PLUGIN_DIR, loadPlugins } from "../plugin_loader.ts";
+import { systemClock } from "../support/clock.ts";
+import { InProcessEventBus } from "../bus/event_bus.ts";
+import { silentLogger } from "../support/logger.ts";
+import type { PluginContext, ScannerRule } from "../plugin_api/mod.ts";
+import { BUILTIN_PLUGIN_DIR, loadPlugins } from "../plugin_host/plugin_loader.ts";
 
 /** Every rule of every scanner-rule plugin, and the plugins that failed to load. */
 export function loadScannerRules(

@@ -4,7 +4,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import type { ScannerRule } from "../plugin_api.ts";
+import type { ScannerRule } from "../plugin_api/mod.ts";
 import type { ServerDescriptor } from "./descriptor.ts";
 import { type Finding, severityRank } from "./finding.ts";
 import { buildScanModel } from "./normalize.ts";

@@ -6,7 +6,7 @@
  * @module
  */
 /// <reference lib="deno.worker" />
-import type { ScannerRule } from "../plugin_api.ts";
+import type { ScannerRule } from "../plugin_api/mod.ts";
 import type { ServerDescriptor } from "./descriptor.ts";
 import { loadScannerRulesFrom } from "./rules.ts";
 import { scanServers } from "./scan.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { ScannerRule } from "../plugin_api.ts";
+import type { ScannerRule } from "../plugin_api/mod.ts";
 import { BUILTIN_RULES } from "../../plugins/scanner-rules/mod.ts";
 import { parseSnapshot, type ServerDescriptor } from "./descriptor.ts";
 import { buildScanModel } from "./normalize.ts";

@@ -13,8 +13,8 @@
  * @module
  */
 import { parse } from "yaml";
-import { GatewayError } from "../errors.ts";
-import { compileGlob } from "../glob.ts";
+import { GatewayError } from "../support/errors.ts";
+import { compileGlob } from "../support/glob.ts";
 import type { Finding } from "./finding.ts";
 
 /** One suppression entry. */

@@ -8,9 +8,9 @@
  * restarted, a failed or stalled one is retried with backoff, and each change is an event.
  * @module
  */
-import { type Clock, systemClock, type TimerHandle } from "../clock.ts";
-import type { GatewayEvent } from "../events.ts";
-import type { DiscoveryCandidate, DiscoverySource } from "../plugin_api.ts";
+import { type Clock, systemClock, type TimerHandle } from "../support/clock.ts";
+import type { GatewayEvent } from "../bus/events.ts";
+import type { DiscoveryCandidate, DiscoverySource } from "../plugin_api/mod.ts";
 import { DISCOVERY_MARKER } from "../proxy/fleet_origin.ts";
 import {
   checkOutsideText,

@@ -5,8 +5,8 @@
  * @module
  */
 import { fileURLToPath } from "node:url";
-import { concatBytes } from "../concat_bytes.ts";
-import { redactCut } from "../redact.ts";
+import { concatBytes } from "../support/concat_bytes.ts";
+import { redactCut } from "../support/redact.ts";
 import {
   OFFICIAL_META,
   type RegistryServer,

@@ -6,7 +6,7 @@
  * @module
  */
 import { parse } from "yaml";
-import { compileGlobs } from "../glob.ts";
+import { compileGlobs } from "../support/glob.ts";
 import { SYNC_MARKER } from "../proxy/fleet_origin.ts";
 import { entryText } from "../proxy/fleet_writer.ts";
 import { isOutsideText, quoteOutside } from "./outside_text.ts";

@@ -5,7 +5,7 @@
  * (or a parent span) is there at all.
  * @module
  */
-import type { Logger } from "../logger.ts";
+import type { Logger } from "../support/logger.ts";
 import type { TracingConfig } from "./tracing_config.ts";
 
 /** A span attribute value. */

@@ -13,9 +13,9 @@
  * Imported only when tracing is on (see gateway_tracer.ts).
  * @module
  */
-import type { Logger } from "../logger.ts";
-import { redact } from "../redact.ts";
-import { GATEWAY_INFO } from "../version.ts";
+import type { Logger } from "../support/logger.ts";
+import { redact } from "../support/redact.ts";
+import { GATEWAY_INFO } from "../support/version.ts";
 import type {
   GatewayTracer,
   InboundContext,

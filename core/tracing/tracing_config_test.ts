@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { resolveConfig } from "../config.ts";
-import { GatewayError } from "../errors.ts";
+import { resolveConfig } from "../config/config.ts";
+import { GatewayError } from "../support/errors.ts";
 import { TRACING_OFF, tracingConfig } from "./tracing_config.ts";
 
 Deno.test("Tracing is off when no OTEL_* variable names an exporter", () => {

@@ -5,7 +5,7 @@
  * gateway uses the in-process bus.
  * @module
  */
-import { definePlugin } from "../../core/plugin_api.ts";
+import { definePlugin } from "../../core/plugin_api/mod.ts";
 
 export default definePlugin({
   name: "bus-nats",

@@ -19,7 +19,7 @@ import {
   SUBJECT_PREFIX,
   subjectOf,
   systemClock,
-} from "../../core/plugin_api.ts";
+} from "../../core/plugin_api/mod.ts";
 
 /** Options for {@link NatsEventBus.connect}. */
 export interface NatsEventBusOptions {

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { connect, type Msg, type NatsConnection, StorageType } from "nats";
-import { ManualClock, systemClock } from "../../core/clock.ts";
-import { InProcessEventBus } from "../../core/event_bus.ts";
-import { type GatewayEvent, SUBJECT_PREFIX, subjectOf } from "../../core/events.ts";
+import { ManualClock, systemClock } from "../../core/support/clock.ts";
+import { InProcessEventBus } from "../../core/bus/event_bus.ts";
+import { type GatewayEvent, SUBJECT_PREFIX, subjectOf } from "../../core/bus/events.ts";
 import { ApprovalTokens } from "../../core/governance/approval_tokens.ts";
-import { createLogger, type Logger, silentLogger } from "../../core/logger.ts";
-import type { PluginContext } from "../../core/plugin_api.ts";
+import { createLogger, type Logger, silentLogger } from "../../core/support/logger.ts";
+import type { PluginContext } from "../../core/plugin_api/mod.ts";
 import { NEEDS_NATS, startNatsServer } from "../../tests/support/nats_server.ts";
 import plugin from "./mod.ts";
 import { DEFAULT_NONCE_BUCKET, NatsEventBus } from "./nats_event_bus.ts";

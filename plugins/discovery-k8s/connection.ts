@@ -7,7 +7,7 @@
  * an exec plugin until it expires) and/or a client certificate, and trusts the cluster's CA.
  * @module
  */
-import type { Clock } from "../../core/plugin_api.ts";
+import type { Clock } from "../../core/plugin_api/mod.ts";
 import { type Credentials, runExecCredential } from "./exec_credential.ts";
 import { type KubeCluster, type KubeUser, loadKubeconfig, selectContext } from "./kubeconfig.ts";
 

@@ -5,7 +5,7 @@
  * resourceVersion; a dropped watch resumes from the last version seen, and a `410 Gone` relists.
  * @module
  */
-import type { Clock, DiscoveryCandidate, DiscoverySource } from "../../core/plugin_api.ts";
+import type { Clock, DiscoveryCandidate, DiscoverySource } from "../../core/plugin_api/mod.ts";
 
 /** The annotations this source reads. */
 export const ANNOTATIONS = {

@@ -6,7 +6,7 @@
  * namespace.
  * @module
  */
-import { type Clock, definePlugin, type DiscoverySource } from "../../core/plugin_api.ts";
+import { type Clock, definePlugin, type DiscoverySource } from "../../core/plugin_api/mod.ts";
 import { type K8sConnection, resolveConnection } from "./connection.ts";
 import { K8sSource } from "./k8s_source.ts";
 

@@ -5,7 +5,7 @@
  * @module
  */
 // Pinned inline until deno.json's import map gains "multicast-dns" (that file is not this plugin's).
-import type { DiscoveryCandidate, DiscoverySource } from "../../core/plugin_api.ts";
+import type { DiscoveryCandidate, DiscoverySource } from "../../core/plugin_api/mod.ts";
 
 /** The DNS-SD service type MCP servers announce. */
 export const SERVICE = "_mcp._tcp.local";

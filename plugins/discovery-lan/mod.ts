@@ -4,7 +4,7 @@
  * (default 2000).
  * @module
  */
-import { definePlugin, type DiscoverySource } from "../../core/plugin_api.ts";
+import { definePlugin, type DiscoverySource } from "../../core/plugin_api/mod.ts";
 import { LanSource } from "./lan_source.ts";
 
 export default definePlugin({

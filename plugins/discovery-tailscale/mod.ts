@@ -5,7 +5,7 @@
  * tailscale) and `_SOCKET` (tailscaled's LocalAPI socket, used instead of the CLI).
  * @module
  */
-import { definePlugin, type DiscoverySource } from "../../core/plugin_api.ts";
+import { definePlugin, type DiscoverySource } from "../../core/plugin_api/mod.ts";
 import { TailscaleSource } from "./tailscale_source.ts";
 
 export default definePlugin({

@@ -4,7 +4,7 @@
  * or from tailscaled's LocalAPI over its unix socket when one is configured.
  * @module
  */
-import type { DiscoveryCandidate, DiscoverySource } from "../../core/plugin_api.ts";
+import type { DiscoveryCandidate, DiscoverySource } from "../../core/plugin_api/mod.ts";
 
 /** What to look for and how to ask. */
 export interface TailscaleOptions {

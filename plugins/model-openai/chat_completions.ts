@@ -3,7 +3,7 @@
  * calling, and the response back.
  * @module
  */
-import type { ChatMessage, ModelRequest, ModelResponse } from "../../core/plugin_api.ts";
+import type { ChatMessage, ModelRequest, ModelResponse } from "../../core/plugin_api/mod.ts";
 
 /** The request body. */
 export function chatBody(request: ModelRequest, model: string): Record<string, unknown> {

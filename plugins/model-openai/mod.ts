@@ -4,7 +4,7 @@
  * https://api.openai.com/v1), `MCP_PLUGIN_MODEL_OPENAI_API_KEY`, `MCP_PLUGIN_MODEL_OPENAI_MODEL`.
  * @module
  */
-import { definePlugin, GatewayError, type ModelProvider } from "../../core/plugin_api.ts";
+import { definePlugin, GatewayError, type ModelProvider } from "../../core/plugin_api/mod.ts";
 import { chatBody, fromCompletion } from "./chat_completions.ts";
 
 export default definePlugin({

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import plugin from "./mod.ts";
-import type { ModelProvider, PluginContext } from "../../core/plugin_api.ts";
+import type { ModelProvider, PluginContext } from "../../core/plugin_api/mod.ts";
 
 // A chat-completions response with a tool call, in the shape OpenAI returns it.
 const TOOL_CALL_RESPONSE = {

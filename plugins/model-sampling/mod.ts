@@ -3,7 +3,7 @@
  * `sampling/createMessage` on the inbound session (no API key in the gateway).
  * @module
  */
-import { definePlugin, GatewayError, type ModelProvider } from "../../core/plugin_api.ts";
+import { definePlugin, GatewayError, type ModelProvider } from "../../core/plugin_api/mod.ts";
 import { fromSamplingResult, samplingParams } from "./sampling.ts";
 
 export default definePlugin({

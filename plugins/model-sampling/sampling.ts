@@ -3,7 +3,7 @@
  * and back.
  * @module
  */
-import type { ChatMessage, ModelRequest, ModelResponse } from "../../core/plugin_api.ts";
+import type { ChatMessage, ModelRequest, ModelResponse } from "../../core/plugin_api/mod.ts";
 
 /** The createMessage params for a request. */
 export function samplingParams(request: ModelRequest): Record<string, unknown> {

@@ -3,7 +3,7 @@
  * (`MCP_PLUGIN_MODEL_SCRIPTED_SCRIPT`, YAML or JSON), re-read on every call so edits apply at once.
  * @module
  */
-import { definePlugin, type ModelProvider } from "../../core/plugin_api.ts";
+import { definePlugin, type ModelProvider } from "../../core/plugin_api/mod.ts";
 import { answer, parseScript } from "./script.ts";
 
 export default definePlugin({

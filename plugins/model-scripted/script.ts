@@ -4,7 +4,7 @@
  * @module
  */
 import { parse } from "yaml";
-import type { ModelRequest, ModelResponse } from "../../core/plugin_api.ts";
+import type { ModelRequest, ModelResponse } from "../../core/plugin_api/mod.ts";
 
 /** One scripted turn as written in the file. */
 export interface ScriptTurn {

@@ -7,7 +7,7 @@
  * (`MCP_PLUGIN_SCANNER_MODEL_SEVERITY`, default medium).
  * @module
  */
-import { definePlugin, type ScannerRule } from "../../core/plugin_api.ts";
+import { definePlugin, type ScannerRule } from "../../core/plugin_api/mod.ts";
 import { modelOpinionRule } from "./opinion.ts";
 
 const SEVERITIES = ["info", "low", "medium", "high", "critical"] as const;

@@ -14,7 +14,7 @@ import type {
   ScanEntity,
   ScannerRule,
   ScanSeverity,
-} from "../../core/plugin_api.ts";
+} from "../../core/plugin_api/mod.ts";
 
 /** What the model said about one descriptor. */
 export interface Verdict {

@@ -3,10 +3,10 @@
  * scripted model provider in the background, are cached by descriptor hash, and trigger a rescan.
  */
 import assert from "node:assert/strict";
-import { systemClock } from "../../core/clock.ts";
-import { InProcessEventBus } from "../../core/event_bus.ts";
-import { silentLogger } from "../../core/logger.ts";
-import type { ModelProvider, PluginContext, ScannerRule } from "../../core/plugin_api.ts";
+import { systemClock } from "../../core/support/clock.ts";
+import { InProcessEventBus } from "../../core/bus/event_bus.ts";
+import { silentLogger } from "../../core/support/logger.ts";
+import type { ModelProvider, PluginContext, ScannerRule } from "../../core/plugin_api/mod.ts";
 import { buildScanModel } from "../../core/scanner/normalize.ts";
 import scripted from "../model-scripted/mod.ts";
 import plugin from "./mod.ts";

@@ -3,7 +3,7 @@
  * with invented consequences.
  * @module
  */
-import type { ScannerRule } from "../../core/plugin_api.ts";
+import type { ScannerRule } from "../../core/plugin_api/mod.ts";
 import { patternRule } from "./text.ts";
 
 /** Directives to keep actions from the user, and coercive urgency. */

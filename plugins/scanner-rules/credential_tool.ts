@@ -6,7 +6,7 @@
  * is not flagged.
  * @module
  */
-import type { RuleFinding, ScannerRule } from "../../core/plugin_api.ts";
+import type { RuleFinding, ScannerRule } from "../../core/plugin_api/mod.ts";
 import { allEntities, excerpt, proseTexts, unwrap } from "./text.ts";
 
 const CREDENTIAL =

@@ -8,7 +8,7 @@
  * own tools ("call list_tables first, then pass the names here") has no substitution: not flagged.
  * @module
  */
-import type { RuleFinding, ScanEntity, ScannerRule } from "../../core/plugin_api.ts";
+import type { RuleFinding, ScanEntity, ScannerRule } from "../../core/plugin_api/mod.ts";
 import { allEntities, excerpt, proseTexts, sentences, unwrap } from "./text.ts";
 
 const SEQUENCE = /\b(?:before|after|whenever|when|each time|every time|once|prior to|following)\b/i;

@@ -3,7 +3,7 @@
  * (`rm -rf`, `chmod -R 0666 ~`, `system(...)`, `curl | sh`).
  * @module
  */
-import type { ScannerRule } from "../../core/plugin_api.ts";
+import type { ScannerRule } from "../../core/plugin_api/mod.ts";
 import { patternRule } from "./text.ts";
 
 /** Destructive shell commands and arbitrary-execution instructions. */

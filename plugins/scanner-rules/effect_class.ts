@@ -4,7 +4,7 @@
  * destructive name behind a vague description) and overbroad-capability ("does anything").
  * @module
  */
-import type { RuleFinding, ScanEntity, ScannerRule } from "../../core/plugin_api.ts";
+import type { RuleFinding, ScanEntity, ScannerRule } from "../../core/plugin_api/mod.ts";
 import { allEntities, excerpt, identifierWords } from "./text.ts";
 
 const WRITE_WORDS = new Set([

@@ -3,7 +3,7 @@
  * decoded text to the entity, so every other rule rescans it; this rule reports the hiding itself.
  * @module
  */
-import type { RuleFinding, ScannerRule } from "../../core/plugin_api.ts";
+import type { RuleFinding, ScannerRule } from "../../core/plugin_api/mod.ts";
 import { allEntities, excerpt } from "./text.ts";
 
 /** Text hidden behind base64 or hex encoding. */

@@ -4,7 +4,7 @@
  * and descriptions that do exactly that ("pass its content as 'sidenote'").
  * @module
  */
-import type { RuleFinding, ScanEntity, ScannerRule } from "../../core/plugin_api.ts";
+import type { RuleFinding, ScanEntity, ScannerRule } from "../../core/plugin_api/mod.ts";
 import { allEntities, excerpt, proseTexts } from "./text.ts";
 
 const SIDE_CHANNEL =

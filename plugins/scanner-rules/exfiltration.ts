@@ -3,7 +3,7 @@
  * tunnels, webhooks, "send to", remote or third-party sinks, hidden copies).
  * @module
  */
-import type { ScannerRule } from "../../core/plugin_api.ts";
+import type { ScannerRule } from "../../core/plugin_api/mod.ts";
 import { patternRule } from "./text.ts";
 
 const NEGATION = /\b(?:does not|doesn't|do not|don't|never|not|no)\b/i;

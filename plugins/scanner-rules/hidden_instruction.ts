@@ -3,7 +3,7 @@
  * (pseudo-tags such as `<IMPORTANT>`, HTML comments, `|||OVERRIDE|||` markers).
  * @module
  */
-import type { ScannerRule } from "../../core/plugin_api.ts";
+import type { ScannerRule } from "../../core/plugin_api/mod.ts";
 import { patternRule } from "./text.ts";
 
 const TAG_NAMES =

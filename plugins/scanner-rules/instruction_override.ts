@@ -3,7 +3,7 @@
  * privileges ("ignore previous instructions", "SYSTEM OVERRIDE", "ACT AS: administrator").
  * @module
  */
-import type { ScannerRule } from "../../core/plugin_api.ts";
+import type { ScannerRule } from "../../core/plugin_api/mod.ts";
 import { patternRule } from "./text.ts";
 
 /** Attempts to override the model's instructions, safety rules or role. */

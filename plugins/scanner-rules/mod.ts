@@ -3,7 +3,7 @@
  * sees only the normalized descriptor model from the plugin API.
  * @module
  */
-import { definePlugin, type ScannerRule } from "../../core/plugin_api.ts";
+import { definePlugin, type ScannerRule } from "../../core/plugin_api/mod.ts";
 import { concealment } from "./concealment.ts";
 import { dangerousCommand } from "./dangerous_command.ts";
 import { effectClassTooBroad, overbroadCapability, undisclosedEffect } from "./effect_class.ts";

@@ -3,7 +3,7 @@
  * server capture calls meant for the other.
  * @module
  */
-import type { RuleFinding, ScanEntity, ScannerRule } from "../../core/plugin_api.ts";
+import type { RuleFinding, ScanEntity, ScannerRule } from "../../core/plugin_api/mod.ts";
 import { allEntities } from "./text.ts";
 
 // Look-alike letters mapped to the ASCII letter they imitate.

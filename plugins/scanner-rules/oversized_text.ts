@@ -4,7 +4,7 @@
  * way to hide a payload, so this is quarantine-worthy; no real server in the corpus comes close.
  * @module
  */
-import type { RuleFinding, ScannerRule } from "../../core/plugin_api.ts";
+import type { RuleFinding, ScannerRule } from "../../core/plugin_api/mod.ts";
 import { allEntities, excerpt } from "./text.ts";
 
 /** Fields the scanner did not read to the end. */

@@ -7,7 +7,7 @@
  * system prompt, a weather tool may not.
  * @module
  */
-import type { RuleFinding, ScanEntity, ScannerRule } from "../../core/plugin_api.ts";
+import type { RuleFinding, ScanEntity, ScannerRule } from "../../core/plugin_api/mod.ts";
 import { allEntities, excerpt, identifierWords, proseTexts, unwrap } from "./text.ts";
 
 interface Group {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { buildScanModel } from "../../core/scanner/normalize.ts";
-import type { ScanSeverity } from "../../core/plugin_api.ts";
+import type { ScanSeverity } from "../../core/plugin_api/mod.ts";
 import plugin, { BUILTIN_RULES } from "./mod.ts";
 
 type Tool = Record<string, unknown>;

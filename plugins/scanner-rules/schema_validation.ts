@@ -4,7 +4,7 @@
  * severity on purpose: many honest servers do this; it matters when other findings pile up.
  * @module
  */
-import type { RuleFinding, ScanEntity, ScannerRule } from "../../core/plugin_api.ts";
+import type { RuleFinding, ScanEntity, ScannerRule } from "../../core/plugin_api/mod.ts";
 import { allEntities } from "./text.ts";
 
 const RISKY_STRING =

@@ -3,7 +3,7 @@
  * leak to every client and often mark a descriptor built to exfiltrate them.
  * @module
  */
-import type { ScannerRule } from "../../core/plugin_api.ts";
+import type { ScannerRule } from "../../core/plugin_api/mod.ts";
 import { patternRule } from "./text.ts";
 
 /** Known key formats and `key=value` assignments with secret-looking values. */

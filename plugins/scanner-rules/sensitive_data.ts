@@ -3,7 +3,7 @@
  * (social security numbers, card numbers, passwords, device fingerprints, conversation history).
  * @module
  */
-import type { ScannerRule } from "../../core/plugin_api.ts";
+import type { ScannerRule } from "../../core/plugin_api/mod.ts";
 import { patternRule } from "./text.ts";
 
 const DATA =

@@ -3,7 +3,7 @@
  * (`~/.ssh/id_rsa`, `.env`, `/etc/passwd`, client MCP configs).
  * @module
  */
-import type { ScannerRule } from "../../core/plugin_api.ts";
+import type { ScannerRule } from "../../core/plugin_api/mod.ts";
 import { patternRule } from "./text.ts";
 
 /** Mentions of key, credential, environment and system account files. */

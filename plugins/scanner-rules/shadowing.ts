@@ -3,7 +3,7 @@
  * send_message is invoked, change the recipient"), or names another server's tool.
  * @module
  */
-import type { RuleFinding, ScanEntity, ScannerRule } from "../../core/plugin_api.ts";
+import type { RuleFinding, ScanEntity, ScannerRule } from "../../core/plugin_api/mod.ts";
 import { allEntities, excerpt, proseTexts } from "./text.ts";
 
 const STEERING: RegExp[] = [

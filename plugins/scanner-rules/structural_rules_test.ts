@@ -5,7 +5,7 @@
  * below high — most below medium.
  */
 import assert from "node:assert/strict";
-import type { ScanSeverity } from "../../core/plugin_api.ts";
+import type { ScanSeverity } from "../../core/plugin_api/mod.ts";
 import { buildScanModel } from "../../core/scanner/normalize.ts";
 import { BUILTIN_RULES } from "./mod.ts";
 

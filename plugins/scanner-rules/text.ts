@@ -10,7 +10,7 @@ import type {
   ScannerRule,
   ScanSeverity,
   ScanText,
-} from "../../core/plugin_api.ts";
+} from "../../core/plugin_api/mod.ts";
 
 /** Prose a model reads as guidance: descriptions, instructions, titles and schema text. */
 export function proseTexts(entity: ScanEntity): ScanText[] {

@@ -7,7 +7,7 @@
  * honest servers route between their own tools: reported low.
  * @module
  */
-import type { RuleFinding, ScanEntity, ScanModel, ScannerRule } from "../../core/plugin_api.ts";
+import type { RuleFinding, ScanEntity, ScanModel, ScannerRule } from "../../core/plugin_api/mod.ts";
 import { allEntities, excerpt, identifierWords, proseTexts, sentences, unwrap } from "./text.ts";
 
 const NEGATIVE =

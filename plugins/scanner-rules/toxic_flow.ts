@@ -4,7 +4,7 @@
  * Each tool may be harmless; the combination is what a model can be talked into.
  * @module
  */
-import type { RuleFinding, ScanEntity, ScannerRule } from "../../core/plugin_api.ts";
+import type { RuleFinding, ScanEntity, ScannerRule } from "../../core/plugin_api/mod.ts";
 import { allEntities, identifierWords } from "./text.ts";
 
 const SOURCE_WORDS = new Set([

@@ -3,7 +3,7 @@
  * ssh, raw URLs), where the gateway's governance and audit never see the call.
  * @module
  */
-import type { ScannerRule } from "../../core/plugin_api.ts";
+import type { ScannerRule } from "../../core/plugin_api/mod.ts";
 import { patternRule } from "./text.ts";
 
 /** Instructions to use curl, ssh, raw URLs or another channel instead of the tool. */

@@ -4,7 +4,7 @@
  * identifiers that mix scripts to look like another name.
  * @module
  */
-import type { RuleFinding, ScannerRule } from "../../core/plugin_api.ts";
+import type { RuleFinding, ScannerRule } from "../../core/plugin_api/mod.ts";
 import { allEntities, excerpt } from "./text.ts";
 
 const TAGS = /[\u{e0000}-\u{e007f}]+/u;

@@ -11,7 +11,7 @@ import {
   type ServedSession,
   sessionLimitResponse,
   type TokenPayload,
-} from "../../core/plugin_api.ts";
+} from "../../core/plugin_api/mod.ts";
 import { SseSessionTransport } from "./sse_session_transport.ts";
 
 interface Session {

@@ -17,7 +17,7 @@ import {
   type UnreadLimits,
   UnreadOutput,
   type UnreadOverflow,
-} from "../../core/plugin_api.ts";
+} from "../../core/plugin_api/mod.ts";
 
 const encoder = new TextEncoder();
 

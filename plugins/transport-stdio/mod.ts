@@ -5,7 +5,7 @@
  * trust boundary, so the session's tenant comes from MCP_STDIO_TENANT.
  * @module
  */
-import { definePlugin, StreamTransport } from "../../core/plugin_api.ts";
+import { definePlugin, StreamTransport } from "../../core/plugin_api/mod.ts";
 
 export default definePlugin({
   name: "transport-stdio",

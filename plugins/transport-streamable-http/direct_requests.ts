@@ -31,7 +31,7 @@ import {
   type UnreadLimits,
   UnreadOutput,
   type UnreadOverflow,
-} from "../../core/plugin_api.ts";
+} from "../../core/plugin_api/mod.ts";
 
 /** How the answer is written: one JSON body, or an SSE stream. */
 export type ResponseMode = "json" | "sse";

@@ -6,8 +6,8 @@ import {
   type JSONRPCMessage,
   type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
-import { ManualClock } from "../../core/clock.ts";
-import type { UnreadLimits, UnreadOverflow } from "../../core/plugin_api.ts";
+import { ManualClock } from "../../core/support/clock.ts";
+import type { UnreadLimits, UnreadOverflow } from "../../core/plugin_api/mod.ts";
 import { initializeRequest } from "../../tests/support/gateway.ts";
 import { DirectRequests, type ResponseMode } from "./direct_requests.ts";
 

@@ -20,7 +20,7 @@ import {
   unreadLimitName,
   UnreadOutput,
   type UnreadOverflow,
-} from "../../core/plugin_api.ts";
+} from "../../core/plugin_api/mod.ts";
 import { DirectRequests } from "./direct_requests.ts";
 import { releaseJsonStreams } from "./json_stream_release.ts";
 

@@ -3,7 +3,7 @@
  * SDK's client transport and may reach only the server's host and port.
  * @module
  */
-import { definePlugin } from "../../core/plugin_api.ts";
+import { definePlugin } from "../../core/plugin_api/mod.ts";
 import { planUrl } from "./url_plan.ts";
 
 export default definePlugin({

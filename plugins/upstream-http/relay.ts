@@ -6,7 +6,7 @@
  */
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../../core/plugin_api.ts";
+import type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../../core/plugin_api/mod.ts";
 import { takeStreamMark } from "./related_streams.ts";
 
 /** How a relay builds and judges its SDK transport. */

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import type { UpstreamPlan, UpstreamServerSpec } from "../../core/plugin_api.ts";
+import type { UpstreamPlan, UpstreamServerSpec } from "../../core/plugin_api/mod.ts";
 import { WorkerTransport } from "../../core/proxy/worker_transport.ts";
 import { startHeaderEchoServer } from "../../tests/fixtures/upstreams/header_echo_server.ts";
 import { startEverything } from "../../tests/fixtures/upstreams/reference_server.ts";

@@ -3,7 +3,11 @@
  * may open connections to the URL's one host and port, and nothing else.
  * @module
  */
-import { GatewayError, type UpstreamPlan, type UpstreamServerSpec } from "../../core/plugin_api.ts";
+import {
+  GatewayError,
+  type UpstreamPlan,
+  type UpstreamServerSpec,
+} from "../../core/plugin_api/mod.ts";
 
 /** Plans one HTTP-based upstream; `config_invalid` names the server when its URL is unusable. */
 export function planUrl(

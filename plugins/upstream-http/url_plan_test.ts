@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { UpstreamServerSpec } from "../../core/plugin_api.ts";
+import type { UpstreamServerSpec } from "../../core/plugin_api/mod.ts";
 import { planUrl } from "./url_plan.ts";
 
 function server(url: string | undefined, headers: Record<string, string> = {}): UpstreamServerSpec {

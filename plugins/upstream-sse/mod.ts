@@ -4,7 +4,7 @@
  * and port. Planning and relaying are shared with upstream-http; only the transport differs.
  * @module
  */
-import { definePlugin } from "../../core/plugin_api.ts";
+import { definePlugin } from "../../core/plugin_api/mod.ts";
 import { planUrl } from "../upstream-http/url_plan.ts";
 
 export default definePlugin({

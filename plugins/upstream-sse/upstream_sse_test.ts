@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import type { UpstreamPlan } from "../../core/plugin_api.ts";
+import type { UpstreamPlan } from "../../core/plugin_api/mod.ts";
 import { WorkerTransport } from "../../core/proxy/worker_transport.ts";
 import { startEverything } from "../../tests/fixtures/upstreams/reference_server.ts";
 import { recordingLogger } from "../../tests/fixtures/upstreams/support.ts";

@@ -15,7 +15,7 @@ import {
   type PluginPermissions,
   type UpstreamPlan,
   type UpstreamServerSpec,
-} from "../../core/plugin_api.ts";
+} from "../../core/plugin_api/mod.ts";
 
 /** What the kernel passes to every plan. */
 export interface StdioPlanOptions {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { UpstreamServerSpec } from "../../core/plugin_api.ts";
+import type { UpstreamServerSpec } from "../../core/plugin_api/mod.ts";
 import { DENY_IMPORT_FLAG, permissionFlags, planStdio } from "./command_plan.ts";
 
 const EXEC = "/opt/deno/bin/deno";

@@ -6,7 +6,7 @@
  * under `deno run --no-prompt` with exactly the permissions of its `permissions` block.
  * @module
  */
-import { definePlugin } from "../../core/plugin_api.ts";
+import { definePlugin } from "../../core/plugin_api/mod.ts";
 import { planStdio } from "./command_plan.ts";
 import { createStdioRelay } from "./relay.ts";
 

@@ -7,7 +7,7 @@
  * checks they are UTF-8; the kernel parses JSON and validates JSON-RPC.
  * @module
  */
-import type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../../core/plugin_api.ts";
+import type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../../core/plugin_api/mod.ts";
 import { ChunkReader, LineWriter } from "../../core/plugin_api/stdio_framing.ts";
 import { LineFramer } from "./line_framer.ts";
 import { StderrDigest } from "./stderr_digest.ts";

@@ -7,8 +7,12 @@
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolResult, JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { GatewayError } from "../../core/errors.ts";
-import type { UpstreamAdapter, UpstreamPlan, UpstreamServerSpec } from "../../core/plugin_api.ts";
+import { GatewayError } from "../../core/support/errors.ts";
+import type {
+  UpstreamAdapter,
+  UpstreamPlan,
+  UpstreamServerSpec,
+} from "../../core/plugin_api/mod.ts";
 import { WorkerTransport } from "../../core/proxy/worker_transport.ts";
 import {
   cacheNpm,

@@ -3,7 +3,7 @@
  * cannot open files or sockets even if the relay were subverted.
  * @module
  */
-import type { WorkerToKernel } from "../../core/plugin_api.ts";
+import type { WorkerToKernel } from "../../core/plugin_api/mod.ts";
 import { createStdioRelay } from "./relay.ts";
 
 /** The parts of the worker global scope this relay uses (typed here: the project lib is deno.window). */

@@ -7,7 +7,7 @@
  * backup is written, the fleet is not re-applied.
  */
 import assert from "node:assert/strict";
-import type { GatewayEvent } from "../../core/events.ts";
+import type { GatewayEvent } from "../../core/bus/events.ts";
 import { writeFleet } from "../support/fleet.ts";
 import { startGateway, type TestGateway } from "../support/gateway.ts";
 

@@ -7,10 +7,10 @@
  */
 import assert from "node:assert/strict";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
-import { ManualClock } from "../../core/clock.ts";
-import { GatewayError } from "../../core/errors.ts";
-import { InProcessEventBus } from "../../core/event_bus.ts";
-import { silentLogger } from "../../core/logger.ts";
+import { ManualClock } from "../../core/support/clock.ts";
+import { GatewayError } from "../../core/support/errors.ts";
+import { InProcessEventBus } from "../../core/bus/event_bus.ts";
+import { silentLogger } from "../../core/support/logger.ts";
 import {
   ChildServerHandle,
   type UpstreamCallContext,

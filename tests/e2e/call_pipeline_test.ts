@@ -9,11 +9,11 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema, type McpError } from "@modelcontextprotocol/sdk/types.js";
 import { SignJWT } from "jose";
-import { ESCALATION_META_KEY } from "../../core/call_pipeline.ts";
-import type { GatewayEvent } from "../../core/events.ts";
+import { ESCALATION_META_KEY } from "../../core/mcp/call_pipeline.ts";
+import type { GatewayEvent } from "../../core/bus/events.ts";
 import { runPolicyCommand } from "../../cli/policy_cli.ts";
 import { APPROVAL_TOKEN_META_KEY } from "../../core/governance/tool_governance.ts";
-import { StreamTransport } from "../../core/stream_transport.ts";
+import { StreamTransport } from "../../core/mcp/stream_transport.ts";
 import { spawnStdioGateway } from "../support/child_gateway.ts";
 import {
   eventually,

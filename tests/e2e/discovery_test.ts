@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { parse } from "yaml";
 import { K8sSource } from "../../plugins/discovery-k8s/k8s_source.ts";
-import type { DiscoveryCandidate } from "../../core/plugin_api.ts";
+import type { DiscoveryCandidate } from "../../core/plugin_api/mod.ts";
 import {
   candidateProposals,
   collectCandidates,
@@ -14,8 +14,8 @@ import {
   DiscoveryService,
   MAX_CANDIDATES,
 } from "../../core/sync/discovery_service.ts";
-import { ManualClock, systemClock } from "../../core/clock.ts";
-import { BUILTIN_PLUGIN_DIR } from "../../core/plugin_loader.ts";
+import { ManualClock, systemClock } from "../../core/support/clock.ts";
+import { BUILTIN_PLUGIN_DIR } from "../../core/plugin_host/plugin_loader.ts";
 import { startGateway } from "../support/gateway.ts";
 import { runDiscoverCommand } from "../../cli/discover_cli.ts";
 import {
@@ -558,7 +558,7 @@ const HOSTILE = [
 async function hostilePlugin(dir: string, candidates: unknown[]): Promise<string> {
   const root = `${dir}/plugins`;
   await Deno.mkdir(`${root}/discovery-hostile`, { recursive: true });
-  const api = new URL("../../core/plugin_api.ts", import.meta.url).href;
+  const api = new URL("../../core/plugin_api/mod.ts", import.meta.url).href;
   await Deno.writeTextFile(
     `${root}/discovery-hostile/mod.ts`,
     `import { definePlugin } from ${JSON.stringify(api)};

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamTransport } from "../../core/stream_transport.ts";
+import { StreamTransport } from "../../core/mcp/stream_transport.ts";
 import { spawnStdioGateway } from "../support/child_gateway.ts";
 import { fixture, writeFleet } from "../support/fleet.ts";
 

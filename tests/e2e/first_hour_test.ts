@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { type CallToolResult, McpError } from "@modelcontextprotocol/sdk/types.js";
-import { StreamTransport } from "../../core/stream_transport.ts";
+import { StreamTransport } from "../../core/mcp/stream_transport.ts";
 import { hasNpx, INSPECTOR } from "../support/inspector.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import type { McpError } from "@modelcontextprotocol/sdk/types.js";
-import type { GatewayEvent } from "../../core/events.ts";
+import type { GatewayEvent } from "../../core/bus/events.ts";
 import {
   eventually,
   everythingServer,

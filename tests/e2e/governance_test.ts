@@ -7,7 +7,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema, type McpError } from "@modelcontextprotocol/sdk/types.js";
 import { SignJWT } from "jose";
-import type { GatewayEvent } from "../../core/events.ts";
+import type { GatewayEvent } from "../../core/bus/events.ts";
 import { APPROVAL_TOKEN_META_KEY } from "../../core/governance/tool_governance.ts";
 import { eventually, memoryServer, writeFleet } from "../support/fleet.ts";
 import { connectHttp, startGateway, type TestGateway } from "../support/gateway.ts";

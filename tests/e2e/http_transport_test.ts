@@ -5,7 +5,7 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
   ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import { STATUS_URI } from "../../core/bridge.ts";
+import { STATUS_URI } from "../../core/mcp/bridge.ts";
 import {
   connectHttp,
   connectSse,

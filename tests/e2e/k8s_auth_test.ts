@@ -10,7 +10,7 @@ import https from "node:https";
 import type { TLSSocket } from "node:tls";
 import type { AddressInfo } from "node:net";
 import { stringify } from "yaml";
-import { ManualClock, systemClock } from "../../core/clock.ts";
+import { ManualClock, systemClock } from "../../core/support/clock.ts";
 import { needsBinary } from "../support/needs_binary.ts";
 import { K8sSource } from "../../plugins/discovery-k8s/k8s_source.ts";
 import {

@@ -19,7 +19,7 @@ import { ClusterRoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { parseFleetConfig } from "../../core/proxy/fleet_config.ts";
 import { parsePolicies } from "../../core/governance/policy_loader.ts";
-import { resolveConfig } from "../../core/config.ts";
+import { resolveConfig } from "../../core/config/config.ts";
 
 const DIR = new URL("../../deploy/kubernetes/", import.meta.url);
 

@@ -7,8 +7,8 @@ import assert from "node:assert/strict";
 import { ClientCredentialsProvider } from "@modelcontextprotocol/sdk/client/auth-extensions.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { Clock } from "../../core/clock.ts";
-import { systemClock } from "../../core/clock.ts";
+import type { Clock } from "../../core/support/clock.ts";
+import { systemClock } from "../../core/support/clock.ts";
 import {
   initializeRequest,
   mcpHeaders,

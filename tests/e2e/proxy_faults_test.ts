@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { McpError } from "@modelcontextprotocol/sdk/types.js";
-import type { GatewayEvent } from "../../core/events.ts";
+import type { GatewayEvent } from "../../core/bus/events.ts";
 import { eventually, faultServer, writeFleet } from "../support/fleet.ts";
 import { connectHttp, startGateway, type TestGateway } from "../support/gateway.ts";
 

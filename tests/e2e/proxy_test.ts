@@ -10,7 +10,7 @@ import {
   type McpError,
 } from "@modelcontextprotocol/sdk/types.js";
 import { connect as connectNats } from "nats";
-import { StreamTransport } from "../../core/stream_transport.ts";
+import { StreamTransport } from "../../core/mcp/stream_transport.ts";
 import { startEverything } from "../fixtures/upstreams/reference_server.ts";
 import { NEEDS_NATS, startNatsServer } from "../support/nats_server.ts";
 import { spawnStdioGateway } from "../support/child_gateway.ts";

@@ -5,7 +5,7 @@
  * admin API, the event bus and its SSE stream, the log, /metrics, and what an SDK client receives.
  */
 import assert from "node:assert/strict";
-import type { GatewayEvent } from "../../core/events.ts";
+import type { GatewayEvent } from "../../core/bus/events.ts";
 import { eventually, fixture, writeFleet } from "../support/fleet.ts";
 import { connectHttp, startGateway } from "../support/gateway.ts";
 

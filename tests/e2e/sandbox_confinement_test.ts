@@ -137,7 +137,7 @@ Deno.test("A sandboxed child that dies of a permission error shows that error's 
         assert.equal(handle.state, "FAILED");
         const lastError = handle.snapshot().lastError ?? "";
         // The path came from the entry's env, and every fleet env value is a registered secret,
-        // so diagnostics show it redacted (core/redact.ts); the error's first line is what counts.
+        // so diagnostics show it redacted (core/support/redact.ts); the error's first line is what counts.
         assert.match(
           lastError,
           /stderr: error: Uncaught (?:\(in promise\) )?NotCapable: Requires read access to "\[redacted\]"/,

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
-import { StreamTransport } from "../../core/stream_transport.ts";
+import { StreamTransport } from "../../core/mcp/stream_transport.ts";
 import { FrameReader, spawnStdioGateway } from "../support/child_gateway.ts";
 import { initializeRequest } from "../support/gateway.ts";
 

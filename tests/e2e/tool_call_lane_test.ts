@@ -11,7 +11,7 @@ import {
   type Progress,
   ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import { StreamTransport } from "../../core/stream_transport.ts";
+import { StreamTransport } from "../../core/mcp/stream_transport.ts";
 import { FrameReader, spawnStdioGateway } from "../support/child_gateway.ts";
 import { EVERYTHING, everythingServer, writeFleet } from "../support/fleet.ts";
 import { connectHttp, initializeRequest, startGateway } from "../support/gateway.ts";

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { stringify } from "yaml";
-import { GatewayError } from "../../core/errors.ts";
+import { GatewayError } from "../../core/support/errors.ts";
 import { parsePolicies } from "../../core/governance/policy_loader.ts";
 import { parseFleetConfig } from "../../core/proxy/fleet_config.ts";
 import { FrameReader, spawnStdioGateway } from "../support/child_gateway.ts";

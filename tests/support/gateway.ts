@@ -5,10 +5,10 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { Clock } from "../../core/clock.ts";
-import { resolveConfig } from "../../core/config.ts";
+import type { Clock } from "../../core/support/clock.ts";
+import { resolveConfig } from "../../core/config/config.ts";
 import { Kernel, type StartInfo } from "../../core/kernel.ts";
-import { createLogger, type Logger } from "../../core/logger.ts";
+import { createLogger, type Logger } from "../../core/support/logger.ts";
 
 /** A started in-process gateway. */
 export interface TestGateway {

@@ -184,5 +184,5 @@ export function importCycles(files: readonly SourceFile[]): string[][] {
 
 /** Whether `path` is the plugin facade, the only part of core a plugin may import. */
 export function isPluginFacade(path: string): boolean {
-  return path === "core/plugin_api.ts" || path.startsWith("core/plugin_api/");
+  return path === "core/plugin_api/mod.ts" || path.startsWith("core/plugin_api/");
 }

@@ -15,7 +15,7 @@ import {
   definePlugin,
   type DiscoveryCandidate,
   type DiscoverySource,
-} from "../../../core/plugin_api.ts";
+} from "../../../core/plugin_api/mod.ts";
 
 /** Reads the file as candidates; the source name is what MCP_DISCOVERY_TRUSTED lists. */
 async function readCandidates(file: string): Promise<DiscoveryCandidate[]> {

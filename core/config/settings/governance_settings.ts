@@ -1,0 +1,103 @@
+/**
+ * The environment variables of governance, the scanner, audit and logs: each declared once, with its
+ * parser, default and meaning (core/config/settings/settings.ts joins the groups; docs are generated).
+ * @module
+ */
+import { bool, int, oneOf, setting, text } from "./setting.ts";
+
+/** The variables of governance, the scanner, audit and logs. */
+export const GOVERNANCE_SETTINGS = {
+  MCP_POLICY_PATH: setting({
+    group: "governance",
+    schema: text,
+    default: "policies",
+    defaultNote: "(`--demo`: the repository's `policies/`)",
+    meaning: "Governance policy file or directory",
+  }),
+  MCP_APPROVAL_SECRET: setting({
+    group: "governance",
+    schema: text.refine((v) => v === undefined || v.length >= 32, {
+      message:
+        "MCP_APPROVAL_SECRET must be at least 32 characters; generate one with: openssl rand -hex 32",
+    }),
+    shownDefault: "random per process",
+    meaning: "HMAC key of approval tokens (≥ 32 characters); the same on every replica",
+  }),
+  MCP_APPROVAL_TTL: setting({
+    group: "governance",
+    schema: int("MCP_APPROVAL_TTL", 10, 86_400),
+    default: 600,
+    meaning: "Seconds an approval request and its token stay valid",
+  }),
+  MCP_MAX_PENDING_APPROVALS_PER_TENANT: setting({
+    group: "governance",
+    schema: int("MCP_MAX_PENDING_APPROVALS_PER_TENANT", 1, 10_000),
+    default: 100,
+    meaning:
+      "Approval requests one tenant may have pending at once (10,000 in total); past it `approval_queue_full`",
+  }),
+  MCP_APPROVAL_IN_BAND: setting({
+    group: "governance",
+    schema: bool("MCP_APPROVAL_IN_BAND"),
+    default: true,
+    meaning:
+      "In-band approval through `elicitation/create`: on for stdio, over HTTP only for tenants whose policy says `approval: in_band`; `false` turns it off on every transport",
+  }),
+  MCP_APPROVALS_PATH: setting({
+    group: "governance",
+    schema: text,
+    shownDefault: "`<fleet file>.approvals.json`",
+    meaning:
+      "Approvals and used token nonces kept across restarts (`--demo`: `<MCP_DATA_DIR>/approvals.json`; memory only without a fleet file, or with `off`)",
+  }),
+  MCP_AUDIT_LOG: setting({
+    group: "governance",
+    schema: text,
+    shownDefault: "none (bus events only)",
+    meaning: "File of JSON audit lines, one per decision (`--demo`: `<MCP_DATA_DIR>/audit.jsonl`)",
+  }),
+  MCP_AUDIT_MAX_BYTES: setting({
+    group: "governance",
+    schema: int("MCP_AUDIT_MAX_BYTES", 1024, 1024 * 1024 * 1024),
+    default: 10 * 1024 * 1024,
+    meaning: "Audit file size before rotation (5 files kept)",
+  }),
+  MCP_AUDIT_INCLUDE_ARGUMENTS: setting({
+    group: "governance",
+    schema: bool("MCP_AUDIT_INCLUDE_ARGUMENTS"),
+    default: false,
+    meaning: "Write the arguments, redacted, into audit lines (else only their SHA-256)",
+  }),
+  MCP_SCANNER_BLOCK: setting({
+    group: "governance",
+    schema: oneOf(
+      "MCP_SCANNER_BLOCK",
+      ["off", "info", "low", "medium", "high", "critical"] as const,
+    ),
+    default: "high",
+    meaning:
+      "Scanner findings at or above this severity quarantine their tool (`off`, `info` … `critical`)",
+  }),
+  MCP_SCANNER_APPROVAL: setting({
+    group: "governance",
+    schema: oneOf(
+      "MCP_SCANNER_APPROVAL",
+      ["off", "info", "low", "medium", "high", "critical"] as const,
+    ),
+    default: "medium",
+    meaning:
+      "Scanner findings at or above this severity (below the block) make calls need approval",
+  }),
+  MCP_LOG_LEVEL: setting({
+    group: "observability",
+    schema: oneOf("MCP_LOG_LEVEL", ["debug", "info", "warn", "error"] as const),
+    default: "info",
+    meaning: "`debug`, `info`, `warn`, `error` (logs go to stderr)",
+  }),
+  MCP_LOG_FORMAT: setting({
+    group: "observability",
+    schema: oneOf("MCP_LOG_FORMAT", ["text", "json"] as const),
+    default: "text",
+    meaning: "`text` or `json`",
+  }),
+};
