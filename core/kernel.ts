@@ -21,6 +21,7 @@ import { kernelInvoker } from "./engine/kernel_invoker.ts";
 import { GatewayError, serializeError } from "./support/errors.ts";
 import { type EventBus, InProcessEventBus } from "./bus/event_bus.ts";
 import { SwitchableEventBus } from "./bus/switchable_event_bus.ts";
+import type { SharedState } from "./bus/shared_state.ts";
 import { ANONYMOUS, HttpListener, jsonError, type MountedRoute } from "./http/http_listener.ts";
 import { createLogger, type Logger } from "./support/logger.ts";
 import type { HttpRoute } from "./http/http_route.ts";
@@ -173,6 +174,8 @@ export class Kernel implements OperatorHost {
   #unwatch: (() => void) | undefined;
   #upstreams: UpstreamTransports;
   #nonces: NonceStore;
+  /** In cluster mode, the state this replica shares with the others (JetStream KV via the bus). */
+  #shared: SharedState | undefined;
   #unwatchPolicies: (() => void) | undefined;
   #callObservers = new Set<BridgeObserver>();
   #stopping: Promise<void> | undefined;
@@ -341,6 +344,16 @@ export class Kernel implements OperatorHost {
   }
 
   /** The fleet as last applied, disabled servers included. */
+  /** In cluster mode (MCP_CLUSTER), the state shared with the other replicas; set by start(). */
+  get sharedState(): SharedState | undefined {
+    return this.#shared;
+  }
+
+  /** This replica's id (MCP_REPLICA_ID) in cluster mode; undefined for one process. */
+  get replicaId(): string | undefined {
+    return this.config.cluster?.replicaId;
+  }
+
   get fleet(): readonly FleetServer[] {
     return this.#fleet;
   }
@@ -572,6 +585,7 @@ export class Kernel implements OperatorHost {
       await this.tracing.tracer?.shutdown().catch((error) =>
         this.logger.warn("trace export at shutdown failed", { error: String(error) })
       );
+      await this.#shared?.close();
       await this.bus.close();
     } finally {
       for (const owner of Object.values(this.#secrets)) forgetSecrets(owner);
@@ -986,6 +1000,16 @@ export class Kernel implements OperatorHost {
       );
     }
     await this.bus.use(bus as EventBus);
+    if (this.config.cluster) {
+      const withState = bus as { sharedState?: (o: { replicas: number }) => Promise<SharedState> };
+      if (typeof withState.sharedState !== "function") {
+        throw new GatewayError(
+          "plugin_invalid",
+          "MCP_CLUSTER=true needs a bus plugin with shared state (bus-nats); unset MCP_CLUSTER",
+        );
+      }
+      this.#shared = await withState.sharedState({ replicas: this.config.cluster.kvReplicas });
+    }
     // Approval tokens are single-use across replicas when the bus can keep nonces (JetStream KV).
     const shared = bus as { nonceStore?: (o: { ttlMs: number }) => Promise<NonceStore> };
     if (typeof shared.nonceStore === "function") {

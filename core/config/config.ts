@@ -141,6 +141,13 @@ export interface GatewayConfig {
   /** MCP_SCANNER_APPROVAL: findings at or above this severity make calls need approval. */
   scannerApproval: "off" | "info" | "low" | "medium" | "high" | "critical";
   natsUrl?: string;
+  /** MCP_CLUSTER: present when replicas share state through NATS JetStream (needs `natsUrl`). */
+  cluster?: {
+    /** MCP_REPLICA_ID: this replica's name; `<hostname>-<pid>` by default. */
+    replicaId: string;
+    /** MCP_CLUSTER_KV_REPLICAS: JetStream replicas of each shared bucket. */
+    kvReplicas: number;
+  };
   log: { level: "debug" | "info" | "warn" | "error"; format: "text" | "json" };
   /** Discovery kept running by the gateway (off while `sources` is empty). */
   discovery: {
@@ -319,6 +326,14 @@ export function resolveConfig(
       }),
     },
     ...(e.NATS_URL === undefined ? {} : { natsUrl: e.NATS_URL }),
+    ...(v.MCP_CLUSTER
+      ? {
+        cluster: {
+          replicaId: e.MCP_REPLICA_ID ?? defaultReplicaId(),
+          kvReplicas: v.MCP_CLUSTER_KV_REPLICAS,
+        },
+      }
+      : {}),
     scannerBlock: v.MCP_SCANNER_BLOCK,
     scannerApproval: v.MCP_SCANNER_APPROVAL,
     log: { level: v.MCP_LOG_LEVEL, format: v.MCP_LOG_FORMAT },
@@ -384,11 +399,29 @@ export async function loadConfig(
   return resolveConfig(await loadEnvironment(options), flags);
 }
 
+/** `<hostname>-<pid>`, cut to a valid replica id (letters, digits, "-" and "_"). */
+function defaultReplicaId(): string {
+  let host = "replica";
+  try {
+    host = Deno.hostname();
+  } catch {
+    // Without --allow-sys the id is still unique per process on one machine.
+  }
+  const clean = host.replace(/[^A-Za-z0-9_-]/g, "-").replace(/^[-_]+/, "").slice(0, 50);
+  return `${clean || "replica"}-${Deno.pid}`;
+}
+
 /** Rules that join variables: each issue's path names the variable to change. */
 function crossChecks(e: ParsedEnv): z.core.$ZodIssue[] {
   const issues: z.core.$ZodIssue[] = [];
   const issue = (variable: string, message: string) =>
     issues.push({ code: "custom", path: [variable], message, input: undefined });
+  if (e.MCP_CLUSTER === true && e.NATS_URL === undefined) {
+    issue(
+      "MCP_CLUSTER",
+      "MCP_CLUSTER=true needs NATS_URL (replicas share their state through NATS JetStream); set NATS_URL=nats://… or unset MCP_CLUSTER",
+    );
+  }
   if (e.MCP_AUTH_OAUTH_ISSUER !== undefined) {
     const other = ([
       "MCP_AUTH_JWT_SECRET",

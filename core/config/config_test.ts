@@ -504,3 +504,21 @@ Deno.test("resolveConfig refuses OAuth settings without MCP_AUTH_OAUTH_ISSUER", 
     /MCP_AUTH_OAUTH_RESOURCE has no effect without MCP_AUTH_OAUTH_ISSUER/,
   );
 });
+
+Deno.test("cluster mode needs NATS_URL, names the fix, and defaults the replica id to host and pid", () => {
+  assert.match(configError({ MCP_CLUSTER: "true" }).message, /MCP_CLUSTER=true needs NATS_URL/);
+  assert.equal(resolveConfig({}).cluster, undefined);
+  const cluster = resolveConfig({ MCP_CLUSTER: "true", NATS_URL: "nats://127.0.0.1:4222" }).cluster;
+  assert.equal(cluster?.kvReplicas, 1);
+  assert.match(cluster?.replicaId ?? "", new RegExp(`-${Deno.pid}$`));
+  assert.deepEqual(
+    resolveConfig({
+      MCP_CLUSTER: "true",
+      NATS_URL: "nats://127.0.0.1:4222",
+      MCP_REPLICA_ID: "gw-a",
+      MCP_CLUSTER_KV_REPLICAS: "3",
+    }).cluster,
+    { replicaId: "gw-a", kvReplicas: 3 },
+  );
+  assert.match(configError({ MCP_REPLICA_ID: "a.b" }).message, /MCP_REPLICA_ID must be/);
+});

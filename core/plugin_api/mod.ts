@@ -25,6 +25,14 @@ export type { EventBus, EventHandler } from "../bus/event_bus.ts";
 export { SUBJECT_PREFIX, subjectOf } from "../bus/events.ts";
 export type { GatewayEvent } from "../bus/events.ts";
 export type { NonceStore } from "../governance/nonce_store.ts";
+export { assertBucketName, assertSharedKey } from "../bus/shared_state.ts";
+export type {
+  SharedBucket,
+  SharedBucketOptions,
+  SharedChange,
+  SharedEntry,
+  SharedState,
+} from "../bus/shared_state.ts";
 export type { HttpRoute } from "../http/http_route.ts";
 export type { Logger } from "../support/logger.ts";
 export { GatewayError } from "../support/errors.ts";

@@ -16,6 +16,7 @@ import {
   type GatewayEvent,
   type Logger,
   type NonceStore,
+  type SharedState,
   SUBJECT_PREFIX,
   subjectOf,
   systemClock,
@@ -322,6 +323,16 @@ export class NatsEventBus implements EventBus {
         }
       },
     };
+  }
+
+  /**
+   * The replicas' {@link SharedState} on this connection (JetStream KV buckets and raw subjects),
+   * for cluster mode; `replicas` is how many JetStream nodes keep each bucket it creates.
+   */
+  async sharedState(options: { replicas?: number } = {}): Promise<SharedState> {
+    if (this.#closed) throw new Error("The NATS bus is closed; no shared state can be opened");
+    const { NatsSharedState } = await import("./nats_shared_state.ts");
+    return new NatsSharedState(this.#nc, { logger: this.#logger, ...options });
   }
 
   /** Counters and connection state. */

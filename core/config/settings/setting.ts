@@ -14,6 +14,7 @@ export const SETTING_GROUPS = {
   discovery: "Sync and discovery",
   engine: "Engine",
   governance: "Governance, approvals, audit and scanner",
+  cluster: "Cluster (scale-out)",
   observability: "Logs and tracing",
   plugins: "Plugins",
 } as const;

@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import { AUTH_SETTINGS } from "./auth_settings.ts";
+import { CLUSTER_SETTINGS } from "./cluster_settings.ts";
 import { ENGINE_SETTINGS } from "./engine_settings.ts";
 import { FLEET_SETTINGS } from "./fleet_settings.ts";
 import { GOVERNANCE_SETTINGS } from "./governance_settings.ts";
@@ -22,6 +23,7 @@ export const SETTINGS = {
   ...FLEET_SETTINGS,
   ...ENGINE_SETTINGS,
   ...GOVERNANCE_SETTINGS,
+  ...CLUSTER_SETTINGS,
 };
 
 type Table = typeof SETTINGS;

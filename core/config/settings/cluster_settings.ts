@@ -1,0 +1,46 @@
+/**
+ * The environment variables of cluster mode (several replicas sharing state through NATS
+ * JetStream): each declared once, with its parser, default and meaning (core/config/settings/settings.ts
+ * joins the groups; docs are generated).
+ * @module
+ */
+import { z } from "zod";
+import { bool, int, setting } from "./setting.ts";
+
+/** A replica id: what audit records, heartbeats and `/v1/operator/status` name a replica by. */
+const replicaId = z.string().optional().transform((value, ctx) => {
+  if (value === undefined || value === "") return undefined;
+  if (!/^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/.test(value)) {
+    ctx.addIssue({
+      code: "custom",
+      message:
+        `MCP_REPLICA_ID must be 1-63 letters, digits, "-" or "_" (starting with a letter or digit), received "${value}"`,
+    });
+    return z.NEVER;
+  }
+  return value;
+});
+
+/** The variables of cluster mode. */
+export const CLUSTER_SETTINGS = {
+  MCP_CLUSTER: setting({
+    group: "cluster",
+    schema: bool("MCP_CLUSTER"),
+    default: false,
+    meaning:
+      "Share sessions, approvals, rate limits, pins and the fleet with the other replicas through NATS JetStream (needs `NATS_URL`)",
+  }),
+  MCP_REPLICA_ID: setting({
+    group: "cluster",
+    schema: replicaId,
+    shownDefault: "`<hostname>-<pid>`",
+    meaning: "This replica's name in audit records, heartbeats and the cluster status",
+  }),
+  MCP_CLUSTER_KV_REPLICAS: setting({
+    group: "cluster",
+    schema: int("MCP_CLUSTER_KV_REPLICAS", 1, 5),
+    default: 1,
+    meaning:
+      "JetStream replicas of each shared bucket the gateway creates; 3 on a 3-node NATS cluster, so losing a node loses no state",
+  }),
+};

@@ -1,0 +1,26 @@
+import { connect } from "nats";
+import { silentLogger } from "../../core/support/logger.ts";
+import { NEEDS_NATS, startNatsServer } from "../../tests/support/nats_server.ts";
+import { sharedStateContract } from "../../tests/support/shared_state_contract.ts";
+import { NatsSharedState } from "./nats_shared_state.ts";
+
+// Two connections to one real nats-server with JetStream: two replicas' views of the same state.
+sharedStateContract("JetStream", async () => {
+  const server = await startNatsServer();
+  const [ca, cb] = await Promise.all([
+    connect({ servers: server.url }),
+    connect({ servers: server.url }),
+  ]);
+  const a = new NatsSharedState(ca, { logger: silentLogger });
+  const b = new NatsSharedState(cb, { logger: silentLogger });
+  return {
+    a,
+    b,
+    async stop() {
+      await a.close();
+      await b.close();
+      await Promise.all([ca.close(), cb.close()]);
+      await server.stop();
+    },
+  };
+}, { ignore: NEEDS_NATS.ignore });
