@@ -215,10 +215,12 @@ Deno.test("Authenticator resolves a valid JWT after the other sources miss", asy
     now: () => NOW,
   });
   assert.deepEqual(
-    await auth.authenticate(bearer(`Bearer ${await jwt({ tenant: "acme", scope: "mcp" })}`)),
+    await auth.authenticate(
+      bearer(`Bearer ${await jwt({ tenant: "acme", scope: "mcp", sub: "svc" })}`),
+    ),
     {
       ok: true,
-      payload: { tenant: "acme", scopes: ["mcp"], subject: "jwt", kind: "jwt", audience: [] },
+      payload: { tenant: "acme", scopes: ["mcp"], subject: "svc", kind: "jwt", audience: [] },
     },
   );
 });

@@ -21,6 +21,7 @@ import {
   jwtVerify,
   type JWTVerifyGetKey,
 } from "jose";
+import { sha256, toHex } from "./digest.ts";
 import { discoverJwksUri } from "./issuer_metadata.ts";
 import { mapScopes, type ScopeMap } from "./scope_map.ts";
 import type { TokenPayload } from "./token_payload.ts";
@@ -177,13 +178,18 @@ export function createJwtVerifier(options: JwtOptions, deps: JwtVerifierDeps = {
     if (typeof tenant !== "string") {
       return { ok: false, description: `JWT "${tenantClaim}" claim must be a string` };
     }
+    if (claims.sub !== undefined && (typeof claims.sub !== "string" || claims.sub === "")) {
+      return { ok: false, description: 'JWT "sub" claim must be a non-empty string' };
+    }
     const listed = scopesOf(claims, options.scopeClaims ?? DEFAULT_SCOPE_CLAIMS);
     const scopes = options.scopeMap ? mapScopes(options.scopeMap, listed) : listed;
     const aud = claims.aud === undefined ? [] : [claims.aud].flat();
     const payload: TokenPayload = {
       tenant,
       scopes,
-      subject: claims.sub ?? "jwt",
+      // Without `sub`, the token itself is the identity: two sub-less callers are never one
+      // caller (approvals are fetched and self-approval refused by subject).
+      subject: claims.sub ?? `jwt:${toHex(sha256(token)).slice(0, 16)}`,
       kind: "jwt",
       audience: aud,
     };

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { exportJWK, generateKeyPair, type JWTPayload, jwtVerify, SignJWT } from "jose";
+import { sha256, toHex } from "./digest.ts";
 import {
   createJwtVerifier,
   DEFAULT_CLOCK_TOLERANCE_SECONDS,
@@ -53,13 +54,37 @@ Deno.test("JWT verifier reads tenant, space-delimited scope and sub from an HS25
   });
 });
 
-Deno.test("JWT verifier reads scopes from a `scopes` array and defaults the subject to jwt", async () => {
+Deno.test("JWT verifier reads scopes from a `scopes` array", async () => {
   const verify = createJwtVerifier({ secret: SECRET }, { now });
-  const verdict = await verify(await hs256({ tenant: "acme", scopes: ["mcp"] }));
-  assert.deepEqual(verdict, {
+  const token = await hs256({ tenant: "acme", scopes: ["mcp"], sub: "svc" });
+  assert.deepEqual(await verify(token), {
     ok: true,
-    payload: { tenant: "acme", scopes: ["mcp"], subject: "jwt", kind: "jwt", audience: [] },
+    payload: { tenant: "acme", scopes: ["mcp"], subject: "svc", kind: "jwt", audience: [] },
   });
+});
+
+Deno.test("a JWT without sub is its own identity: two such tokens are never one caller", async () => {
+  const verify = createJwtVerifier({ secret: SECRET }, { now });
+  const first = await hs256({ tenant: "acme", scope: "mcp", jti: "1" });
+  const second = await hs256({ tenant: "acme", scope: "mcp", jti: "2" });
+  const subjectOf = async (token: string) => {
+    const verdict = await verify(token);
+    assert.ok(verdict.ok);
+    return verdict.payload.subject;
+  };
+  assert.equal(await subjectOf(first), `jwt:${toHex(sha256(first)).slice(0, 16)}`);
+  assert.notEqual(await subjectOf(first), await subjectOf(second));
+  assert.equal(await subjectOf(first), await subjectOf(first), "the same token, the same caller");
+});
+
+Deno.test("a JWT whose sub is not a non-empty string is refused", async () => {
+  const verify = createJwtVerifier({ secret: SECRET }, { now });
+  for (const sub of ["", 7, ["a"]] as unknown[]) {
+    assert.deepEqual(await verify(await hs256({ tenant: "acme", scope: "mcp", sub } as JWTPayload)), {
+      ok: false,
+      description: 'JWT "sub" claim must be a non-empty string',
+    });
+  }
 });
 
 Deno.test("JWT verifier reads the tenant from a configured claim", async () => {
@@ -182,7 +207,7 @@ Deno.test("JWT verifier checks ES256 tokens against a served JWKS and rejects ot
       audience: "agent33",
     }, { now });
     const sign = (key: CryptoKey) =>
-      new SignJWT({ tenant: "acme", scope: "mcp" })
+      new SignJWT({ tenant: "acme", scope: "mcp", sub: "svc" })
         .setProtectedHeader({ alg: "ES256", kid: "k1" })
         .setAudience("agent33")
         .setExpirationTime(nowSec + 60)
@@ -193,7 +218,7 @@ Deno.test("JWT verifier checks ES256 tokens against a served JWKS and rejects ot
       payload: {
         tenant: "acme",
         scopes: ["mcp"],
-        subject: "jwt",
+        subject: "svc",
         kind: "jwt",
         audience: ["agent33"],
       },

@@ -205,6 +205,45 @@ Deno.test("The caller that asked can fetch its token once an approver approves",
   });
 });
 
+Deno.test("Two callers whose JWTs carry no sub are two identities: one cannot read or take the other's approval token", async () => {
+  await withGovernedGateway(POLICY, async ({ gateway }) => {
+    const subless = (jti: string) =>
+      new SignJWT({ tenant: "acme", scope: "mcp", jti })
+        .setProtectedHeader({ alg: "HS256" })
+        .setIssuedAt()
+        .setExpirationTime("5m")
+        .sign(new TextEncoder().encode(SECRET));
+    const [asker, other] = [await subless("a"), await subless("b")];
+    const client = await clientFor(gateway, asker);
+    try {
+      const refused = await client.callTool({
+        name: "memory__delete_entities",
+        arguments: deletion,
+      })
+        .catch((e: McpError) => e) as McpError;
+      const { id } = (refused.data as { request: { id: string } }).request;
+      const approved = await fetch(`${gateway.url}/v1/approvals/${id}/approve`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${await jwt("ops", "carol", "approver")}` },
+      });
+      assert.equal(approved.status, 200);
+      await approved.body?.cancel();
+      const stolen = await fetch(`${gateway.url}/v1/approvals/${id}`, {
+        headers: { Authorization: `Bearer ${other}` },
+      });
+      assert.equal(stolen.status, 404, "another sub-less caller of the same tenant sees nothing");
+      assert.doesNotMatch(await stolen.text(), /"token"/);
+      const mine = await (await fetch(`${gateway.url}/v1/approvals/${id}`, {
+        headers: { Authorization: `Bearer ${asker}` },
+      })).json();
+      assert.equal(mine.status, "approved");
+      assert.equal(typeof mine.token, "string");
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 Deno.test("Over HTTP a caller cannot approve its own call in-band by default: the request waits for an operator", async () => {
   await withGovernedGateway(POLICY, async ({ gateway }) => {
     const asked: string[] = [];
