@@ -10,6 +10,7 @@
  * @module
  */
 import { discoverAuthorizationServerMetadata } from "@modelcontextprotocol/sdk/client/auth.js";
+import { type Clock, deadline, systemClock } from "../support/clock.ts";
 import { isLoopbackHost } from "./host_guard.ts";
 
 /** How long one metadata request may take, in ms. */
@@ -21,6 +22,8 @@ export const MAX_METADATA_BYTES = 256 * 1024;
 export interface IssuerMetadataDeps {
   fetch?: typeof fetch;
   timeoutMs?: number;
+  /** Times the requests; the real clock by default. */
+  clock?: Clock;
 }
 
 /**
@@ -28,7 +31,11 @@ export interface IssuerMetadataDeps {
  * the URL tried and what is wrong.
  */
 export async function discoverJwksUri(issuer: string, deps: IssuerMetadataDeps = {}): Promise<URL> {
-  const bounded = boundedFetch(deps.fetch ?? fetch, deps.timeoutMs ?? METADATA_TIMEOUT_MS);
+  const bounded = boundedFetch(
+    deps.fetch ?? fetch,
+    deps.timeoutMs ?? METADATA_TIMEOUT_MS,
+    deps.clock ?? systemClock,
+  );
   let metadata: Awaited<ReturnType<typeof discoverAuthorizationServerMetadata>>;
   try {
     metadata = await discoverAuthorizationServerMetadata(issuer, { fetchFn: bounded });
@@ -71,24 +78,20 @@ export function isSecureOrLoopback(url: URL): boolean {
 }
 
 /** A fetch that gives up after `timeoutMs` and reads at most {@link MAX_METADATA_BYTES}. */
-function boundedFetch(inner: typeof fetch, timeoutMs: number): typeof fetch {
+function boundedFetch(inner: typeof fetch, timeoutMs: number, clock: Clock): typeof fetch {
   return async (input, init) => {
-    const controller = new AbortController();
-    const timer = setTimeout(
-      () => controller.abort(new Error(`no answer within ${timeoutMs} ms`)),
-      timeoutMs,
-    );
+    const limit = deadline(clock, timeoutMs, new Error(`no answer within ${timeoutMs} ms`));
     try {
       // Redirects are not followed: the metadata is the issuer's own, at its own URL.
       const response = await inner(input, {
         ...init,
         redirect: "manual",
-        signal: controller.signal,
+        signal: limit.signal,
       });
       const body = await readBounded(response, String(input));
       return new Response(body, { status: response.status, headers: response.headers });
     } finally {
-      clearTimeout(timer);
+      limit.cancel();
     }
   };
 }

@@ -14,6 +14,7 @@
  * one socket until the client or the gateway goes away, but blocks nobody.
  * @module
  */
+import { type Clock, deadline, settlesWithin, systemClock } from "../support/clock.ts";
 import { concatBytes } from "../support/concat_bytes.ts";
 import { hasControlCharacter } from "../support/control_characters.ts";
 import type { Authenticator } from "../auth/authenticator.ts";
@@ -59,6 +60,8 @@ export interface HttpListenerOptions {
   protectedResource?: ProtectedResource;
   /** Readiness: `ready` false answers 503 on /readyz with the reasons. */
   readiness: () => { ready: boolean; detail: Record<string, unknown> };
+  /** Times body reads and the close; the real clock by default (network time). */
+  clock?: Clock;
 }
 
 /** Default of {@link HttpListenerOptions.bodyTimeoutMs} (MCP_HTTP_BODY_TIMEOUT_MS). */
@@ -128,6 +131,7 @@ function rawPath(url: string): string {
 /** Serves mounted routes on one `Deno.serve` listener. */
 export class HttpListener {
   #options: HttpListenerOptions;
+  #clock: Clock;
   #routes = new Map<string, HttpRoute>();
   #server: Deno.HttpServer<Deno.NetAddr> | undefined;
   #guard: ((request: Request) => HostVerdict) | undefined;
@@ -138,6 +142,7 @@ export class HttpListener {
 
   constructor(options: HttpListenerOptions) {
     this.#options = options;
+    this.#clock = options.clock ?? systemClock;
   }
 
   /** Mounts a route; a path can be mounted once. */
@@ -283,7 +288,7 @@ export class HttpListener {
     // Read only for a caller who got this far: an anonymous client never makes the gateway
     // buffer a body.
     const timeoutMs = this.#options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
-    const body = await readBody(request, this.#options.maxBodyBytes, timeoutMs);
+    const body = await readBody(request, this.#options.maxBodyBytes, timeoutMs, this.#clock);
     if (body === "too_large") return this.#tooLarge("Request body");
     if (body === "timeout") {
       return jsonError(
@@ -325,12 +330,16 @@ export class HttpListener {
     if (!server) return true;
     this.#stopping = true;
     if (this.#inFlight > 0) {
-      await within(timeoutMs, new Promise<void>((resolve) => this.#idle.push(resolve)));
+      await settlesWithin(
+        this.#clock,
+        timeoutMs,
+        new Promise<void>((resolve) => this.#idle.push(resolve)),
+      );
     }
     const open = this.#inFlight;
     // Not an abort: it drops answers Deno has taken but not yet flushed to the socket.
     const shutdown = server.shutdown();
-    if (await within(timeoutMs, shutdown)) return true;
+    if (await settlesWithin(this.#clock, timeoutMs, shutdown)) return true;
     shutdown.catch(() => {});
     this.#options.logger.warn(
       `HTTP listener closed with ${Math.max(open, this.#inFlight)} request(s) still open after ` +
@@ -341,16 +350,6 @@ export class HttpListener {
 }
 
 /** Whether `promise` settled within `ms`. */
-async function within(ms: number, promise: Promise<unknown>): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<false>((resolve) => timer = setTimeout(resolve, ms, false));
-  try {
-    return await Promise.race([promise.then(() => true, () => true), late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 /**
  * The whole body, or why not: `too_large` past `max` bytes, `timeout` when it has not all arrived
  * after `timeoutMs`; null when the request has none. The stream is released, never cancelled:
@@ -360,15 +359,14 @@ export async function readBody(
   request: Request,
   max: number,
   timeoutMs: number,
+  clock: Clock = systemClock,
 ): Promise<Uint8Array | "too_large" | "timeout" | null> {
   // A GET or HEAD cannot carry a body on to the handler; what it sent is never read.
   if (request.body === null || request.method === "GET" || request.method === "HEAD") return null;
   // A default reader: on a request body Deno's BYOB path costs several times more per request.
   const reader = request.body.getReader();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<"timeout">((resolve) =>
-    timer = setTimeout(resolve, timeoutMs, "timeout")
-  );
+  const limit = deadline(clock, timeoutMs);
+  const late = limit.expired.then(() => "timeout" as const);
   const chunks: Uint8Array[] = [];
   let size = 0;
   let ended = false;
@@ -391,7 +389,7 @@ export async function readBody(
     // The client went away mid-body: whatever answers, nobody reads it.
     return "timeout";
   } finally {
-    clearTimeout(timer);
+    limit.cancel();
     // A body read to its end holds nothing; releasing costs a TypeError (stack and all) per request.
     if (!ended) reader.releaseLock();
   }

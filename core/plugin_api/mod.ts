@@ -19,8 +19,8 @@ import type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../proxy/w
 import type { HttpRoute } from "../http/http_route.ts";
 
 export type { TokenPayload } from "../auth/token_payload.ts";
-export { systemClock } from "../support/clock.ts";
-export type { Clock, TimerHandle } from "../support/clock.ts";
+export { deadline, every, pause, settlesWithin, systemClock } from "./clock.ts";
+export type { Clock, Deadline, TimerHandle } from "./clock.ts";
 export type { EventBus, EventHandler } from "../bus/event_bus.ts";
 export { SUBJECT_PREFIX, subjectOf } from "../bus/events.ts";
 export type { GatewayEvent } from "../bus/events.ts";

@@ -237,7 +237,7 @@ export class ChildServerHandle implements UpstreamHandle {
         { server: this.id },
       );
       this.#client = client;
-      this.#raw = new RawRequests(transport);
+      this.#raw = new RawRequests(transport, this.#options.clock);
       this.#catalog = await this.#fetchCatalog(client, deadline);
     } catch (error) {
       this.#client = undefined;

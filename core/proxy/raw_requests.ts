@@ -17,6 +17,7 @@ import {
   McpError,
   type Progress,
 } from "@modelcontextprotocol/sdk/types.js";
+import { type Clock, systemClock, type TimerHandle } from "../support/clock.ts";
 import { isObject } from "../support/jsonrpc_shape.ts";
 
 /** How one raw request is bounded and observed. */
@@ -41,13 +42,18 @@ interface Pending {
 /** Raw request/response correlation on one upstream connection. */
 export class RawRequests {
   readonly #transport: Transport;
+  readonly #clock: Clock;
   readonly #pending = new Map<string, Pending>();
   #next = 0;
   #closed = false;
 
-  /** Takes over `transport.onmessage`/`onclose` after the SDK `Client` has connected to it. */
-  constructor(transport: Transport) {
+  /**
+   * Takes over `transport.onmessage`/`onclose` after the SDK `Client` has connected to it; the
+   * timeouts run on `clock`.
+   */
+  constructor(transport: Transport, clock: Clock = systemClock) {
     this.#transport = transport;
+    this.#clock = clock;
     const deliver = transport.onmessage;
     transport.onmessage = (message, extra) => {
       if (!this.#take(message)) deliver?.(message, extra);
@@ -75,11 +81,11 @@ export class RawRequests {
     if (signal.aborted) return Promise.reject(signal.reason);
     const id = `a33-${++this.#next}`;
     const { promise, resolve, reject } = Promise.withResolvers<Record<string, unknown>>();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let total: ReturnType<typeof setTimeout> | undefined;
+    let timer: TimerHandle | undefined;
+    let total: TimerHandle | undefined;
     const settle = () => {
-      clearTimeout(timer);
-      clearTimeout(total);
+      timer?.cancel();
+      total?.cancel();
       signal.removeEventListener("abort", onAbort);
       this.#pending.delete(id);
     };
@@ -96,8 +102,8 @@ export class RawRequests {
       reject(signal.reason);
     };
     const restartTimer = () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
+      timer?.cancel();
+      timer = this.#clock.setTimeout(() => {
         settle();
         cancel(`no answer within ${timeout} ms`);
         reject(new McpError(ErrorCode.RequestTimeout, "Request timed out", { timeout }));
@@ -112,7 +118,7 @@ export class RawRequests {
     signal.addEventListener("abort", onAbort, { once: true });
     restartTimer();
     if (maxTotalTimeout !== undefined) {
-      total = setTimeout(() => {
+      total = this.#clock.setTimeout(() => {
         settle();
         cancel(`no answer within ${maxTotalTimeout} ms in all`);
         reject(

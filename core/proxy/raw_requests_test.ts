@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import FakeTimers from "@sinonjs/fake-timers";
 import type {
   Transport,
   TransportSendOptions,
@@ -10,6 +9,7 @@ import {
   McpError,
   type Progress,
 } from "@modelcontextprotocol/sdk/types.js";
+import { ManualClock } from "../support/clock.ts";
 import { RawRequests } from "./raw_requests.ts";
 
 /** Leak sanitizers on (Deno 2.9 has them off by default): every timer cleared, every transport closed. */
@@ -47,13 +47,13 @@ class FakeTransport implements Transport {
 }
 
 /** A transport already connected to a (stand-in) SDK Client, then shared with RawRequests. */
-function connected() {
+function connected(clock = new ManualClock()) {
   const transport = new FakeTransport();
   const delivered: { message: JSONRPCMessage; extra: MessageExtra }[] = [];
   let clientClosed = 0;
   transport.onmessage = (message, extra) => delivered.push({ message, extra });
   transport.onclose = () => clientClosed++;
-  const raw = new RawRequests(transport);
+  const raw = new RawRequests(transport, clock);
   return { transport, raw, delivered, clientClosed: () => clientClosed };
 }
 
@@ -76,10 +76,6 @@ function sentRequest(transport: FakeTransport, index = 0) {
   };
   assert.ok(message, `message ${index} was sent`);
   return message;
-}
-
-function installClock() {
-  return FakeTimers.withGlobal(globalThis).install({ toFake: ["setTimeout", "clearTimeout"] });
 }
 
 Deno.test(
@@ -185,33 +181,29 @@ Deno.test(
   "A timeout rejects with McpError RequestTimeout and sends notifications/cancelled for that id",
   SANITIZED,
   async () => {
-    const clock = installClock();
-    try {
-      const { transport, raw } = connected();
-      const call = raw.request("tools/call", { name: "slow" }, {
-        signal: new AbortController().signal,
-        timeout: 1000,
-      });
-      const { id } = sentRequest(transport);
-      clock.tick(999);
-      assert.equal(await settled(call), false, "not before the timeout");
-      clock.tick(1);
-      await assert.rejects(call, (error: unknown) => {
-        assert.ok(error instanceof McpError);
-        assert.equal(error.code, ErrorCode.RequestTimeout);
-        assert.deepEqual(error.data, { timeout: 1000 });
-        return true;
-      });
-      assert.equal(transport.sent.length, 2);
-      const cancelled = transport.sent[1] as { method: string; params: Record<string, unknown> };
-      assert.equal(cancelled.method, "notifications/cancelled");
-      assert.equal(cancelled.params.requestId, id);
-      assert.equal(typeof cancelled.params.reason, "string");
-      assert.equal(raw.size, 0);
-      assert.equal(clock.countTimers(), 0, "no timer left behind");
-    } finally {
-      clock.uninstall();
-    }
+    const clock = new ManualClock();
+    const { transport, raw } = connected(clock);
+    const call = raw.request("tools/call", { name: "slow" }, {
+      signal: new AbortController().signal,
+      timeout: 1000,
+    });
+    const { id } = sentRequest(transport);
+    clock.advance(999);
+    assert.equal(await settled(call), false, "not before the timeout");
+    clock.advance(1);
+    await assert.rejects(call, (error: unknown) => {
+      assert.ok(error instanceof McpError);
+      assert.equal(error.code, ErrorCode.RequestTimeout);
+      assert.deepEqual(error.data, { timeout: 1000 });
+      return true;
+    });
+    assert.equal(transport.sent.length, 2);
+    const cancelled = transport.sent[1] as { method: string; params: Record<string, unknown> };
+    assert.equal(cancelled.method, "notifications/cancelled");
+    assert.equal(cancelled.params.requestId, id);
+    assert.equal(typeof cancelled.params.reason, "string");
+    assert.equal(raw.size, 0);
+    assert.equal(clock.pendingTimers, 0, "no timer left behind");
   },
 );
 
@@ -332,38 +324,34 @@ Deno.test(
 );
 
 Deno.test("A progress notification restarts the request's timeout", SANITIZED, async () => {
-  const clock = installClock();
-  try {
-    const { transport, raw } = connected();
-    let progressed = 0;
-    const call = raw.request("tools/call", { name: "slow" }, {
-      signal: new AbortController().signal,
-      timeout: 1000,
-      onprogress: () => progressed++,
+  const clock = new ManualClock();
+  const { transport, raw } = connected(clock);
+  let progressed = 0;
+  const call = raw.request("tools/call", { name: "slow" }, {
+    signal: new AbortController().signal,
+    timeout: 1000,
+    onprogress: () => progressed++,
+  });
+  const { id } = sentRequest(transport);
+  const progress = () =>
+    transport.receive({
+      jsonrpc: "2.0",
+      method: "notifications/progress",
+      params: { progressToken: id, progress: progressed + 1 },
     });
-    const { id } = sentRequest(transport);
-    const progress = () =>
-      transport.receive({
-        jsonrpc: "2.0",
-        method: "notifications/progress",
-        params: { progressToken: id, progress: progressed + 1 },
-      });
-    clock.tick(900);
-    progress();
-    clock.tick(900);
-    progress();
-    clock.tick(999);
-    assert.equal(await settled(call), false, "each progress restarted the timeout");
-    assert.equal(progressed, 2);
-    clock.tick(1);
-    await assert.rejects(
-      call,
-      (error: unknown) => error instanceof McpError && error.code === ErrorCode.RequestTimeout,
-    );
-    assert.equal(clock.countTimers(), 0);
-  } finally {
-    clock.uninstall();
-  }
+  clock.advance(900);
+  progress();
+  clock.advance(900);
+  progress();
+  clock.advance(999);
+  assert.equal(await settled(call), false, "each progress restarted the timeout");
+  assert.equal(progressed, 2);
+  clock.advance(1);
+  await assert.rejects(
+    call,
+    (error: unknown) => error instanceof McpError && error.code === ErrorCode.RequestTimeout,
+  );
+  assert.equal(clock.pendingTimers, 0);
 });
 
 Deno.test(

@@ -4,6 +4,7 @@
  * @module
  */
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { Clock } from "../support/clock.ts";
 import { GatewayError } from "../support/errors.ts";
 import type { Logger } from "../support/logger.ts";
 import type { UpstreamAdapter, UpstreamPlan } from "../plugin_api/mod.ts";
@@ -48,14 +49,21 @@ export function baseEnv(
   return out;
 }
 
+/** What every upstream transport is built with. */
+export interface UpstreamTransportsOptions {
+  maxMessageBytes: number;
+  baseEnv: Record<string, string>;
+  logger: Logger;
+  /** Times each worker's start and stop; the real clock by default. */
+  clock?: Clock;
+}
+
 /** Plans and creates upstream transports from the loaded adapter plugins. */
 export class UpstreamTransports {
   #adapters = new Map<string, UpstreamAdapter>();
-  #options: { maxMessageBytes: number; baseEnv: Record<string, string>; logger: Logger };
+  #options: UpstreamTransportsOptions;
 
-  constructor(
-    options: { maxMessageBytes: number; baseEnv: Record<string, string>; logger: Logger },
-  ) {
+  constructor(options: UpstreamTransportsOptions) {
     this.#options = options;
   }
 
@@ -96,6 +104,7 @@ export class UpstreamTransports {
       serverId: server.id,
       logger: this.#options.logger,
       startTimeoutMs: server.timeouts.connectMs,
+      ...(this.#options.clock ? { clock: this.#options.clock } : {}),
       ...(server.isolation === "inline" && adapter.inlineRelay
         ? { inlineRelay: adapter.inlineRelay }
         : {}),

@@ -14,6 +14,7 @@ import type {
   TransportSendOptions,
 } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { type Clock, settlesWithin, systemClock } from "../support/clock.ts";
 import { GatewayError } from "../support/errors.ts";
 import { isJsonRpcMessage } from "../support/jsonrpc_shape.ts";
 import type { Logger } from "../support/logger.ts";
@@ -38,6 +39,8 @@ export interface WorkerTransportOptions {
   stopGraceMs?: number;
   /** Run this relay in the kernel's thread instead of a worker (`isolation: inline`). */
   inlineRelay?: InlineRelay;
+  /** Times the start and the stop; the real clock by default. */
+  clock?: Clock;
 }
 
 /** Why and how the upstream connection ended. */
@@ -187,7 +190,7 @@ export class WorkerTransport implements Transport {
     }
     const { promise, resolve, reject } = Promise.withResolvers<void>();
     this.#starting = { resolve, reject };
-    const timer = setTimeout(() => {
+    const timer = (this.#options.clock ?? systemClock).setTimeout(() => {
       this.#failStart(
         new GatewayError(
           "timeout",
@@ -199,7 +202,7 @@ export class WorkerTransport implements Transport {
       );
     }, startTimeoutMs);
     this.#post({ type: "start", spec: plan.start });
-    return promise.finally(() => clearTimeout(timer));
+    return promise.finally(() => timer.cancel());
   }
 
   /** Relays a JSON-RPC message to the upstream. */
@@ -449,14 +452,11 @@ export class WorkerTransport implements Transport {
     const worker = this.#worker;
     if (worker && graceful) {
       this.#post({ type: "stop", graceMs: this.#stopGraceMs });
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([
+      await settlesWithin(
+        this.#options.clock ?? systemClock,
+        this.#stopGraceMs + STOP_MARGIN_MS,
         this.#workerGone.promise,
-        new Promise<void>((resolve) =>
-          timer = setTimeout(resolve, this.#stopGraceMs + STOP_MARGIN_MS)
-        ),
-      ]);
-      clearTimeout(timer);
+      );
     }
     worker?.terminate();
     this.#endProcessGroup();

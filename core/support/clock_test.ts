@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ManualClock } from "./clock.ts";
+import { deadline, every, ManualClock, pause, settlesWithin } from "./clock.ts";
 
 Deno.test("ManualClock starts at the given time, or 0", () => {
   assert.equal(new ManualClock().now(), 0);
@@ -74,4 +74,108 @@ Deno.test("ManualClock treats a negative delay as zero, so time never runs backw
   clock.advance(0);
   assert.deepEqual(at, [1000]);
   assert.equal(clock.now(), 1000);
+});
+
+Deno.test("deadline expires once its time has passed on the clock, not before", async () => {
+  const clock = new ManualClock();
+  const limit = deadline(clock, 100);
+  let expired = false;
+  limit.expired.then(() => expired = true);
+  clock.advance(99);
+  await Promise.resolve();
+  assert.equal(expired, false);
+  assert.equal(limit.passed, false);
+  assert.equal(limit.signal.aborted, false);
+  clock.advance(1);
+  await Promise.resolve();
+  assert.equal(expired, true);
+  assert.equal(limit.passed, true);
+});
+
+Deno.test("deadline's signal aborts at expiry with a TimeoutError, as AbortSignal.timeout does", () => {
+  const clock = new ManualClock();
+  const limit = deadline(clock, 50);
+  const signal = limit.signal;
+  clock.advance(50);
+  assert.equal(signal.aborted, true);
+  assert.equal((signal.reason as DOMException).name, "TimeoutError");
+  assert.match((signal.reason as DOMException).message, /50 ms/);
+});
+
+Deno.test("deadline's signal taken after expiry is already aborted", () => {
+  const clock = new ManualClock();
+  const limit = deadline(clock, 10);
+  clock.advance(10);
+  assert.equal(limit.signal.aborted, true);
+});
+
+Deno.test("a cancelled deadline never expires and leaves no timer behind", async () => {
+  const clock = new ManualClock();
+  const limit = deadline(clock, 10);
+  let expired = false;
+  limit.expired.then(() => expired = true);
+  limit.cancel();
+  limit.cancel();
+  clock.advance(1_000);
+  await Promise.resolve();
+  assert.equal(expired, false);
+  assert.equal(limit.signal.aborted, false);
+});
+
+Deno.test("settlesWithin is true when the work settles in time, fulfilled or rejected", async () => {
+  const clock = new ManualClock();
+  assert.equal(await settlesWithin(clock, 100, Promise.resolve("done")), true);
+  assert.equal(await settlesWithin(clock, 100, Promise.reject(new Error("failed"))), true);
+});
+
+Deno.test("settlesWithin is false when the time runs out before the work settles", async () => {
+  const clock = new ManualClock();
+  const waiting = settlesWithin(clock, 100, new Promise(() => {}));
+  clock.advance(100);
+  assert.equal(await waiting, false);
+});
+
+Deno.test("pause resolves after its time on the clock", async () => {
+  const clock = new ManualClock();
+  let done = false;
+  const paused = pause(clock, 30).then(() => done = true);
+  clock.advance(29);
+  await Promise.resolve();
+  assert.equal(done, false);
+  clock.advance(1);
+  await paused;
+  assert.equal(done, true);
+});
+
+Deno.test("pause ends early when its signal aborts, and at once when it already has", async () => {
+  const clock = new ManualClock();
+  const controller = new AbortController();
+  const paused = pause(clock, 1_000, controller.signal);
+  controller.abort();
+  await paused;
+  await pause(clock, 1_000, controller.signal);
+  clock.advance(1_000);
+});
+
+Deno.test("every runs its function each period until cancelled, even from inside it", () => {
+  const clock = new ManualClock();
+  const at: number[] = [];
+  const repeat = every(clock, 10, () => {
+    at.push(clock.now());
+    if (at.length === 3) repeat.cancel();
+  });
+  clock.advance(9);
+  assert.deepEqual(at, []);
+  clock.advance(100);
+  assert.deepEqual(at, [10, 20, 30]);
+});
+
+Deno.test("a cancelled every never runs again", () => {
+  const clock = new ManualClock();
+  let runs = 0;
+  const repeat = every(clock, 10, () => runs++);
+  clock.advance(25);
+  repeat.cancel();
+  clock.advance(100);
+  assert.equal(runs, 2);
 });

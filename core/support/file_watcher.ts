@@ -4,6 +4,7 @@
  * it changes. Reload logic stays with the caller: an invalid new file keeps what runs.
  * @module
  */
+import { type Clock, systemClock, type TimerHandle } from "./clock.ts";
 import type { Logger } from "./logger.ts";
 
 /** Options for {@link watchFile}. */
@@ -15,11 +16,14 @@ export interface WatchFileOptions {
   onChange: () => Promise<void>;
   /** Watch `path` as a directory tree: every change below it counts, not only YAML. */
   recursive?: boolean;
+  /** Times the debounce; the real clock by default (file events arrive in real time). */
+  clock?: Clock;
 }
 
 /** Starts watching; the returned function stops it. */
 export function watchFile(options: WatchFileOptions): () => void {
   const { path, logger, debounceMs = 200, onChange, recursive = false } = options;
+  const clock = options.clock ?? systemClock;
   let watcher: Deno.FsWatcher;
   let isDir = recursive;
   try {
@@ -40,7 +44,7 @@ export function watchFile(options: WatchFileOptions): () => void {
     return () => {};
   }
   const name = path.slice(path.lastIndexOf("/") + 1);
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timer: TimerHandle | undefined;
   let running = Promise.resolve();
   const loop = (async () => {
     try {
@@ -50,8 +54,8 @@ export function watchFile(options: WatchFileOptions): () => void {
             ? event.paths.some((p) => /\.ya?ml$/.test(p))
             : event.paths.some((p) => p.endsWith("/" + name) || p === name));
         if (!relevant) continue;
-        clearTimeout(timer);
-        timer = setTimeout(() => {
+        timer?.cancel();
+        timer = clock.setTimeout(() => {
           running = running.then(onChange).catch((error) =>
             logger.error(`reloading ${path} failed`, { error: String(error) })
           );
@@ -62,7 +66,7 @@ export function watchFile(options: WatchFileOptions): () => void {
     }
   })();
   return () => {
-    clearTimeout(timer);
+    timer?.cancel();
     watcher.close();
     void loop;
   };

@@ -5,6 +5,7 @@
  * @module
  */
 import { fileURLToPath } from "node:url";
+import { type Clock, deadline, systemClock } from "../support/clock.ts";
 import { concatBytes } from "../support/concat_bytes.ts";
 import { redactCut } from "../support/redact.ts";
 import {
@@ -33,6 +34,8 @@ export interface RegistryQuery {
   /** Injectable for tests. */
   fetch?: typeof fetch;
   readTextFile?: (path: string) => Promise<string>;
+  /** Times each request; the real clock by default. */
+  clock?: Clock;
 }
 
 /** A listing: the servers read, and the entries skipped with why. */
@@ -78,8 +81,8 @@ export async function readRegistry(
     if (cursor !== undefined) url.searchParams.set("cursor", cursor);
     if (query.search) url.searchParams.set("search", query.search);
     if (query.updatedSince) url.searchParams.set("updated_since", query.updatedSince);
-    const timeout = AbortSignal.timeout(query.timeoutMs ?? 30_000);
-    const signal = query.signal ? AbortSignal.any([query.signal, timeout]) : timeout;
+    const limit = deadline(query.clock ?? systemClock, query.timeoutMs ?? 30_000);
+    const signal = query.signal ? AbortSignal.any([query.signal, limit.signal]) : limit.signal;
     let text: string;
     try {
       const response = await doFetch(url, { signal, headers: { accept: "application/json" } });
@@ -101,7 +104,7 @@ export async function readRegistry(
       }
     } catch (error) {
       if (error instanceof RegistryError) throw error;
-      if (timeout.aborted) {
+      if (limit.passed) {
         throw new RegistryError(
           `Registry ${url} did not answer within ${
             query.timeoutMs ?? 30_000
@@ -111,6 +114,8 @@ export async function readRegistry(
       throw new RegistryError(
         `Cannot reach registry ${url}: ${describe(error)}; nothing was changed, check --registry`,
       );
+    } finally {
+      limit.cancel();
     }
     cursor = parsePage(text, String(url), listing);
     if (cursor === undefined || cursor === "") return listing;

@@ -73,7 +73,7 @@ function resolve(from: string, spec: string, known: ReadonlySet<string>): string
 }
 
 /** Drops comments so a commented-out import is not counted (roughly: strings are not parsed). */
-function withoutComments(text: string): string {
+export function withoutComments(text: string): string {
   return text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
 }
 
