@@ -1,0 +1,79 @@
+/**
+ * The request spans of one inbound session, when tracing is on: every request's span carries
+ * the session's shared attributes (OTel's MCP conventions, and ours), encoded once per session
+ * and tracer.
+ * @module
+ */
+import type { SessionInfo } from "../plugin_api/mod.ts";
+import type {
+  GatewayTracer,
+  SharedAttributes,
+  SpanValue,
+  TraceSpan,
+  Tracing,
+} from "../tracing/gateway_tracer.ts";
+import type { RequestSpanStarter } from "./request_handler.ts";
+import type { HandlerExtra } from "./tool_call_lane.ts";
+
+/** Starts the spans of one session's requests. */
+export interface SessionSpans {
+  /** Starts every request's span but tools/call's (undefined when tracing is off). */
+  request?: RequestSpanStarter;
+  /** Starts a tools/call span, named after the tool; undefined while no tracer runs. */
+  toolCall(called: string, meta: unknown, extra: HandlerExtra): TraceSpan | undefined;
+}
+
+/** The span starters of the session `sessionId`. */
+export function sessionSpans(
+  sessionId: string,
+  info: SessionInfo,
+  tracing: Tracing | undefined,
+): SessionSpans {
+  let sessionSpanAttributes: { tracer: GatewayTracer; shared: SharedAttributes } | undefined;
+  const sessionAttributes = (tracer: GatewayTracer): SharedAttributes => {
+    if (sessionSpanAttributes?.tracer !== tracer) {
+      sessionSpanAttributes = {
+        tracer,
+        shared: tracer.shared({
+          "mcp.session.id": sessionId,
+          "network.transport": info.transport === "stdio" ? "pipe" : "tcp",
+          "agent33.transport": info.transport,
+          "agent33.tenant": info.auth.tenant,
+        }),
+      };
+    }
+    return sessionSpanAttributes.shared;
+  };
+  const spanAttributes = (method: string, extra: HandlerExtra): Record<string, SpanValue> => ({
+    "mcp.method.name": method,
+    "jsonrpc.request.id": String(extra.requestId),
+  });
+  const toolCall = (called: string, meta: unknown, extra: HandlerExtra) => {
+    const tracer = tracing?.tracer;
+    return tracer === undefined ? undefined : tracer.request(
+      `tools/call ${called}`,
+      { meta, headers: extra.requestInfo?.headers },
+      sessionAttributes(tracer),
+      { ...spanAttributes("tools/call", extra), "gen_ai.tool.name": called },
+    );
+  };
+  if (tracing === undefined) return { toolCall };
+  // Every request but tools/call (whose span the tools handler makes) gets a span here.
+  const request: RequestSpanStarter = (method, params, extra) => {
+    const tracer = tracing.tracer;
+    if (tracer === undefined || method === "tools/call") return undefined;
+    const p = params as { _meta?: unknown; uri?: unknown; name?: unknown } | undefined;
+    const span = tracer.request(
+      method,
+      { meta: p?._meta, headers: extra.requestInfo?.headers },
+      sessionAttributes(tracer),
+      spanAttributes(method, extra),
+    );
+    if (typeof p?.uri === "string") span.set("mcp.resource.uri", p.uri.slice(0, 2048));
+    if (method === "prompts/get" && typeof p?.name === "string") {
+      span.set("gen_ai.prompt.name", p.name.slice(0, 256));
+    }
+    return span;
+  };
+  return { request, toolCall };
+}
