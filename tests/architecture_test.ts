@@ -72,15 +72,6 @@ const TIMER_EXCEPTIONS: Record<string, string> = {
   "core/kernel.ts": TIMERS_TODO,
   "core/mcp/bridge.ts": TIMERS_TODO,
   "core/tracing/otlp_tracer.ts": TIMERS_TODO,
-  "plugins/bus-nats/nats_event_bus.ts": TIMERS_TODO,
-  "plugins/discovery-k8s/exec_credential.ts": TIMERS_TODO,
-  "plugins/discovery-k8s/k8s_source.ts": TIMERS_TODO,
-  "plugins/discovery-lan/lan_source.ts": TIMERS_TODO,
-  "plugins/scanner-model/opinion.ts": TIMERS_TODO,
-  "plugins/transport-sse/sse_session_transport.ts": TIMERS_TODO,
-  "plugins/upstream-http/relay.ts": TIMERS_TODO,
-  "plugins/upstream-stdio/relay.ts": TIMERS_TODO,
-  "plugins/upstream-stdio/stderr_digest.ts": TIMERS_TODO,
 };
 
 const ENV_TODO = "still reads the process's variables, not the resolved environment (in progress)";

@@ -21,6 +21,7 @@ export default definePlugin({
     return await NatsEventBus.connect({
       url: url.trim(),
       logger: ctx.logger,
+      clock: ctx.clock,
       name: "agent33-gateway",
     });
   },

@@ -16,6 +16,7 @@ import {
   type GatewayEvent,
   type Logger,
   type NonceStore,
+  settlesWithin,
   type SharedState,
   SUBJECT_PREFIX,
   subjectOf,
@@ -33,6 +34,8 @@ export interface NatsEventBusOptions {
   name?: string;
   /** Milliseconds between reconnect attempts. Default 250. */
   reconnectTimeWait?: number;
+  /** Bounds the drain on close; the real clock by default. */
+  clock?: Clock;
 }
 
 /** Counters and state of a {@link NatsEventBus}. */
@@ -108,6 +111,7 @@ export class NatsEventBus implements EventBus {
   readonly #nc: NatsConnection;
   readonly #logger: Logger;
   readonly #bufferLimit: number;
+  readonly #clock: Clock;
   readonly #handlers = new Set<EventHandler>();
   #buffer: { subject: string; data: Uint8Array }[] = [];
   #connected = true;
@@ -122,10 +126,11 @@ export class NatsEventBus implements EventBus {
   #received = 0;
   #malformed = 0;
 
-  private constructor(nc: NatsConnection, logger: Logger, bufferLimit: number) {
+  private constructor(nc: NatsConnection, logger: Logger, bufferLimit: number, clock: Clock) {
     this.#nc = nc;
     this.#logger = logger;
     this.#bufferLimit = bufferLimit;
+    this.#clock = clock;
   }
 
   /**
@@ -156,7 +161,7 @@ export class NatsEventBus implements EventBus {
           "start nats-server or unset NATS_URL to use the in-process bus",
       );
     }
-    const bus = new NatsEventBus(nc, options.logger, bufferLimit);
+    const bus = new NatsEventBus(nc, options.logger, bufferLimit, options.clock ?? systemClock);
     bus.#start();
     try {
       // Round-trip so the subscription is registered before anyone publishes to us.
@@ -366,17 +371,10 @@ export class NatsEventBus implements EventBus {
     }
     if (this.#connected && !this.#nc.isClosed()) {
       // Drain flushes what was published; bound it in case the server silently went away.
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      try {
-        await Promise.race([
-          this.#nc.drain(),
-          new Promise<void>((resolve) => (timer = setTimeout(resolve, DRAIN_TIMEOUT_MS))),
-        ]);
-      } catch (error) {
-        this.#logger.debug("NATS drain failed; closing", { error: String(error) });
-      } finally {
-        clearTimeout(timer);
-      }
+      const drained = this.#nc.drain().catch((error) =>
+        this.#logger.debug("NATS drain failed; closing", { error: String(error) })
+      );
+      await settlesWithin(this.#clock, DRAIN_TIMEOUT_MS, drained);
     }
     try {
       await this.#nc.close();

@@ -239,7 +239,10 @@ class CredentialCache {
       return { token, expiresAt: this.#clock.now() + TOKEN_FILE_TTL_MS };
     }
     if (user.exec) {
-      const credentials = await runExecCredential(user.exec, { timeoutMs: EXEC_TIMEOUT_MS });
+      const credentials = await runExecCredential(user.exec, {
+        timeoutMs: EXEC_TIMEOUT_MS,
+        clock: this.#clock,
+      });
       return credentials;
     }
     return {};

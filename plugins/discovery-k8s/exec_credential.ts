@@ -5,6 +5,7 @@
  * `expirationTimestamp` when it has one. Non-interactive: stdin is closed.
  * @module
  */
+import { type Clock, deadline, systemClock } from "../../core/plugin_api/mod.ts";
 import type { ExecConfig } from "./kubeconfig.ts";
 
 /** What an API request authenticates with. */
@@ -25,10 +26,10 @@ const API_VERSIONS = new Set([
   "client.authentication.k8s.io/v1beta1",
 ]);
 
-/** Runs `exec` and returns its credential; throws naming the command and the fix. */
+/** Runs `exec` and returns its credential (timed on `clock`); throws naming the command and the fix. */
 export async function runExecCredential(
   exec: ExecConfig,
-  options: { timeoutMs: number; signal?: AbortSignal },
+  options: { timeoutMs: number; signal?: AbortSignal; clock?: Clock },
 ): Promise<Credentials> {
   const what = `exec credential plugin "${exec.command}"`;
   if (!API_VERSIONS.has(exec.apiVersion)) {
@@ -36,11 +37,8 @@ export async function runExecCredential(
       `${what}: apiVersion ${exec.apiVersion} is not supported; use client.authentication.k8s.io/v1`,
     );
   }
-  const deadline = new AbortController();
-  const timer = setTimeout(() => deadline.abort(), options.timeoutMs);
-  const signal = options.signal
-    ? AbortSignal.any([options.signal, deadline.signal])
-    : deadline.signal;
+  const limit = deadline(options.clock ?? systemClock, options.timeoutMs);
+  const signal = options.signal ? AbortSignal.any([options.signal, limit.signal]) : limit.signal;
   let child: Deno.ChildProcess;
   try {
     child = new Deno.Command(exec.command, {
@@ -59,7 +57,7 @@ export async function runExecCredential(
       signal,
     }).spawn();
   } catch (error) {
-    clearTimeout(timer);
+    limit.cancel();
     const hint = exec.installHint ? `; ${exec.installHint.trim()}` : "";
     throw new Error(`${what} could not run: ${(error as Error).message}${hint}`);
   }
@@ -76,9 +74,9 @@ export async function runExecCredential(
       child.status,
     ]);
   } finally {
-    clearTimeout(timer);
+    limit.cancel();
   }
-  if (deadline.signal.aborted) {
+  if (limit.passed) {
     throw new Error(`${what} did not answer within ${options.timeoutMs} ms`);
   }
   if (stdout.over) {

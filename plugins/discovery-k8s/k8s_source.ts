@@ -5,7 +5,14 @@
  * resourceVersion; a dropped watch resumes from the last version seen, and a `410 Gone` relists.
  * @module
  */
-import type { Clock, DiscoveryCandidate, DiscoverySource } from "../../core/plugin_api/mod.ts";
+import {
+  type Clock,
+  deadline,
+  type DiscoveryCandidate,
+  type DiscoverySource,
+  pause,
+  systemClock,
+} from "../../core/plugin_api/mod.ts";
 
 /** The annotations this source reads. */
 export const ANNOTATIONS = {
@@ -42,7 +49,7 @@ export interface K8sOptions {
   timeoutMs?: number;
   /** The setting named when a request times out (default `MCP_DISCOVERY_TIMEOUT_MS`). */
   timeoutSetting?: string;
-  /** The clock of that timeout (the gateway's). */
+  /** The clock of that timeout and of the watch's backoff (the gateway's); the real one by default. */
   clock?: Clock;
 }
 
@@ -149,7 +156,7 @@ export class K8sSource implements DiscoverySource {
           error instanceof K8sLimitError
         ) throw error;
       }
-      await pause(this.#options.backoffMs ?? 1_000, signal);
+      await pause(this.#options.clock ?? systemClock, this.#options.backoffMs ?? 1_000, signal);
     }
   }
 
@@ -204,19 +211,19 @@ export class K8sSource implements DiscoverySource {
     const url = this.#url(path);
     const headers: Record<string, string> = { accept: "application/json" };
     if (this.#options.token) headers.authorization = `Bearer ${this.#options.token}`;
-    const { timeoutMs, clock } = this.#options;
-    const timeout = new AbortController();
-    const timer = timeoutMs === undefined || clock === undefined
+    const { timeoutMs } = this.#options;
+    const limit = timeoutMs === undefined
       ? undefined
-      : clock.setTimeout(() => timeout.abort(), timeoutMs);
+      : deadline(this.#options.clock ?? systemClock, timeoutMs);
+    const signals = [signal, limit?.signal].filter((s) => s !== undefined);
     let response: Response;
     try {
       response = await (this.#options.fetch ?? fetch)(url, {
         headers,
-        signal: signal ? AbortSignal.any([signal, timeout.signal]) : timeout.signal,
+        ...(signals.length ? { signal: AbortSignal.any(signals) } : {}),
       });
     } catch (error) {
-      if (!timeout.signal.aborted || signal?.aborted) throw error;
+      if (!limit?.passed || signal?.aborted) throw error;
       throw new K8sTimeoutError(
         url,
         timeoutMs!,
@@ -224,7 +231,7 @@ export class K8sSource implements DiscoverySource {
       );
     } finally {
       // Bounded until the headers: a watch's body then streams for as long as the server keeps it.
-      timer?.cancel();
+      limit?.cancel();
     }
     if (!response.ok) {
       const text = await boundedText(response, url, 64 * 1024).catch(() => "");
@@ -325,17 +332,4 @@ function tooLong(url: string): K8sLimitError {
     url,
     `a watch event line of more than ${MAX_WATCH_LINE_CHARS} characters`,
   );
-}
-
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
 }

@@ -5,7 +5,13 @@
  * @module
  */
 // Pinned inline until deno.json's import map gains "multicast-dns" (that file is not this plugin's).
-import type { DiscoveryCandidate, DiscoverySource } from "../../core/plugin_api/mod.ts";
+import {
+  type Clock,
+  type DiscoveryCandidate,
+  type DiscoverySource,
+  systemClock,
+  type TimerHandle,
+} from "../../core/plugin_api/mod.ts";
 
 /** The DNS-SD service type MCP servers announce. */
 export const SERVICE = "_mcp._tcp.local";
@@ -35,6 +41,8 @@ export interface LanOptions {
   listenMs?: number;
   /** multicast-dns options, e.g. `{ loopback: true, interface: "127.0.0.1" }` for tests. */
   mdns?: Record<string, unknown>;
+  /** Times the listening; the real clock by default. */
+  clock?: Clock;
 }
 
 /** A discovery source over mDNS. */
@@ -54,12 +62,12 @@ export class LanSource implements DiscoverySource {
     );
     const records: MdnsRecord[] = [];
     return new Promise((resolve, reject) => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
+      let timer: TimerHandle | undefined;
       let finished = false;
       const finish = (error?: Error) => {
         if (finished) return;
         finished = true;
-        clearTimeout(timer);
+        timer?.cancel();
         signal?.removeEventListener("abort", stop);
         mdns.destroy(() => error ? reject(error) : resolve(candidatesFromRecords(records)));
       };
@@ -78,7 +86,8 @@ export class LanSource implements DiscoverySource {
       });
       mdns.on("ready", () => {
         mdns.query({ questions: [{ name: SERVICE, type: "PTR" }] });
-        timer = setTimeout(() => finish(), this.#options.listenMs ?? 2_000);
+        const clock = this.#options.clock ?? systemClock;
+        timer = clock.setTimeout(() => finish(), this.#options.listenMs ?? 2_000);
       });
     });
   }

@@ -36,6 +36,7 @@ export default definePlugin({
         timeoutMs: number("timeout_ms", 30_000, 300_000),
         cacheSize: number("cache_size", 10_000, 1_000_000),
         logger: ctx.logger,
+        clock: ctx.clock,
       }),
     ];
   },

@@ -7,13 +7,16 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import type {
-  Logger,
-  ModelProvider,
-  RuleFinding,
-  ScanEntity,
-  ScannerRule,
-  ScanSeverity,
+import {
+  type Clock,
+  deadline,
+  type Logger,
+  type ModelProvider,
+  type RuleFinding,
+  type ScanEntity,
+  type ScannerRule,
+  type ScanSeverity,
+  systemClock,
 } from "../../core/plugin_api/mod.ts";
 
 /** What the model said about one descriptor. */
@@ -34,6 +37,8 @@ export interface OpinionOptions {
   /** Cached verdicts kept (oldest dropped first). */
   cacheSize: number;
   logger: Logger;
+  /** Times each question (timeoutMs); the real clock by default. */
+  clock?: Clock;
 }
 
 const SYSTEM =
@@ -109,6 +114,7 @@ export function modelOpinionRule(options: OpinionOptions): ScannerRule & {
       );
       return;
     }
+    const limit = deadline(options.clock ?? systemClock, options.timeoutMs);
     try {
       const response = await target.provider.complete({
         ...(target.model ? { model: target.model } : {}),
@@ -116,12 +122,14 @@ export function modelOpinionRule(options: OpinionOptions): ScannerRule & {
         messages: [{ role: "user", content: `Descriptor:\n${text}` }],
         tools: [],
         maxTokens: 300,
-        signal: AbortSignal.timeout(options.timeoutMs),
+        signal: limit.signal,
       });
       if (cache.size >= options.cacheSize) cache.delete(cache.keys().next().value!);
       cache.set(hash, parseVerdict(response.text));
     } catch (error) {
       options.logger.warn(`scanner-model: the model did not answer (${String(error)})`);
+    } finally {
+      limit.cancel();
     }
   };
 

@@ -42,7 +42,7 @@ export default definePlugin({
     };
 
     async function connect(request: Request, auth: TokenPayload): Promise<Response> {
-      const transport = new SseSessionTransport("/messages", limits);
+      const transport = new SseSessionTransport("/messages", limits, { clock: ctx.clock });
       const bearer = bearerToken(request);
       let served: ServedSession;
       try {

@@ -13,7 +13,11 @@
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import {
+  type Clock,
+  every,
   serializeMessage,
+  systemClock,
+  type TimerHandle,
   type UnreadLimits,
   UnreadOutput,
   type UnreadOverflow,
@@ -26,6 +30,14 @@ export type SseQueueLimits = UnreadLimits;
 
 /** What was queued when a session was ended for not reading. */
 export type SseOverflow = UnreadOverflow;
+
+/** How a session's keep-alive comments are timed. */
+export interface SseKeepAlive {
+  /** Milliseconds between comments; 0 sends none (default 15 000). */
+  keepAliveMs?: number;
+  /** The clock timing them; the real clock by default. */
+  clock?: Clock;
+}
 
 /** One legacy SSE session: a long-lived event stream out, POSTed messages in. */
 export class SseSessionTransport implements Transport {
@@ -42,9 +54,10 @@ export class SseSessionTransport implements Transport {
 
   #out: UnreadOutput;
   #closed = false;
-  #keepAlive: ReturnType<typeof setInterval> | undefined;
+  #keepAlive: TimerHandle | undefined;
 
-  constructor(endpoint: string, limits: SseQueueLimits, keepAliveMs = 15_000) {
+  constructor(endpoint: string, limits: SseQueueLimits, keepAlive: SseKeepAlive = {}) {
+    const { keepAliveMs = 15_000, clock = systemClock } = keepAlive;
     const url = `${endpoint}${endpoint.includes("?") ? "&" : "?"}sessionId=${this.sessionId}`;
     // Every unread byte waits in the bounded output, counted; past it the session ends.
     this.#out = new UnreadOutput(limits, {
@@ -59,7 +72,7 @@ export class SseSessionTransport implements Transport {
     this.#write(`event: endpoint\ndata: ${url}\n\n`);
     if (keepAliveMs > 0) {
       // Comments keep idle proxies from cutting the stream.
-      this.#keepAlive = setInterval(() => this.#write(": keep-alive\n\n"), keepAliveMs);
+      this.#keepAlive = every(clock, keepAliveMs, () => this.#write(": keep-alive\n\n"));
     }
   }
 
@@ -87,7 +100,7 @@ export class SseSessionTransport implements Transport {
   close(): Promise<void> {
     if (this.#closed) return Promise.resolve();
     this.#closed = true;
-    clearInterval(this.#keepAlive);
+    this.#keepAlive?.cancel();
     this.#out.close();
     this.onclose?.();
     return Promise.resolve();

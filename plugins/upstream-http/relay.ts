@@ -7,6 +7,7 @@
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../../core/plugin_api/mod.ts";
+import { settlesWithin, systemClock } from "../../core/plugin_api/clock.ts";
 import { takeStreamMark } from "./related_streams.ts";
 
 /** How a relay builds and judges its SDK transport. */
@@ -104,12 +105,7 @@ export function runHttpRelay(options: HttpRelayOptions): void {
     // Streamable HTTP: end the session on the server (DELETE), bounded by the grace period.
     const session = transport as { terminateSession?: () => Promise<void> } | undefined;
     if (session?.terminateSession) {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([
-        session.terminateSession().catch(() => {}),
-        new Promise((resolve) => timer = setTimeout(resolve, graceMs)),
-      ]);
-      clearTimeout(timer);
+      await settlesWithin(systemClock, graceMs, session.terminateSession());
     }
     await finish("stopped");
   };

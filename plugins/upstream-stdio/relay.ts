@@ -8,6 +8,7 @@
  * @module
  */
 import type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../../core/plugin_api/mod.ts";
+import { type Clock, settlesWithin, systemClock } from "../../core/plugin_api/clock.ts";
 import { ChunkReader, LineWriter } from "../../core/plugin_api/stdio_framing.ts";
 import { LineFramer } from "./line_framer.ts";
 import { StderrDigest } from "./stderr_digest.ts";
@@ -22,9 +23,10 @@ const DRAIN_AFTER_EXIT_MS = 500;
 const strict = new TextDecoder("utf-8", { fatal: true });
 const lenient = new TextDecoder();
 
-/** Creates one relay; `post` carries its reports to the kernel, the result takes the kernel's messages. */
+/** Creates one relay; `post` carries its reports to the kernel, the result takes the kernel's messages; its waits run on `clock`. */
 export function createStdioRelay(
   post: (message: WorkerToKernel) => void,
+  clock: Clock = systemClock,
 ): (message: KernelToWorker | null) => void {
   let child: Deno.ChildProcess | undefined;
   let stdin: WritableStreamDefaultWriter<Uint8Array> | undefined;
@@ -76,7 +78,11 @@ export function createStdioRelay(
     );
     // Escapes removed and errors folded to their first line, so the log and lastError say what
     // went wrong.
-    const digest = new StderrDigest((line) => post({ type: "stderr", line }), STDERR_LINE_CHARS);
+    const digest = new StderrDigest(
+      (line) => post({ type: "stderr", line }),
+      STDERR_LINE_CHARS,
+      clock,
+    );
     const stderr = pump(
       child.stderr,
       new LineFramer(STDERR_LINE_CHARS, {
@@ -92,10 +98,7 @@ export function createStdioRelay(
     exited = child.status;
     void exited.then(async (status) => {
       // Output written just before exit must reach the kernel before `closed`.
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const drained = Promise.all([stdout.done, stderr.done]);
-      await Promise.race([drained, new Promise((r) => timer = setTimeout(r, DRAIN_AFTER_EXIT_MS))]);
-      clearTimeout(timer);
+      await settlesWithin(clock, DRAIN_AFTER_EXIT_MS, Promise.all([stdout.done, stderr.done]));
       // A grandchild may still hold the pipes open; stop reading so the worker can end.
       await Promise.all([stdout.cancel(), stderr.cancel()]);
       digest.end();
@@ -163,9 +166,9 @@ export function createStdioRelay(
     // EOF on stdin is how MCP asks a stdio server to exit; then SIGTERM, then SIGKILL.
     stdin?.close().catch(() => {});
     const gentle = Math.max(1, Math.floor(graceMs * 2 / 3));
-    if (await exitsWithin(exited, gentle)) return;
+    if (await settlesWithin(clock, gentle, exited)) return;
     kill("SIGTERM");
-    if (await exitsWithin(exited, Math.max(1, graceMs - gentle))) return;
+    if (await settlesWithin(clock, Math.max(1, graceMs - gentle), exited)) return;
     kill("SIGKILL");
   }
 
@@ -218,14 +221,6 @@ export function createStdioRelay(
         break;
     }
   };
-}
-
-async function exitsWithin(status: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<boolean>((resolve) => timer = setTimeout(() => resolve(false), ms));
-  const result = await Promise.race([status.then(() => true), timeout]);
-  clearTimeout(timer);
-  return result;
 }
 
 function spawnFailure(program: string, error: unknown): string {

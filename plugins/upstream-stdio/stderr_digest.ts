@@ -5,6 +5,7 @@
  * those would be the frames' tail and never the line that says what went wrong.
  * @module
  */
+import { type Clock, systemClock, type TimerHandle } from "../../core/plugin_api/clock.ts";
 import { plainText } from "../../core/plugin_api/stdio_framing.ts";
 
 /** How long an error block may pause before it is reported as it stands. */
@@ -44,12 +45,14 @@ export class StderrDigest {
   readonly #post: (line: string) => void;
   readonly #maxChars: number;
   #block: Block | undefined;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  readonly #clock: Clock;
+  #timer: TimerHandle | undefined;
 
-  /** `maxChars` bounds every reported line. */
-  constructor(post: (line: string) => void, maxChars: number) {
+  /** `maxChars` bounds every reported line; an error block's pause is timed on `clock`. */
+  constructor(post: (line: string) => void, maxChars: number, clock: Clock = systemClock) {
     this.#post = post;
     this.#maxChars = maxChars;
+    this.#clock = clock;
   }
 
   /** Takes one raw stderr line (without its newline). */
@@ -108,12 +111,12 @@ export class StderrDigest {
   }
 
   #arm(): void {
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => this.#flush(), BLOCK_IDLE_MS);
+    this.#timer?.cancel();
+    this.#timer = this.#clock.setTimeout(() => this.#flush(), BLOCK_IDLE_MS);
   }
 
   #flush(): void {
-    clearTimeout(this.#timer);
+    this.#timer?.cancel();
     this.#timer = undefined;
     const block = this.#block;
     if (!block) return;
