@@ -1229,6 +1229,7 @@ export class Kernel implements OperatorHost {
           quarantined: this.scanner?.quarantinedTools(s.id) ?? [],
         })),
       ready: () => this.#ready && this.#fleetReady,
+      replicaId: () => this.replicaId,
     }))));
     for (const route of operatorRoutes(this)) listener.mount(redactedRoute(jsonBodiesOnly(route)));
     // Mounted even when disabled at start: an operator can enable the interface at runtime.

@@ -80,10 +80,13 @@ Deno.test("a JWT without sub is its own identity: two such tokens are never one 
 Deno.test("a JWT whose sub is not a non-empty string is refused", async () => {
   const verify = createJwtVerifier({ secret: SECRET }, { now });
   for (const sub of ["", 7, ["a"]] as unknown[]) {
-    assert.deepEqual(await verify(await hs256({ tenant: "acme", scope: "mcp", sub } as JWTPayload)), {
-      ok: false,
-      description: 'JWT "sub" claim must be a non-empty string',
-    });
+    assert.deepEqual(
+      await verify(await hs256({ tenant: "acme", scope: "mcp", sub } as JWTPayload)),
+      {
+        ok: false,
+        description: 'JWT "sub" claim must be a non-empty string',
+      },
+    );
   }
 });
 

@@ -505,6 +505,15 @@ Deno.test("resolveConfig refuses OAuth settings without MCP_AUTH_OAUTH_ISSUER", 
   );
 });
 
+Deno.test("NATS_URL takes the servers of one NATS cluster comma-separated, each checked", () => {
+  const urls = "nats://127.0.0.1:4222,nats://127.0.0.1:4223";
+  assert.equal(resolveConfig({ NATS_URL: urls }).natsUrl, urls);
+  assert.match(
+    configError({ NATS_URL: "nats://127.0.0.1:4222,http://127.0.0.1:4223" }).message,
+    /NATS_URL must look like nats:\/\/127\.0\.0\.1:4222 \(several servers/,
+  );
+});
+
 Deno.test("cluster mode needs NATS_URL, names the fix, and defaults the replica id to host and pid", () => {
   assert.match(configError({ MCP_CLUSTER: "true" }).message, /MCP_CLUSTER=true needs NATS_URL/);
   assert.equal(resolveConfig({}).cluster, undefined);

@@ -15,7 +15,8 @@ export function redactConfig(config: GatewayConfig): GatewayConfig {
   if (copy.server.adminToken !== undefined) copy.server.adminToken = REDACTED;
   if (copy.server.jwt.secret !== undefined) copy.server.jwt.secret = REDACTED;
   if (copy.governance.approvalSecret !== undefined) copy.governance.approvalSecret = REDACTED;
-  if (copy.natsUrl !== undefined) copy.natsUrl = redactUrl(copy.natsUrl);
+  // NATS_URL may list the servers of a NATS cluster, comma-separated: redact each.
+  if (copy.natsUrl !== undefined) copy.natsUrl = copy.natsUrl.split(",").map(redactUrl).join(",");
   for (const key of Object.keys(copy.pluginEnv)) {
     if (SECRET_NAME.test(key)) copy.pluginEnv[key] = REDACTED;
   }
@@ -33,8 +34,10 @@ export function configSecrets(config: GatewayConfig): string[] {
     config.server.jwt.secret,
     config.governance.approvalSecret,
   ].filter((v): v is string => v !== undefined);
-  const nats = config.natsUrl === undefined ? null : URL.parse(config.natsUrl);
-  if (nats?.password) out.push(nats.password, decodeURIComponent(nats.password));
+  for (const server of config.natsUrl?.split(",") ?? []) {
+    const nats = URL.parse(server.trim());
+    if (nats?.password) out.push(nats.password, decodeURIComponent(nats.password));
+  }
   for (const [key, value] of Object.entries(config.pluginEnv)) {
     if (SECRET_NAME.test(key)) out.push(value);
   }

@@ -25,6 +25,17 @@ Deno.test("No configured secret survives redaction, and the keys that hold them 
   assert.equal(config.server.authToken, SECRETS.MCP_SERVER_AUTH_TOKEN, "the original is untouched");
 });
 
+Deno.test("Each server of a comma-separated NATS_URL (a NATS cluster) has its credentials redacted", () => {
+  const config = resolveConfig({
+    NATS_URL: "nats://a:first-secret@127.0.0.1:4222,nats://b:second-secret@127.0.0.1:4223",
+  });
+  const redacted = redactConfig(config).natsUrl ?? "";
+  assert.ok(!redacted.includes("first-secret") && !redacted.includes("second-secret"), redacted);
+  assert.match(redacted, /127\.0\.0\.1:4222.*,.*127\.0\.0\.1:4223/);
+  assert.ok(configSecrets(config).includes("first-secret"));
+  assert.ok(configSecrets(config).includes("second-secret"));
+});
+
 Deno.test("The trace exporter's headers (a collector's API key) and URL credentials are redacted", () => {
   const config = resolveConfig({
     OTEL_EXPORTER_OTLP_ENDPOINT: "https://user:otlp-url-secret@collector.example.com:4318",

@@ -13,6 +13,8 @@ export interface OperatorStatusSource {
   system(): SystemStatus;
   servers(): HandleSnapshot[];
   ready(): boolean;
+  /** In cluster mode, this replica's id (MCP_REPLICA_ID): which replica answered. */
+  replicaId?(): string | undefined;
 }
 
 /** `GET /v1/operator/status`: gateway counts and, per upstream, state, breaker, last health check, latency and tool count. */
@@ -23,7 +25,9 @@ export function operatorStatusRoute(source: OperatorStatusSource): HttpRoute {
     handle(_request, auth) {
       const refused = refuseScope(auth, "read", "/v1/operator/status");
       if (refused) return Promise.resolve(refused);
+      const replica = source.replicaId?.();
       return Promise.resolve(Response.json({
+        ...(replica === undefined ? {} : { replica }),
         ready: source.ready(),
         gateway: source.system(),
         servers: source.servers(),

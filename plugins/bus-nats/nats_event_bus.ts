@@ -25,7 +25,7 @@ import {
 
 /** Options for {@link NatsEventBus.connect}. */
 export interface NatsEventBusOptions {
-  /** Server URL, e.g. `nats://127.0.0.1:4222` (from NATS_URL). */
+  /** Server URL, e.g. `nats://127.0.0.1:4222` (NATS_URL); a NATS cluster's servers comma-separated. */
   url: string;
   logger: Logger;
   /** Most events held while disconnected; older ones are dropped past it. Default 1000. */
@@ -95,6 +95,11 @@ function expectedSubject(
   }
 }
 
+/** The servers of a NATS_URL: one URL, or several of one cluster separated by commas. */
+export function natsServers(url: string): string[] {
+  return url.split(",").map((part) => part.trim()).filter((part) => part !== "");
+}
+
 const DEFAULT_BUFFER_LIMIT = 1000;
 const DEFAULT_RECONNECT_TIME_WAIT_MS = 250;
 const CONNECT_TIMEOUT_MS = 5000;
@@ -145,7 +150,7 @@ export class NatsEventBus implements EventBus {
     let nc: NatsConnection;
     try {
       nc = await connect({
-        servers: options.url,
+        servers: natsServers(options.url),
         name: options.name,
         reconnect: true,
         maxReconnectAttempts: -1,

@@ -274,6 +274,31 @@ Deno.test("malformed messages on the wire are counted and dropped", NEEDS_NATS, 
   }
 });
 
+Deno.test(
+  "a comma-separated NATS_URL lists the servers of one cluster: a node that is down is skipped",
+  NEEDS_NATS,
+  async () => {
+    const server = await startNatsServer();
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const { port } = listener.addr as Deno.NetAddr;
+    listener.close();
+    try {
+      for (
+        const url of [
+          `nats://127.0.0.1:${port}, ${server.url}`,
+          `${server.url},nats://127.0.0.1:${port}`,
+        ]
+      ) {
+        const bus = await NatsEventBus.connect({ url, logger: silentLogger });
+        assert.equal(bus.stats().connected, true, url);
+        await bus.close();
+      }
+    } finally {
+      await server.stop();
+    }
+  },
+);
+
 Deno.test("the first connect fails fast with a clear message when no server listens", async () => {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const { port } = listener.addr as Deno.NetAddr;

@@ -121,7 +121,7 @@ export function functionSpans(text: string): FunctionSpan[] {
 /** Every source file under `root`, with its imports, size and functions. */
 export async function readSourceTree(root: string): Promise<SourceFile[]> {
   const paths: string[] = [];
-  for (const top of ["core", "plugins", "cli"]) await walk(root, top, paths);
+  for (const top of ["core", "plugins", "cli", "tools"]) await walk(root, top, paths);
   try {
     await Deno.stat(`${root}/main.ts`);
     paths.push("main.ts");

@@ -74,12 +74,16 @@ export const FLEET_SETTINGS = {
   NATS_URL: setting({
     group: "fleet",
     schema: text.refine(
-      (v) => v === undefined || /^(nats|tls|wss?):\/\/./.test(v) || !v.includes("://"),
+      (v) =>
+        v === undefined ||
+        v.split(",").every((u) => /^(nats|tls|wss?):\/\/./.test(u.trim()) || !u.includes("://")),
       {
-        message: "NATS_URL must look like nats://127.0.0.1:4222",
+        message:
+          "NATS_URL must look like nats://127.0.0.1:4222 (several servers of one cluster: comma-separated)",
       },
     ),
     shownDefault: "none (in-process bus)",
-    meaning: "NATS server for fleet events, e.g. `nats://127.0.0.1:4222`",
+    meaning:
+      "NATS server for fleet events, e.g. `nats://127.0.0.1:4222`; the servers of one NATS cluster comma-separated",
   }),
 };

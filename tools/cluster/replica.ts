@@ -1,0 +1,87 @@
+/**
+ * One gateway replica as a real child process: `deno run -A main.ts serve --transport http` on a
+ * port chosen once, so a replica that is killed and started again comes back at the same address
+ * (the load balancer's config names it). Ready when `/readyz` answers 200.
+ * @module
+ */
+import {
+  freePort,
+  getJson,
+  HOST,
+  type ManagedProcess,
+  spawnProcess,
+  waitUntil,
+} from "./process.ts";
+
+const ROOT = new URL("../../", import.meta.url).pathname;
+/** A replica loads its fleet before it is ready; on a loaded 2-core machine that takes a while. */
+const READY_TIMEOUT_MS = 90_000;
+
+/** A gateway replica that can be killed and started again. */
+export interface Replica {
+  /** MCP_REPLICA_ID. */
+  readonly id: string;
+  /** `http://127.0.0.1:<port>`: the replica itself, bypassing the load balancer. */
+  readonly url: string;
+  readonly port: number;
+  running(): boolean;
+  /** Starts the process and waits until `/readyz` answers 200. */
+  start(): Promise<void>;
+  /** Sends `signal` (default SIGKILL) and waits for the exit. */
+  kill(signal?: Deno.Signal): Promise<void>;
+  /** SIGTERM (a graceful drain), SIGKILL after the grace period; waits. */
+  stop(): Promise<void>;
+  /** Its stderr tail (the gateway's log). */
+  log(): string;
+}
+
+/** Creates (without starting) replica `id` with `env` on a free port. */
+export function createReplica(id: string, env: Record<string, string>): Replica {
+  const port = freePort();
+  const url = `http://${HOST}:${port}`;
+  let process: ManagedProcess | undefined;
+  let last: ManagedProcess | undefined;
+  const replica: Replica = {
+    id,
+    url,
+    port,
+    running: () => process !== undefined && !process.exited(),
+    log: () => (process ?? last)?.stderrTail() ?? "",
+    async start() {
+      if (replica.running()) return;
+      process = last = spawnProcess({
+        name: `replica ${id}`,
+        commands: [Deno.execPath()],
+        args: [
+          "run",
+          "-A",
+          `${ROOT}main.ts`,
+          "serve",
+          "--transport",
+          "http",
+          "--port",
+          String(port),
+        ],
+        cwd: ROOT,
+        env: { ...env, MCP_REPLICA_ID: id, MCP_SERVER_HOST: HOST },
+      });
+      await waitUntil(
+        `replica ${id} at ${url}/readyz`,
+        async () => ((await getJson(`${url}/readyz`)) as { status?: string })?.status === "ready",
+        READY_TIMEOUT_MS,
+        process,
+      );
+    },
+    async kill(signal = "SIGKILL") {
+      const current = process;
+      process = undefined;
+      await current?.kill(signal);
+    },
+    async stop() {
+      const current = process;
+      process = undefined;
+      await current?.stop(10_000);
+    },
+  };
+  return replica;
+}
