@@ -1,7 +1,8 @@
 /**
  * The architecture rules, checked on the source tree (ARCHITECTURE.md explains them): no import
  * cycle, plugins reach core only through the facade, files and functions stay small enough to read,
- * time comes from the injected clock and settings from the config.
+ * time comes from the injected clock and settings from the config, and every core room's README
+ * and ARCHITECTURE.md's rooms table say what each room imports.
  * Each exception names its reason; an exception no longer needed fails too, so the lists shrink.
  */
 import assert from "node:assert/strict";
@@ -11,6 +12,8 @@ import {
   importCycles,
   isPluginFacade,
   readSourceTree,
+  roomImports,
+  roomOf,
   type SourceFile,
   withoutComments,
 } from "./support/import_graph.ts";
@@ -223,4 +226,101 @@ Deno.test("the timer rule sees a bare timer but not a clock's", () => {
   assert.ok(timer.test("globalThis.setInterval(tick, 5)"));
   assert.ok(!timer.test("clock.setTimeout(fn, 5)"));
   assert.ok(!timer.test("this.#options.clock.setTimeout(fn, 5)"));
+});
+
+/** Directories inside a room that are rooms of their own (other subdirectories belong to theirs). */
+const NESTED_ROOMS = ["core/config/settings"];
+const roomEdges = roomImports(files, NESTED_ROOMS);
+/** The rooms under core/: every directory holding source, and the nested rooms. */
+const coreRooms = [...roomEdges.keys()].filter((r) => r.startsWith("core/") && !r.endsWith(".ts"))
+  .sort();
+
+/** How the docs name a room: without `core/` (`auth`, `config/settings`, `kernel.ts`, `cli`). */
+function docName(room: string): string {
+  return room.replace(/^core\//, "");
+}
+
+/** The rooms a room imports today, as the docs name them. */
+function importsOf(room: string): string[] {
+  return [...roomEdges.get(room)!].map(docName).sort();
+}
+
+/** The room names in backticks in a piece of Markdown, outside parentheses (which say why). */
+function namedRooms(markdown: string): string[] {
+  return [...markdown.replace(/\([^)]*\)/g, "").matchAll(/`([^`]+)`/g)].map((m) =>
+    m[1]!.replace(/\/$/, "")
+  ).sort();
+}
+
+Deno.test("the room checks see every core room (the checks below measure something)", () => {
+  for (const room of ["core/mcp", "core/proxy", "core/config", "core/config/settings"]) {
+    assert.ok(coreRooms.includes(room), room);
+  }
+  assert.ok(importsOf("core/mcp").includes("support"));
+  const nested = ["core/config/settings"];
+  assert.deepEqual(
+    [
+      "core/sdk/server/index.ts",
+      "core/config/settings/setting.ts",
+      "core/config/config.ts",
+      "core/kernel.ts",
+      "plugins/bus-nats/mod.ts",
+      "main.ts",
+    ].map((path) => roomOf(path, nested)),
+    ["core/sdk", "core/config/settings", "core/config", "core/kernel.ts", "plugins", "main.ts"],
+  );
+  assert.deepEqual(namedRooms("`proxy`, `plugins/` (runs the `rules`), `support`"), [
+    "plugins",
+    "proxy",
+    "support",
+  ]);
+});
+
+Deno.test("every core room has a README.md whose 'May import:' line allows what the room imports", async () => {
+  const known = new Set([...roomEdges.keys()].map(docName));
+  const problems: string[] = [];
+  for (const room of coreRooms) {
+    let text: string;
+    try {
+      text = await Deno.readTextFile(`${ROOT}/${room}/README.md`);
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+      problems.push(`${room}/README.md is missing: say what the room owns and what it may import`);
+      continue;
+    }
+    const line = /^May import:(.*(?:\n(?!\n).*)*)/m.exec(text)?.[1];
+    if (line === undefined) {
+      problems.push(`${room}/README.md has no "May import:" paragraph`);
+      continue;
+    }
+    const allowed = namedRooms(line);
+    const unknown = allowed.filter((name) => !known.has(name));
+    const forbidden = importsOf(room).filter((name) => !allowed.includes(name));
+    if (unknown.length > 0) problems.push(`${room}/README.md allows unknown rooms: ${unknown}`);
+    if (forbidden.length > 0) {
+      problems.push(`${room} imports ${forbidden} but its README.md does not allow it`);
+    }
+  }
+  assert.deepEqual(problems, []);
+});
+
+Deno.test("ARCHITECTURE.md's rooms table names every core room with what it imports today", async () => {
+  const rows = new Map<string, string>();
+  for (const line of (await Deno.readTextFile(`${ROOT}/ARCHITECTURE.md`)).split("\n")) {
+    const cells = line.split("|").map((c) => c.trim());
+    const room = /^`(core\/[^`]+)\/`$/.exec(cells[1] ?? "")?.[1];
+    if (room !== undefined) rows.set(room, cells[3] ?? "");
+  }
+  assert.deepEqual(
+    [...rows.keys()].sort(),
+    coreRooms,
+    "one row per core room, no row for a gone one",
+  );
+  for (const room of coreRooms) {
+    assert.deepEqual(
+      namedRooms(rows.get(room)!),
+      importsOf(room),
+      `the "Imports today" cell of ${room}/ in ARCHITECTURE.md`,
+    );
+  }
 });

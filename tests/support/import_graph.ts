@@ -186,3 +186,35 @@ export function importCycles(files: readonly SourceFile[]): string[][] {
 export function isPluginFacade(path: string): boolean {
   return path === "core/plugin_api/mod.ts" || path.startsWith("core/plugin_api/");
 }
+
+/**
+ * The room a file belongs to: its directory under `core/` (`core/auth`; files deeper down belong
+ * to that room unless a deeper directory is listed in `nested`, as `core/config/settings`), the
+ * file itself at the `core/` root (`core/kernel.ts`) and the repository root (`main.ts`), else its
+ * top folder (`cli`, `plugins`).
+ */
+export function roomOf(path: string, nested: readonly string[]): string {
+  const parts = path.split("/");
+  if (parts.length === 1 || (parts[0] === "core" && parts.length === 2)) return path;
+  if (parts[0] !== "core") return parts[0]!;
+  const dir = parts.slice(0, -1).join("/");
+  return nested.find((n) => dir === n || dir.startsWith(`${n}/`)) ?? `${parts[0]}/${parts[1]}`;
+}
+
+/** Each room's files' imports of other rooms: room → the rooms it imports (itself left out). */
+export function roomImports(
+  files: readonly SourceFile[],
+  nested: readonly string[],
+): Map<string, Set<string>> {
+  const edges = new Map<string, Set<string>>();
+  for (const file of files) {
+    const room = roomOf(file.path, nested);
+    const imported = edges.get(room) ?? new Set<string>();
+    for (const path of file.imports) {
+      const target = roomOf(path, nested);
+      if (target !== room) imported.add(target);
+    }
+    edges.set(room, imported);
+  }
+  return edges;
+}
