@@ -1011,10 +1011,13 @@ export class Kernel implements OperatorHost {
       this.#shared = await withState.sharedState({ replicas: this.config.cluster.kvReplicas });
     }
     // Approval tokens are single-use across replicas when the bus can keep nonces (JetStream KV).
-    const shared = bus as { nonceStore?: (o: { ttlMs: number }) => Promise<NonceStore> };
+    const shared = bus as {
+      nonceStore?: (o: { ttlMs: number; replicas?: number }) => Promise<NonceStore>;
+    };
     if (typeof shared.nonceStore === "function") {
       this.#nonces = await shared.nonceStore({
         ttlMs: this.config.governance.approvalTtlSeconds * 1000,
+        ...(this.config.cluster ? { replicas: this.config.cluster.kvReplicas } : {}),
       });
     }
   }

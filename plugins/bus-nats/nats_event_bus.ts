@@ -67,6 +67,8 @@ export interface NatsNonceStoreOptions {
   ttlMs?: number;
   /** For "is this token's expiry within what the bucket remembers"; default the system clock. */
   clock?: Clock;
+  /** JetStream nodes keeping the bucket when this creates it (MCP_CLUSTER_KV_REPLICAS); default 1. */
+  replicas?: number;
 }
 
 /** Default KV bucket of consumed approval nonces. */
@@ -282,7 +284,9 @@ export class NatsEventBus implements EventBus {
     const retentionMs = ttlMs + NONCE_CLOCK_SKEW_MS;
     let kv: KV;
     let keptMs: number;
-    const open = () => this.#nc.jetstream().views.kv(bucket, { history: 1, ttl: retentionMs });
+    const replicas = options.replicas ?? 1;
+    const open = () =>
+      this.#nc.jetstream().views.kv(bucket, { history: 1, ttl: retentionMs, replicas });
     try {
       try {
         kv = await open();

@@ -57,6 +57,8 @@ export interface ReplicaHandle {
   start(): Promise<void>;
   /** Its stderr tail. */
   log(): string;
+  /** Its process id while it runs. */
+  pid(): number | undefined;
 }
 
 /** One NATS node. */

@@ -25,6 +25,8 @@ export interface Replica {
   readonly url: string;
   readonly port: number;
   running(): boolean;
+  /** The process id while it runs. */
+  pid(): number | undefined;
   /** Starts the process and waits until `/readyz` answers 200. */
   start(): Promise<void>;
   /** Sends `signal` (default SIGKILL) and waits for the exit. */
@@ -46,6 +48,7 @@ export function createReplica(id: string, env: Record<string, string>): Replica 
     url,
     port,
     running: () => process !== undefined && !process.exited(),
+    pid: () => replica.running() ? process?.pid : undefined,
     log: () => (process ?? last)?.stderrTail() ?? "",
     async start() {
       if (replica.running()) return;
