@@ -22,6 +22,7 @@ import { GatewayError, serializeError } from "./support/errors.ts";
 import { type EventBus, InProcessEventBus } from "./bus/event_bus.ts";
 import { SwitchableEventBus } from "./bus/switchable_event_bus.ts";
 import type { SharedState } from "./bus/shared_state.ts";
+import { SharedSessions } from "./mcp/shared_sessions.ts";
 import { ANONYMOUS, HttpListener, jsonError, type MountedRoute } from "./http/http_listener.ts";
 import { createLogger, type Logger } from "./support/logger.ts";
 import type { HttpRoute } from "./http/http_route.ts";
@@ -176,6 +177,7 @@ export class Kernel implements OperatorHost {
   #nonces: NonceStore;
   /** In cluster mode, the state this replica shares with the others (JetStream KV via the bus). */
   #shared: SharedState | undefined;
+  #sharedSessions: Promise<SharedSessions> | undefined;
   #unwatchPolicies: (() => void) | undefined;
   #callObservers = new Set<BridgeObserver>();
   #stopping: Promise<void> | undefined;
@@ -347,6 +349,16 @@ export class Kernel implements OperatorHost {
   /** In cluster mode (MCP_CLUSTER), the state shared with the other replicas; set by start(). */
   get sharedState(): SharedState | undefined {
     return this.#shared;
+  }
+
+  /** The shared Streamable HTTP session records (cluster mode), opened by the first transport asking. */
+  #openSharedSessions(): Promise<SharedSessions> {
+    return this.#sharedSessions ??= SharedSessions.open(this.#shared!, {
+      ttlMs: this.config.server.httpSessionIdleMs,
+      replicaId: this.config.cluster!.replicaId,
+      clock: this.clock,
+      logger: this.logger.child("sessions"),
+    });
   }
 
   /** This replica's id (MCP_REPLICA_ID) in cluster mode; undefined for one process. */
@@ -585,6 +597,7 @@ export class Kernel implements OperatorHost {
       await this.tracing.tracer?.shutdown().catch((error) =>
         this.logger.warn("trace export at shutdown failed", { error: String(error) })
       );
+      (await this.#sharedSessions?.catch(() => undefined))?.close();
       await this.#shared?.close();
       await this.bus.close();
     } finally {
@@ -1069,8 +1082,10 @@ export class Kernel implements OperatorHost {
               httpSessionIdleMs: this.config.server.httpSessionIdleMs,
               sseMaxQueueBytes: this.config.server.sseMaxQueueBytes,
               sseMaxQueueMessages: this.config.server.sseMaxQueueMessages,
+              maxSessions: this.config.server.maxSessions,
             },
             serve: (transport, session) => this.#serveGated(transport, session),
+            ...(this.#shared ? { openSharedSessions: () => this.#openSharedSessions() } : {}),
             // A getter: only the stdio transport takes the process's streams, and only once.
             get stdio() {
               return stdio();

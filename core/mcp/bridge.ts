@@ -17,7 +17,7 @@ import type { DefinitionRegistry } from "./definition_registry.ts";
 import { GatewayError } from "../support/errors.ts";
 import type { EventBus } from "../bus/event_bus.ts";
 import type { Logger } from "../support/logger.ts";
-import type { ServedSession, SessionInfo } from "../plugin_api/mod.ts";
+import type { ServedSession, SessionInfo, SessionState } from "../plugin_api/mod.ts";
 import type { CallPipeline } from "./call_pipeline.ts";
 import type { CatalogView, ProxyManager } from "../proxy/proxy_manager.ts";
 import type { ToolDiscovery } from "./tool_discovery.ts";
@@ -34,7 +34,11 @@ import { itemAccess, type SessionContext } from "./session_context.ts";
 import { sessionSpans } from "./session_spans.ts";
 import { registerLoggingHandlers } from "./logging_handlers.ts";
 import { type BridgeObserver, registerToolHandlers } from "./tools_handlers.ts";
-import { registerResourceHandlers, routeResourceUpdate } from "./resources_handlers.ts";
+import {
+  registerResourceHandlers,
+  routeResourceUpdate,
+  subscriptionKey,
+} from "./resources_handlers.ts";
 import { registerPromptHandlers } from "./prompts_handlers.ts";
 import { registerCompletionHandlers } from "./completion_handlers.ts";
 
@@ -160,6 +164,7 @@ export class MCPServiceBridge {
     server.onerror = (error) =>
       this.#options.logger.debug("session transport error", { session: id, error: error.message });
     this.#sessions.set(id, live);
+    if (info.state?.initial) this.#restore(live, info.state.initial, false);
     await server.connect(transport);
     live.lane = installToolCallLane(transport, server, live.callTool);
     this.#options.bus.publish({
@@ -168,7 +173,30 @@ export class MCPServiceBridge {
       transport: info.transport,
       tenant: info.auth.tenant,
     });
-    return { close: () => server.close() };
+    return {
+      close: () => server.close(),
+      restore: (state) => this.#restore(live, state, true),
+    };
+  }
+
+  /**
+   * Sets a session's state to what another replica's copy changed it to (cluster mode); the
+   * client hears tools/list_changed when its activated tools changed and `notify` is set.
+   */
+  #restore(live: LiveSession, state: SessionState, notify: boolean): void {
+    if (state.logLevel === undefined) delete live.inbound.logLevel;
+    else live.inbound.logLevel = state.logLevel;
+    const changed = this.#options.discovery.restore(live.id, state.activations);
+    if (changed && notify) live.server.sendToolListChanged().catch(() => {});
+    live.subscriptions.clear();
+    let view: CatalogView | undefined;
+    try {
+      view = this.#view(live.info);
+    } catch { /* its upstream left the fleet: nothing to relay */ }
+    for (const uri of state.subscriptions) {
+      const route = view?.resolveResource(uri);
+      if (route) live.subscriptions.set(subscriptionKey(route), uri);
+    }
   }
 
   /** Tool calls being served right now, across every session. */

@@ -147,6 +147,7 @@ function registerSubscriptions(ctx: ResourceHandlersContext): void {
       subscriptions.delete(key);
       throw toMcpError(error);
     }
+    await ctx.info.state?.changed({ subscribed: uri });
     return {};
   });
 
@@ -156,6 +157,7 @@ function registerSubscriptions(ctx: ResourceHandlersContext): void {
     if (!route) return {};
     const key = subscriptionKey(route);
     subscriptions.delete(key);
+    await ctx.info.state?.changed({ unsubscribed: uri });
     // Other sessions on the same instance may still want updates of this resource.
     const scope = route.handle.server.scope;
     const audience: ResourceAudience | undefined = scope === "tenant"
@@ -191,8 +193,8 @@ export function routeResourceUpdate(
   }
 }
 
-/** One upstream resource, whatever name a session used for it. */
-function subscriptionKey(route: Route): string {
+/** One upstream resource, whatever name a session used for it: `<server>\0<upstream uri>`. */
+export function subscriptionKey(route: Route): string {
   return `${route.handle.id}\u0000${route.original}`;
 }
 

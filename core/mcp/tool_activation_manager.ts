@@ -53,6 +53,18 @@ export class ToolActivationManager {
     return names.filter((name) => set.delete(name));
   }
 
+  /**
+   * Makes exactly `names` active, in that order (a copy of the session restored from its shared
+   * record); past the limit the last ones win. Whether the active set changed.
+   */
+  replace(session: string, names: readonly string[]): boolean {
+    const before = this.active(session);
+    const kept = [...new Set(names)].slice(-this.#limit);
+    if (kept.length === 0) this.#sessions.delete(session);
+    else this.#sessions.set(session, new Set(kept));
+    return before.length !== kept.length || before.some((name, i) => name !== kept[i]);
+  }
+
   /** Forgets a session (it ended). */
   forget(session: string): void {
     this.#sessions.delete(session);

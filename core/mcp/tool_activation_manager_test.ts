@@ -32,3 +32,13 @@ Deno.test("ToolActivationManager forgets a session that ended", () => {
   assert.deepEqual(m.active("s"), []);
   assert.equal(m.sessions, 0);
 });
+
+Deno.test("replace makes exactly the given tools active and says whether anything changed", () => {
+  const manager = new ToolActivationManager(2);
+  manager.activate("s", ["a"]);
+  assert.equal(manager.replace("s", ["a"]), false);
+  assert.equal(manager.replace("s", ["b", "c", "d"]), true);
+  assert.deepEqual(manager.active("s"), ["c", "d"], "past the limit the last ones win");
+  assert.equal(manager.replace("s", []), true);
+  assert.equal(manager.sessions, 0);
+});

@@ -189,6 +189,16 @@ export class ToolDiscovery {
     };
   }
 
+  /** The session's activated tools, in activation order. */
+  active(session: string): readonly string[] {
+    return this.#activation.active(session);
+  }
+
+  /** Sets the session's activations to `names` (restored from elsewhere); whether they changed. */
+  restore(session: string, names: readonly string[]): boolean {
+    return this.#activation.replace(session, names);
+  }
+
   /** Forgets a session's activations. */
   forget(session: string): void {
     this.#activation.forget(session);

@@ -223,7 +223,10 @@ function pipelineToolCall(ctx: ToolHandlersContext, visible: VisibleTools): Span
           args,
           visible.proxied(),
         );
-        if (changed) server.sendToolListChanged().catch(() => {});
+        if (changed) {
+          server.sendToolListChanged().catch(() => {});
+          await ctx.info.state?.changed({ activations: ctx.discovery.active(ctx.id) });
+        }
         return result;
       } catch (error) {
         throw toMcpError(error);

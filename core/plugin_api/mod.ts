@@ -8,7 +8,7 @@
  * @module
  */
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, LoggingLevel, Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { TokenPayload } from "../auth/token_payload.ts";
 import type { Clock } from "../support/clock.ts";
 import type { EventBus } from "../bus/event_bus.ts";
@@ -17,6 +17,7 @@ import type { TraceSpan } from "../tracing/gateway_tracer.ts";
 import type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../proxy/worker_protocol.ts";
 
 import type { HttpRoute } from "../http/http_route.ts";
+import type { SharedSessions } from "../mcp/shared_sessions.ts";
 
 export type { TokenPayload } from "../auth/token_payload.ts";
 export { deadline, every, pause, settlesWithin, systemClock } from "./clock.ts";
@@ -34,6 +35,11 @@ export type {
   SharedState,
 } from "../bus/shared_state.ts";
 export type { HttpRoute } from "../http/http_route.ts";
+export { SharedSessions } from "../mcp/shared_sessions.ts";
+export { MAX_SESSION_ID_LENGTH } from "../mcp/shared_sessions.ts";
+export { SessionCache } from "../mcp/session_cache.ts";
+export { newSessionRecord } from "../mcp/session_record.ts";
+export type { SessionRecord } from "../mcp/session_record.ts";
 export type { Logger } from "../support/logger.ts";
 export { GatewayError } from "../support/errors.ts";
 export type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../proxy/worker_protocol.ts";
@@ -120,6 +126,8 @@ export interface TransportSettings {
   sseMaxQueueBytes: number;
   /** Messages a legacy SSE session may have waiting for its reader before it is ended. */
   sseMaxQueueMessages: number;
+  /** MCP_MAX_SESSIONS: also the most copies of shared sessions a replica keeps (cluster mode). */
+  maxSessions: number;
 }
 
 /** Describes one inbound MCP session to the bridge. */
@@ -137,6 +145,33 @@ export interface SessionInfo {
    * `auth: passthrough` upstreams, never logged. See {@link bearerToken}.
    */
   bearer?: string;
+  /** Cluster mode: the state the session starts from, and who hears of its changes. */
+  state?: SessionStateHooks;
+}
+
+/** A session's state that outlives one replica's copy of it (cluster mode). */
+export interface SessionState {
+  /** The level set with `logging/setLevel`. */
+  logLevel?: LoggingLevel;
+  /** Tools activated in search mode, in activation order. */
+  activations: readonly string[];
+  /** The resource URIs (as the client named them) whose updates this copy relays. */
+  subscriptions: readonly string[];
+}
+
+/** A change a session made to its {@link SessionState}, reported where it happened. */
+export type SessionChange =
+  | { logLevel: LoggingLevel }
+  | { activations: readonly string[] }
+  | { subscribed: string }
+  | { unsubscribed: string };
+
+/** How the bridge shares a session's state with the other replicas' copies. */
+export interface SessionStateHooks {
+  /** The state of a session rebuilt here from its shared record. */
+  initial?: SessionState;
+  /** Called after the session changed its state here; the request is answered once it settles. */
+  changed(change: SessionChange): void | Promise<void>;
 }
 
 /** The token of a request's `Authorization: Bearer <token>` header, or undefined. */
@@ -149,6 +184,8 @@ export function bearerToken(request: Request): string | undefined {
 export interface ServedSession {
   /** Closes the session and its transport. */
   close(): Promise<void>;
+  /** Applies a state another replica's copy of the session changed to (tools list_changed when its tools changed). */
+  restore?(state: SessionState): void;
 }
 
 /** Byte streams for stdio; injectable so tests can drive a transport in process. */
@@ -162,6 +199,8 @@ export interface TransportContext extends PluginContext {
   settings: TransportSettings;
   /** Serves MCP over `transport` for the given (already authenticated) caller. */
   serve(transport: Transport, session: SessionInfo): Promise<ServedSession>;
+  /** Cluster mode (MCP_CLUSTER): opens this replica's view of the shared session records. */
+  openSharedSessions?: () => Promise<SharedSessions>;
   /** Process stdio (or test streams). */
   stdio: StdioStreams;
 }

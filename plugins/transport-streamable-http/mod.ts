@@ -7,14 +7,19 @@
  * @module
  */
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { isInitializeRequest, type RequestId } from "@modelcontextprotocol/sdk/types.js";
+import {
+  isInitializeRequest,
+  type JSONRPCMessage,
+  type RequestId,
+} from "@modelcontextprotocol/sdk/types.js";
 import {
   bearerToken,
   definePlugin,
   GatewayError,
-  isRequestId,
   type ServedSession,
+  SessionCache,
   sessionLimitResponse,
+  type SessionRecord,
   type TimerHandle,
   type TokenPayload,
   unreadLimitName,
@@ -23,6 +28,20 @@ import {
 } from "../../core/plugin_api/mod.ts";
 import { DirectRequests } from "./direct_requests.ts";
 import { releaseJsonStreams } from "./json_stream_release.ts";
+import {
+  forgetCancelled,
+  readLimited,
+  requestIds,
+  trackResponses,
+  upstreamOf,
+} from "./session_requests.ts";
+import {
+  rpcError,
+  sameCaller,
+  sessionForbidden,
+  sessionNotFound,
+  SharedCopies,
+} from "./shared_copies.ts";
 
 interface Session {
   transport: WebStandardStreamableHTTPServerTransport;
@@ -38,49 +57,10 @@ interface Session {
   lastSeen: number;
   /** Open GET streams: a client listening is not idle. */
   streams: number;
-}
-
-/** `/mcp` → undefined; `/mcp/<server_id>` → the id; anything else → null. */
-function upstreamOf(pathname: string): string | undefined | null {
-  if (pathname === "/mcp") return undefined;
-  const id = decodeURIComponent(pathname.slice("/mcp/".length));
-  return /^[a-z0-9][a-z0-9_-]*$/.test(id) ? id : null;
-}
-
-/** A JSON-RPC error body as the Streamable HTTP spec answers transport-level failures. */
-function rpcError(status: number, code: number, message: string): Response {
-  return Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, { status });
-}
-
-/** The body as text, or undefined past `max` bytes. */
-async function readLimited(
-  request: Request,
-  max: number,
-  read: Uint8Array | null | undefined,
-): Promise<string | undefined> {
-  // The listener reads this route's bodies (bounded, with a deadline); an in-process caller may not.
-  const bytes = read ?? new Uint8Array(await request.arrayBuffer());
-  return bytes.length > max ? undefined : decoder.decode(bytes);
-}
-
-const decoder = new TextDecoder();
-
-/** Forgets a request id once its response leaves, so the id may be reused. */
-function trackResponses(
-  transport: WebStandardStreamableHTTPServerTransport,
-  inFlight: Set<string | number>,
-): void {
-  const send = transport.send.bind(transport);
-  transport.send = (message, options) => {
-    if ("id" in message && ("result" in message || "error" in message)) {
-      inFlight.delete(message.id as string | number);
-    }
-    return send(message, options);
-  };
-}
-
-function sameCaller(a: TokenPayload, b: TokenPayload): boolean {
-  return a.tenant === b.tenant && a.subject === b.subject;
+  /** Cluster mode: see {@link SharedCopies}. */
+  unsubscribe?: () => void;
+  deliver?: (message: JSONRPCMessage) => Promise<void>;
+  pinned(): boolean;
 }
 
 export default definePlugin({
@@ -90,9 +70,22 @@ export default definePlugin({
   transport: "streamable-http",
   description: "MCP Streamable HTTP at /mcp, in SSE or JSON response mode",
   permissions: { net: true },
-  create(ctx) {
-    const sessions = new Map<string, Session>();
-    const { maxMessageBytes, httpResponseMode, httpSessionIdleMs } = ctx.settings;
+  async create(ctx) {
+    const { maxMessageBytes, httpResponseMode, httpSessionIdleMs, maxSessions } = ctx.settings;
+    // Cluster mode: sessions are shared records, and these are this replica's copies of them.
+    const shared = ctx.openSharedSessions
+      ? new SharedCopies(await ctx.openSharedSessions(), ctx.logger)
+      : undefined;
+    const sessions = new SessionCache<Session>(shared ? maxSessions : Infinity, (s) => s.pinned());
+    shared?.watch((id) => sessions.peek(id), (id, copy, why) => void drop(id, copy, why));
+    /** Closes this replica's copy of a session (cluster mode: the record stays). */
+    async function drop(id: string, session: Session, why: string): Promise<void> {
+      sessions.delete(id);
+      shared?.store.forget(id);
+      ctx.logger.debug(`closed a Streamable HTTP session copy: ${why}`);
+      await session.served?.close().catch(() => {});
+      await session.transport.close().catch(() => {});
+    }
     // The same bound as legacy SSE: what one stream may hold for a client that does not read it.
     const limits = {
       maxBytes: ctx.settings.sseMaxQueueBytes,
@@ -117,11 +110,14 @@ export default definePlugin({
     };
     async function closeIdle(): Promise<void> {
       const now = ctx.clock.now();
-      for (const [id, session] of sessions) {
-        const idle = session.inFlight.size === 0 && session.streams === 0 &&
-          now - session.lastSeen >= httpSessionIdleMs;
-        if (!idle) continue;
+      for (const [id, session] of [...sessions.entries()]) {
+        if (shared?.expiredCopy(id, session)) {
+          await drop(id, session, "its shared record expired");
+          continue;
+        }
+        if (session.pinned() || now - session.lastSeen < httpSessionIdleMs) continue;
         sessions.delete(id);
+        shared?.store.forget(id);
         ctx.logger.info("closed an idle Streamable HTTP session", {
           session: id,
           idleSeconds: Math.round((now - session.lastSeen) / 1000),
@@ -165,18 +161,6 @@ export default definePlugin({
     }
 
     /**
-     * A request the client cancelled gets no answer: without this its id would stay in flight (the
-     * session never idle) and a direct request's waiter and HTTP response would be held forever.
-     */
-    function forgetCancelled(session: Session, body: unknown): void {
-      for (const m of Array.isArray(body) ? body : [body]) {
-        if (m?.method !== "notifications/cancelled") continue;
-        const id = m.params?.requestId;
-        if (isRequestId(id) && session.inFlight.delete(id)) session.direct.cancel(id);
-      }
-    }
-
-    /**
      * The SDK transport's SSE response, relayed through bounded output: the SDK enqueues on a push
      * stream that never refuses a chunk, so its stream is drained as it fills and what the client
      * has not read waits, counted, here. `ids` are the POST's requests; none for the GET stream,
@@ -187,10 +171,16 @@ export default definePlugin({
         return response;
       }
       const listening = ids.length === 0;
-      if (listening) session.streams++;
+      if (listening) {
+        session.streams++;
+        shared?.listening(session, true);
+      }
       let open = true;
       const done = () => {
-        if (open && listening) session.streams--;
+        if (open && listening) {
+          session.streams--;
+          shared?.listening(session, false);
+        }
         open = false;
         session.lastSeen = ctx.clock.now();
       };
@@ -246,25 +236,62 @@ export default definePlugin({
           "Bad Request: no Mcp-Session-Id header; start a session with an initialize request, then send its Mcp-Session-Id on every request",
         );
       }
+      const session = newSession(auth, upstream, () => crypto.randomUUID());
+      const refused = await serveSession(session, request, auth, upstream);
+      if (refused) return refused;
+      const response = await session.transport.handleRequest(request, { parsedBody: body });
+      const id = session.transport.sessionId;
+      // A refused initialize (bad Accept header, bad version) leaves no session to keep.
+      if (id === undefined) await session.served!.close();
+      else if (shared) {
+        // Stored before the client hears the id, so its next request may land on any replica.
+        const failed = await shared.opened(id, body, auth, upstream, ctx.clock.now());
+        if (failed) {
+          await drop(id, session, "its record could not be stored");
+          return failed;
+        }
+      }
+      return response;
+    }
+
+    /** A session's transport and bookkeeping, not yet served; `newId` names it at initialize. */
+    function newSession(
+      auth: TokenPayload,
+      upstream: string | undefined,
+      newId: () => string,
+    ): Session {
       const session: Partial<Session> & { owner: TokenPayload } = {
         owner: auth,
         inFlight: new Set(),
         lastSeen: ctx.clock.now(),
         streams: 0,
+        // Busy, listened on, or (cluster) relaying a subscription: not idle, not dropped for room.
+        pinned: () =>
+          session.streams! > 0 || session.inFlight!.size > 0 ||
+          (shared?.holdsSubscriptions(session.transport?.sessionId ?? "") ?? false),
         ...(upstream === undefined ? {} : { upstream }),
       };
       const transport = new WebStandardStreamableHTTPServerTransport({
-        sessionIdGenerator: () => crypto.randomUUID(),
+        sessionIdGenerator: newId,
         enableJsonResponse: httpResponseMode === "json",
         maxRequestBodySize: maxMessageBytes,
         onsessioninitialized: (id) => {
-          sessions.set(id, session as Session);
+          for (const [old, copy] of sessions.set(id, session as Session)) {
+            void drop(old, copy, "the most copies MCP_MAX_SESSIONS allows are held");
+          }
           scheduleSweep();
         },
-        onsessionclosed: (id) => void sessions.delete(id),
+        onsessionclosed: async (id) => {
+          sessions.delete(id);
+          // DELETE on any replica ends the session on all of them.
+          await shared?.store.remove(id).catch((error) =>
+            ctx.logger.warn("could not delete a shared session record", { error: String(error) })
+          );
+        },
       });
       session.transport = transport;
       if (httpResponseMode === "json") releaseJsonStreams(transport);
+      shared?.relay(session as Session);
       const direct = session.direct = new DirectRequests(
         transport,
         httpResponseMode,
@@ -274,29 +301,94 @@ export default definePlugin({
       );
       trackResponses(transport, session.inFlight!);
       transport.onclose = () => {
-        if (transport.sessionId) sessions.delete(transport.sessionId);
+        if (transport.sessionId) {
+          if (sessions.peek(transport.sessionId) === session) sessions.delete(transport.sessionId);
+          shared?.store.forget(transport.sessionId);
+        }
+        session.unsubscribe?.();
         direct.abandonAll("it was closed before the call was answered");
       };
-      try {
-        const bearer = bearerToken(request);
-        session.served = await ctx.serve(transport, {
-          transport: "streamable-http",
-          auth,
-          ...(upstream === undefined ? {} : { upstream }),
-          ...(bearer === undefined ? {} : { bearer }),
-        });
-      } catch (error) {
-        await transport.close();
-        // Full (MCP_MAX_SESSIONS, MCP_MAX_SESSIONS_PER_TENANT): a retryable 503, not a 404.
-        if (error instanceof GatewayError && error.code === "session_limit") {
-          return sessionLimitResponse(error);
+      return session as Session;
+    }
+
+    /** Serves a new session through the kernel; a Response when it was refused (closed then). */
+    async function serveSession(
+      session: Session,
+      request: Request,
+      auth: TokenPayload,
+      upstream: string | undefined,
+      record?: SessionRecord,
+    ): Promise<Response | undefined> {
+      const bearer = bearerToken(request);
+      const info = {
+        transport: "streamable-http",
+        auth,
+        ...(upstream === undefined ? {} : { upstream }),
+        ...(bearer === undefined ? {} : { bearer }),
+        ...(shared ? { state: shared.hooks(session, record) } : {}),
+      };
+      for (let attempt = 0;; attempt++) {
+        try {
+          session.served = await ctx.serve(session.transport, info);
+          return undefined;
+        } catch (error) {
+          // Full: in cluster mode a copy no one uses makes room (it can be rebuilt), once.
+          const full = error instanceof GatewayError && error.code === "session_limit";
+          const perTenant = full && error.data?.limit === "MCP_MAX_SESSIONS_PER_TENANT";
+          const victim = full && shared && attempt === 0 &&
+            sessions.evictOne((s) => !perTenant || s.owner.tenant === auth.tenant);
+          if (victim) {
+            await drop(victim[0], victim[1], "room was needed for another session");
+            continue;
+          }
+          await session.transport.close();
+          // Full (MCP_MAX_SESSIONS, MCP_MAX_SESSIONS_PER_TENANT): a retryable 503, not a 404.
+          if (full) return sessionLimitResponse(error);
+          return rpcError(404, -32001, (error as Error).message);
         }
-        return rpcError(404, -32001, (error as Error).message);
       }
-      const response = await transport.handleRequest(request, { parsedBody: body });
-      // A refused initialize (bad Accept header, bad version) leaves no session to keep.
-      if (transport.sessionId === undefined) await session.served.close();
-      return response;
+    }
+
+    /** A request on a session this replica holds (or just rebuilt), from its own caller only. */
+    function serve(
+      session: Session,
+      request: Request,
+      auth: TokenPayload,
+      upstream: string | undefined,
+      read: Uint8Array | null | undefined,
+    ): Promise<Response> {
+      if (session.upstream !== upstream) return Promise.resolve(sessionNotFound());
+      if (!sameCaller(session.owner, auth)) return Promise.resolve(sessionForbidden());
+      const id = session.transport.sessionId!;
+      if (shared) {
+        if (shared.expiredCopy(id, session)) {
+          return drop(id, session, "its shared record expired").then(sessionNotFound);
+        }
+        shared.store.touch(id);
+      }
+      session.lastSeen = ctx.clock.now();
+      if (request.method === "GET") {
+        return session.transport.handleRequest(request).then((r) => bounded(session, r, []));
+      }
+      if (request.method !== "POST") return session.transport.handleRequest(request);
+      return post(request, session, read);
+    }
+
+    /** Cluster mode: a copy of a session this replica has not seen (or the refusal). */
+    function rebuild(
+      id: string,
+      request: Request,
+      auth: TokenPayload,
+      upstream: string | undefined,
+    ): Promise<Session | Response> {
+      return shared!.rebuild(id, auth, upstream, async (record) => {
+        const session = newSession(auth, upstream, () => id);
+        const refused = await serveSession(session, request, auth, upstream, record);
+        if (refused) return refused;
+        if (await shared!.initialize(session.transport, id, record, request.url)) return session;
+        await drop(id, session, "its stored initialize was refused");
+        return rpcError(500, -32603, "Cannot rebuild this session here; initialize again");
+      });
     }
 
     /**
@@ -323,12 +415,7 @@ export default definePlugin({
       } catch (error) {
         return rpcError(400, -32700, `Parse error: ${(error as Error).message}`);
       }
-      const ids = (Array.isArray(body) ? body : [body]).flatMap((m) =>
-        m && typeof m === "object" && "method" in m && "id" in m &&
-          (typeof m.id === "string" || typeof m.id === "number")
-          ? [m.id as string | number]
-          : []
-      );
+      const ids = requestIds(body);
       const duplicate = ids.find((id, i) => session.inFlight.has(id) || ids.indexOf(id) !== i);
       if (duplicate !== undefined) {
         return rpcError(
@@ -340,7 +427,7 @@ export default definePlugin({
         );
       }
       for (const id of ids) session.inFlight.add(id);
-      forgetCancelled(session, body);
+      forgetCancelled(session.inFlight, session.direct, body);
       const single = session.direct.qualifies(request, body);
       if (single) {
         return session.direct.serve(request, single as typeof single & { id: string | number });
@@ -383,32 +470,19 @@ export default definePlugin({
             ));
           }
           const session = sessions.get(id);
-          if (!session || session.upstream !== upstream) {
-            return Promise.resolve(rpcError(
-              404,
-              -32001,
-              "Session not found: it expired or was closed; send a new initialize request without Mcp-Session-Id",
-            ));
+          if (!session) {
+            if (!shared) return Promise.resolve(sessionNotFound());
+            return rebuild(id, request, auth, upstream).then((copy) =>
+              copy instanceof Response ? copy : serve(copy, request, auth, upstream, read)
+            );
           }
-          if (!sameCaller(session.owner, auth)) {
-            return Promise.resolve(rpcError(
-              403,
-              -32000,
-              "Forbidden: this session belongs to another caller; open your own with initialize",
-            ));
-          }
-          session.lastSeen = ctx.clock.now();
-          if (request.method === "GET") {
-            return session.transport.handleRequest(request).then((r) => bounded(session, r, []));
-          }
-          if (request.method !== "POST") return session.transport.handleRequest(request);
-          return post(request, session, read);
+          return serve(session, request, auth, upstream, read);
         },
       }],
       async close() {
         closed = true;
         sweep?.cancel();
-        const open = [...sessions.values()];
+        const open = [...sessions.entries()].map(([, s]) => s);
         sessions.clear();
         await Promise.allSettled(open.map(async (s) => {
           await s.served?.close();

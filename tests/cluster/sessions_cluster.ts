@@ -1,0 +1,247 @@
+/**
+ * Streamable HTTP sessions on any replica (issue 22, item 1): through HAProxy round-robin with no
+ * stickiness, a session opened on one replica is served by all three; a GET stream on one replica
+ * hears what another replica changed; a session id is no credential on any replica; DELETE and
+ * expiry end a session everywhere.
+ */
+import assert from "node:assert/strict";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { NEEDS_CLUSTER, startCluster, type TestCluster } from "../support/cluster.ts";
+
+const IDLE_SECONDS = 4;
+
+/** Finished tool calls a replica counted (its own /metrics). */
+async function callsServed(cluster: TestCluster, url: string): Promise<number> {
+  const response = await fetch(`${url}/metrics`, {
+    headers: { Authorization: `Bearer ${cluster.adminToken}` },
+  });
+  const text = await response.text();
+  assert.equal(response.status, 200, text.slice(0, 200));
+  return text.split("\n").filter((line) => line.startsWith("agent33_tool_calls_total{"))
+    .reduce((sum, line) => sum + Number(line.split(" ").at(-1)), 0);
+}
+
+/** One JSON-RPC message POSTed on a session at `url`; the HTTP status and the answer, if any. */
+async function post(
+  url: string,
+  token: string,
+  session: string | undefined,
+  message: Record<string, unknown>,
+): Promise<{ status: number; session: string | null; answer?: Record<string, unknown> }> {
+  const response = await fetch(`${url}/mcp`, {
+    method: "POST",
+    headers: {
+      Authorization: `Bearer ${token}`,
+      Accept: "application/json, text/event-stream",
+      "Content-Type": "application/json",
+      ...(session ? { "Mcp-Session-Id": session } : {}),
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", ...message }),
+  });
+  const text = await response.text();
+  const data = text.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6));
+  const body = response.headers.get("content-type")?.includes("text/event-stream")
+    ? data.map((d) => JSON.parse(d)).find((m) => "result" in m || "error" in m)
+    : text
+    ? JSON.parse(text)
+    : undefined;
+  return { status: response.status, session: response.headers.get("mcp-session-id"), answer: body };
+}
+
+async function initialize(url: string, token: string): Promise<string> {
+  const opened = await post(url, token, undefined, {
+    id: 0,
+    method: "initialize",
+    params: {
+      protocolVersion: "2025-06-18",
+      capabilities: {},
+      clientInfo: { name: "sessions-cluster", version: "1" },
+    },
+  });
+  assert.equal(opened.status, 200);
+  assert.ok(opened.session);
+  await post(url, token, opened.session, { method: "notifications/initialized" });
+  return opened.session;
+}
+
+/** Reads an SSE body until `want` matches one of its messages or `ms` pass; every method seen. */
+async function listen(
+  body: ReadableStream<Uint8Array>,
+  until: Promise<unknown>,
+): Promise<string[]> {
+  const methods: string[] = [];
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  const stop = until.then(() => reader.cancel());
+  for (;;) {
+    const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
+    if (done) break;
+    buffer += value;
+    const lines = buffer.split("\n");
+    buffer = lines.pop() ?? "";
+    for (const line of lines) {
+      if (line.startsWith("data: ")) methods.push(JSON.parse(line.slice(6)).method);
+    }
+  }
+  await stop;
+  return methods;
+}
+
+async function otherTenantToken(): Promise<{ token: string; file: string }> {
+  const token = crypto.randomUUID().replaceAll("-", "");
+  const digest = new Uint8Array(
+    await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token)),
+  );
+  const hex = [...digest].map((b) => b.toString(16).padStart(2, "0")).join("");
+  const file = await Deno.makeTempFile({ suffix: ".yaml" });
+  await Deno.writeTextFile(
+    file,
+    `tokens:\n  - sha256: ${hex}\n    tenant: globex\n    scopes: [mcp]\n    subject: mallory\n`,
+  );
+  return { token, file };
+}
+
+Deno.test("Streamable HTTP sessions are served by any replica", NEEDS_CLUSTER, async (t) => {
+  const other = await otherTenantToken();
+  const cluster = await startCluster({
+    env: {
+      MCP_HTTP_SESSION_IDLE_SECONDS: String(IDLE_SECONDS),
+      MCP_TOOL_DISCOVERY_MODE: "search",
+      MCP_AUTH_TOKENS_FILE: other.file,
+    },
+  });
+  const [a, b, c] = cluster.replicas as [
+    TestCluster["replicas"][0],
+    TestCluster["replicas"][0],
+    TestCluster["replicas"][0],
+  ];
+  try {
+    await t.step(
+      "an SDK client initializes through HAProxy, then 100 calls spread over all three replicas succeed on its one session",
+      async () => {
+        const before = await Promise.all(cluster.replicas.map((r) => callsServed(cluster, r.url)));
+        const transport = new StreamableHTTPClientTransport(new URL(`${cluster.url}/mcp`), {
+          requestInit: { headers: { Authorization: `Bearer ${cluster.token}` } },
+        });
+        const client = new Client({ name: "sessions-cluster", version: "1" });
+        await client.connect(transport);
+        const session = transport.sessionId;
+        try {
+          for (let i = 0; i < 100; i++) {
+            const result = await client.callTool({ name: "fixture__ok", arguments: {} });
+            assert.deepEqual(result.content, [{ type: "text", text: "ok" }], `call ${i}`);
+          }
+          assert.equal(transport.sessionId, session, "the same session throughout");
+          const tools = await client.listTools();
+          assert.ok(tools.tools.some((tool) => tool.name === "tool_search"));
+        } finally {
+          await transport.terminateSession();
+          await client.close();
+        }
+        const after = await Promise.all(cluster.replicas.map((r) => callsServed(cluster, r.url)));
+        const served = after.map((n, i) => n - before[i]!);
+        assert.equal(served.reduce((x, y) => x + y, 0), 100);
+        for (const [i, n] of served.entries()) {
+          assert.ok(n > 0, `replica ${cluster.replicas[i]!.id} served none: ${served}`);
+        }
+      },
+    );
+
+    await t.step(
+      "a GET stream on replica C hears tools/list_changed, once, for an activation made through replica A",
+      async () => {
+        const session = await initialize(a.url, cluster.token);
+        const stream = await fetch(`${c.url}/mcp`, {
+          headers: {
+            Authorization: `Bearer ${cluster.token}`,
+            Accept: "text/event-stream",
+            "Mcp-Session-Id": session,
+          },
+        });
+        assert.equal(stream.status, 200);
+        let heard: () => void = () => {};
+        const done = new Promise<void>((resolve) => heard = resolve);
+        const methods = listen(stream.body!, done);
+        const activated = await post(a.url, cluster.token, session, {
+          id: 1,
+          method: "tools/call",
+          params: { name: "tool_activate", arguments: { names: ["fixture__ok"] } },
+        });
+        assert.equal(activated.status, 200);
+        assert.equal((activated.answer?.result as { isError?: boolean }).isError, undefined);
+        // Replica B's copy sees the activation as well (it reads the record once).
+        const listed = await post(b.url, cluster.token, session, { id: 2, method: "tools/list" });
+        const names = (listed.answer?.result as { tools: { name: string }[] }).tools.map((x) =>
+          x.name
+        );
+        assert.ok(names.includes("fixture__ok"), names.join(", "));
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        heard();
+        const seen = await methods;
+        assert.deepEqual(
+          seen.filter((m) => m === ToolListChangedNotificationSchema.shape.method.value),
+          ["notifications/tools/list_changed"],
+          `exactly one list_changed on C's stream: ${seen}`,
+        );
+      },
+    );
+
+    await t.step(
+      "another tenant's token with a valid session id is refused on every replica",
+      async () => {
+        const session = await initialize(a.url, cluster.token);
+        for (const replica of [c, b, a]) {
+          const refused = await post(replica.url, other.token, session, {
+            id: 3,
+            method: "tools/call",
+            params: { name: "fixture__ok", arguments: {} },
+          });
+          assert.equal(refused.status, 403, replica.id);
+        }
+        const own = await post(c.url, cluster.token, session, { id: 4, method: "tools/list" });
+        assert.equal(own.status, 200, "its owner still uses it after the refusals");
+      },
+    );
+
+    await t.step("DELETE on one replica ends the session on every replica", async () => {
+      const session = await initialize(a.url, cluster.token);
+      for (const replica of [a, b, c]) {
+        assert.equal(
+          (await post(replica.url, cluster.token, session, { id: 5, method: "ping" })).status,
+          200,
+        );
+      }
+      const deleted = await fetch(`${b.url}/mcp`, {
+        method: "DELETE",
+        headers: { Authorization: `Bearer ${cluster.token}`, "Mcp-Session-Id": session },
+      });
+      await deleted.body?.cancel();
+      assert.equal(deleted.status, 200);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      for (const replica of [a, b, c]) {
+        const gone = await post(replica.url, cluster.token, session, { id: 6, method: "ping" });
+        assert.equal(gone.status, 404, replica.id);
+      }
+    });
+
+    await t.step("an expired session is gone on every replica", async () => {
+      const session = await initialize(a.url, cluster.token);
+      for (const replica of [a, b, c]) {
+        assert.equal(
+          (await post(replica.url, cluster.token, session, { id: 7, method: "ping" })).status,
+          200,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, (IDLE_SECONDS + 2) * 1000));
+      for (const replica of [a, b, c]) {
+        const gone = await post(replica.url, cluster.token, session, { id: 8, method: "ping" });
+        assert.equal(gone.status, 404, replica.id);
+      }
+    });
+  } finally {
+    await cluster.stop();
+    await Deno.remove(other.file);
+  }
+});
