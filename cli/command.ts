@@ -7,6 +7,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { stderrSink } from "../core/support/logger.ts";
+import { processEnvironment } from "../core/config/environment.ts";
 
 /** Where a command writes, and the environment it reads. */
 export interface CommandIo {
@@ -57,6 +58,6 @@ export function processIo(options: { lines?: boolean } = {}): CommandIo {
   return {
     out: (text) => void Deno.stdout.writeSync(encoder.encode(text + suffix)),
     err: stderrSink,
-    env: Deno.env.toObject(),
+    env: processEnvironment(),
   };
 }

@@ -111,6 +111,7 @@ export async function runDiscoverCommand(args: string[], io: DiscoverIo): Promis
     const ctx: PluginContext = {
       logger: logger.child(manifest.name),
       clock: systemClock,
+      env: io.env,
       config: {
         ...pluginConfigSlice(
           manifest.name,
@@ -153,7 +154,7 @@ export async function runDiscoverCommand(args: string[], io: DiscoverIo): Promis
   const proposals = candidateProposals(
     candidates,
     fleetViewOf(fleetText),
-    trustedSources(io.env as Record<string, string>),
+    trustedSources(io.env),
   );
   if (values.apply && proposals.length > 0) {
     const defaults = {

@@ -12,8 +12,9 @@ import { createHostGuard, isLoopbackHost } from "./auth/host_guard.ts";
 import { refuseNonJsonBody } from "./auth/json_body_guard.ts";
 import type { TokenPayload } from "./auth/token_payload.ts";
 import { type BridgeObserver, MCPServiceBridge } from "./mcp/bridge.ts";
-import { type Clock, systemClock } from "./support/clock.ts";
+import { type Clock, settlesWithin, systemClock } from "./support/clock.ts";
 import type { GatewayConfig } from "./config/config.ts";
+import { processEnvironment } from "./config/environment.ts";
 import { DefinitionRegistry } from "./mcp/definition_registry.ts";
 import { Engine } from "./engine/engine.ts";
 import { CallPipeline, HTTP_HINTS, STDIO_HINTS } from "./mcp/call_pipeline.ts";
@@ -92,8 +93,9 @@ export interface KernelOptions {
   /** Plugin directories; the built-in one plus MCP_PLUGIN_PATHS by default. */
   pluginDirs?: string[];
   /**
-   * The resolved environment fleet files interpolate (`.env` under the process's variables, as
-   * config.ts's `loadEnvironment` reads it); the process's own variables by default.
+   * The resolved environment (`.env` under the process's variables, as config.ts's
+   * `loadEnvironment` reads it): what fleet files interpolate, stdio children take their base
+   * variables from, and plugins and the operator routes read; the process's own by default.
    */
   env?: Record<string, string | undefined>;
 }
@@ -143,6 +145,8 @@ export class Kernel implements OperatorHost {
   readonly config: GatewayConfig;
   readonly logger: Logger;
   readonly clock: Clock;
+  /** The resolved environment (`.env` under the process's variables): fleets, children, plugins. */
+  readonly env: Readonly<Record<string, string | undefined>>;
   readonly bus: SwitchableEventBus;
   readonly tools: ToolRegistry = new ToolRegistry();
   readonly agents: DefinitionRegistry = new DefinitionRegistry();
@@ -206,12 +210,14 @@ export class Kernel implements OperatorHost {
     this.logger = options.logger ??
       createLogger({ level: options.config.log.level, format: options.config.log.format });
     this.clock = options.clock ?? systemClock;
+    this.env = options.env ?? processEnvironment();
     this.#mcpEnabled = options.config.server.enabled;
     this.bus = new SwitchableEventBus(new InProcessEventBus(this.logger.child("bus")));
     this.#upstreams = new UpstreamTransports({
       maxMessageBytes: options.config.server.maxMessageBytes,
-      baseEnv: baseEnv(),
+      baseEnv: baseEnv(this.env),
       logger: this.logger.child("upstream"),
+      clock: this.clock,
     });
     this.proxy = new ProxyManager({
       createTransport: (server) => this.#upstreams.create(server),
@@ -651,12 +657,8 @@ export class Kernel implements OperatorHost {
   /** Resolves once every served session has answered its tool calls, or after `timeoutMs`. */
   async #answersSent(timeoutMs: number): Promise<void> {
     if (!this.#callsPending()) return;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      new Promise<void>((resolve) => this.#gatesIdle.push(resolve)),
-      new Promise<void>((resolve) => timer = setTimeout(resolve, timeoutMs)),
-    ]);
-    clearTimeout(timer);
+    const idle = new Promise<void>((resolve) => this.#gatesIdle.push(resolve));
+    await settlesWithin(this.clock, timeoutMs, idle);
   }
 
   #callsPending(): boolean {
@@ -690,12 +692,7 @@ export class Kernel implements OperatorHost {
     }
     // Written before the transports close; bounded, since a client that stopped reading
     // (a full stdout pipe) must not hold the stop.
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      Promise.all(sends),
-      new Promise((resolve) => timer = setTimeout(resolve, FLUSH_MS)),
-    ]);
-    clearTimeout(timer);
+    await settlesWithin(this.clock, FLUSH_MS, Promise.all(sends));
     return sends.length;
   }
 
@@ -888,8 +885,7 @@ export class Kernel implements OperatorHost {
 
   /** The variables a fleet file interpolates: the resolved environment, with the data directory. */
   #fleetEnv(): Record<string, string | undefined> {
-    const env = this.#options.env ?? Deno.env.toObject();
-    return { ...env, [DATA_DIR_VARIABLE]: this.config.dataDir };
+    return { ...this.env, [DATA_DIR_VARIABLE]: this.config.dataDir };
   }
 
   /**
@@ -1063,6 +1059,7 @@ export class Kernel implements OperatorHost {
     const base: PluginContext = {
       logger,
       clock: this.clock,
+      env: this.env,
       config,
       bus: this.bus,
       tools: { register: (tool) => this.tools.register(tool) },

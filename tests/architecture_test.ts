@@ -65,28 +65,15 @@ const BIG_FUNCTION_EXCEPTIONS: Record<string, string> = {
     "the child's stdin, stdout and stderr pumps share one lifecycle",
 };
 
-const TIMERS_TODO = "not yet routed through the clock (issue 21 step 6, in progress)";
-
 /** Source files allowed to use the runtime's timers directly, each with why. */
 const TIMER_EXCEPTIONS: Record<string, string> = {
   "core/support/clock.ts": "systemClock is the one real clock the others are injected with",
   "core/operator/dashboard/app.js":
     "the dashboard's browser code: it runs in the operator's browser",
-  "core/kernel.ts": TIMERS_TODO,
-  "core/mcp/bridge.ts": TIMERS_TODO,
-  "core/tracing/otlp_tracer.ts": TIMERS_TODO,
 };
 
-const ENV_TODO = "still reads the process's variables, not the resolved environment (in progress)";
-
-/** Source files allowed to read Deno.env outside core/config/, each with why. */
-const ENV_EXCEPTIONS: Record<string, string> = {
-  "cli/command.ts": "the commands' entry point hands the process's variables to each command",
-  "core/kernel.ts": ENV_TODO,
-  "core/operator/sync_routes.ts": ENV_TODO,
-  "core/proxy/upstream_transports.ts": ENV_TODO,
-  "plugins/discovery-k8s/mod.ts": ENV_TODO,
-};
+/** Source files allowed to read Deno.env outside core/config/, each with why (none left). */
+const ENV_EXCEPTIONS: Record<string, string> = {};
 
 const files: SourceFile[] = await readSourceTree(ROOT);
 const code = new Map(

@@ -8,7 +8,7 @@
  */
 import { fileURLToPath } from "node:url";
 import type { z } from "zod";
-import { readDotenv } from "./dotenv.ts";
+import { type EnvironmentSource, loadEnvironment } from "./environment.ts";
 import { GatewayError } from "../support/errors.ts";
 import { JWKS_NEEDS_AUDIENCE } from "../auth/jwt_verifier.ts";
 import { isLoopbackHost } from "../auth/host_guard.ts";
@@ -372,24 +372,10 @@ function defaultResource(host: string, port: number): string {
 }
 
 export { DEFAULT_PAGE_SIZE } from "./settings/settings.ts";
+export { type EnvironmentSource, loadEnvironment } from "./environment.ts";
 
 /** This checkout's root, where the embedded defaults (demo/, agents/, …) live. */
 const REPOSITORY = fileURLToPath(new URL("../../", import.meta.url));
-
-/** Where {@link loadEnvironment} reads from: the process's variables and a `.env` file by default. */
-export interface EnvironmentSource {
-  env?: Record<string, string>;
-  envFile?: string;
-}
-
-/** The resolved environment: `.env` with the process variables over it (config and fleet read it). */
-export async function loadEnvironment(
-  options: EnvironmentSource = {},
-): Promise<Record<string, string>> {
-  const env = options.env ?? Deno.env.toObject();
-  const fromFile = await readDotenv(options.envFile ?? ".env");
-  return { ...fromFile, ...env };
-}
 
 /** Reads `.env` (process variables win over it), applies flags, and resolves. */
 export async function loadConfig(

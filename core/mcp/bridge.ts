@@ -12,7 +12,7 @@
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import type { Clock } from "../support/clock.ts";
+import { type Clock, settlesWithin } from "../support/clock.ts";
 import type { DefinitionRegistry } from "./definition_registry.ts";
 import { GatewayError } from "../support/errors.ts";
 import type { EventBus } from "../bus/event_bus.ts";
@@ -210,20 +210,15 @@ export class MCPServiceBridge {
    */
   async drain(timeoutMs: number): Promise<{ drained: boolean; pending: number }> {
     if (this.#inFlight === 0) return { drained: true, pending: 0 };
-    let timer: ReturnType<typeof setTimeout> | undefined;
     let wake: (() => void) | undefined;
-    const idle = new Promise<boolean>((resolve) => {
-      wake = () => resolve(true);
+    const idle = new Promise<void>((resolve) => {
+      wake = resolve;
       this.#idleWaiters.push(wake);
     });
-    const late = new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), timeoutMs);
-    });
     try {
-      const drained = await Promise.race([idle, late]);
+      const drained = await settlesWithin(this.#options.clock, timeoutMs, idle);
       return { drained, pending: this.#inFlight };
     } finally {
-      clearTimeout(timer);
       // A drain that timed out must not stay registered (shutdown polls it repeatedly).
       this.#idleWaiters = this.#idleWaiters.filter((w) => w !== wake);
     }

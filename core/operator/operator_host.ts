@@ -29,6 +29,8 @@ export interface FleetDiff {
 /** The running gateway as the operator routes see it (implemented by the Kernel). */
 export interface OperatorHost {
   readonly config: GatewayConfig;
+  /** The resolved environment (`.env` under the process's variables), as the config read it. */
+  readonly env: Readonly<Record<string, string | undefined>>;
   readonly clock: Clock;
   readonly bus: SwitchableEventBus;
   readonly bridge: MCPServiceBridge;

@@ -86,7 +86,11 @@ export function pendingProposals(kernel: OperatorHost): SyncProposal[] {
   const store = proposalsOf(kernel);
   if (!kernel.discovery) return store.list();
   // Worked out from the live candidates on each ask: applied ones drop out as the fleet has them.
-  const live = candidateProposals(kernel.discovery.candidates, kernel.fleet, trustedSources());
+  const live = candidateProposals(
+    kernel.discovery.candidates,
+    kernel.fleet,
+    trustedSources(kernel.env),
+  );
   return [...(store.registry?.proposals ?? []), ...live];
 }
 
@@ -99,7 +103,7 @@ async function proposals(kernel: OperatorHost, url: URL): Promise<Response> {
       discoveryErrors = await kernel.discovery.refresh();
     } else {
       const round = await discoverOnce(kernel.pluginsOf("discovery"), kernel.fleet, {
-        trusted: trustedSources(),
+        trusted: trustedSources(kernel.env),
         timeoutMs: kernel.config.discovery.timeoutMs,
         clock: kernel.clock,
       });
@@ -137,7 +141,7 @@ async function run(kernel: OperatorHost, fleetPath: string, body: Record<string,
     const result = await planFromRegistry({
       registry,
       fleetPath,
-      env: Deno.env.toObject(),
+      env: { ...kernel.env },
       ...(full === true ? { full: true } : {}),
       ...(typeof search === "string" ? { search } : {}),
       ...(Array.isArray(include) ? { include: include.map(String) } : {}),
@@ -202,7 +206,7 @@ async function apply(kernel: OperatorHost, fleetPath: string, body: Record<strin
 }
 
 /** `MCP_DISCOVERY_TRUSTED`: discovery sources whose candidates are added enabled. */
-export function trustedSources(env = Deno.env.toObject()): Set<string> {
+export function trustedSources(env: Readonly<Record<string, string | undefined>>): Set<string> {
   return new Set(
     (env.MCP_DISCOVERY_TRUSTED ?? "").split(",").map((s) => s.trim()).filter(Boolean),
   );

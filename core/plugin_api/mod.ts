@@ -100,10 +100,15 @@ export interface ToolRegistration {
   register(tool: NativeTool): () => void;
 }
 
-/** What every plugin receives: a logger, a clock, its config slice, the bus and tool registration. */
+/** What every plugin receives: a logger, a clock, the environment, its config slice, the bus and tool registration. */
 export interface PluginContext {
   logger: Logger;
   clock: Clock;
+  /**
+   * The resolved environment (`.env` under the process's variables), for what the platform sets
+   * (e.g. KUBERNETES_SERVICE_HOST); the plugin's own settings come in `config`.
+   */
+  env: Readonly<Record<string, string | undefined>>;
   /** `MCP_PLUGIN_<NAME>_<KEY>` variables, keyed by `<KEY>` lower-cased; validated if the manifest has a `configSchema`. */
   config: Record<string, unknown>;
   bus: EventBus;

@@ -37,10 +37,8 @@ export const BASE_ENV_NAMES = [
   "LOCALAPPDATA",
 ] as const;
 
-/** The base environment of every stdio child, read once from the gateway's own. */
-export function baseEnv(
-  env: Record<string, string | undefined> = Deno.env.toObject(),
-): Record<string, string> {
+/** The base environment of every stdio child: the {@link BASE_ENV_NAMES} of the gateway's `env`. */
+export function baseEnv(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const name of BASE_ENV_NAMES) {
     const value = env[name];

@@ -178,6 +178,7 @@ export async function collectFleet(
   const ctx: PluginContext = {
     logger: silentLogger,
     clock: systemClock,
+    env,
     config: {},
     bus: new InProcessEventBus(silentLogger),
     tools: { register: () => () => {} },

@@ -24,6 +24,8 @@ export async function loadScannerRulesFrom(
   const ctx: PluginContext = {
     logger: silentLogger,
     clock: systemClock,
+    // Rules judge catalogs; none reads the environment.
+    env: {},
     config: {},
     bus: new InProcessEventBus(silentLogger),
     tools: { register: () => () => {} },

@@ -8,7 +8,7 @@
  * restarted, a failed or stalled one is retried with backoff, and each change is an event.
  * @module
  */
-import { type Clock, systemClock, type TimerHandle } from "../support/clock.ts";
+import { type Clock, pause, systemClock, type TimerHandle } from "../support/clock.ts";
 import type { GatewayEvent } from "../bus/events.ts";
 import type { DiscoveryCandidate, DiscoverySource } from "../plugin_api/mod.ts";
 import { DISCOVERY_MARKER } from "../proxy/fleet_origin.ts";
@@ -447,17 +447,7 @@ export class DiscoveryService {
 
   /** Waits `ms` on the clock, or less when the service stops. */
   #wait(ms: number): Promise<void> {
-    const signal = this.#controller.signal;
-    return new Promise((resolve) => {
-      if (signal.aborted) return resolve();
-      const timer = this.#options.clock.setTimeout(done, ms);
-      signal.addEventListener("abort", done, { once: true });
-      function done() {
-        timer.cancel();
-        signal.removeEventListener("abort", done);
-        resolve();
-      }
-    });
+    return pause(this.#options.clock, ms, this.#controller.signal);
   }
 }
 

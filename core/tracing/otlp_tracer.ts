@@ -13,6 +13,7 @@
  * Imported only when tracing is on (see gateway_tracer.ts).
  * @module
  */
+import { type Clock, deadline, systemClock, type TimerHandle } from "../support/clock.ts";
 import type { Logger } from "../support/logger.ts";
 import { redact } from "../support/redact.ts";
 import { GATEWAY_INFO } from "../support/version.ts";
@@ -86,15 +87,18 @@ export class OtlpTracer implements GatewayTracer {
   readonly #head: string;
   readonly #resource: OtlpResource;
   #queue: SpanRecord[] = [];
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  readonly #clock: Clock;
+  #timer: TimerHandle | undefined;
   #pending = new Set<Promise<void>>();
   #failing = false;
   #dropped = 0;
   #stopped = false;
 
-  constructor(config: TracingConfig, logger: Logger) {
+  /** `clock` times the batch delay and each export's timeout. */
+  constructor(config: TracingConfig, logger: Logger, clock: Clock = systemClock) {
     this.#config = config;
     this.#log = logger;
+    this.#clock = clock;
     this.#sample = sampler(config);
     const resource = {
       ...config.resourceAttributes,
@@ -150,7 +154,7 @@ export class OtlpTracer implements GatewayTracer {
     }
     this.#queue.push(span);
     if (this.#queue.length >= BATCH_SPANS) this.#send();
-    else this.#timer ??= setTimeout(() => this.#send(), BATCH_DELAY_MS);
+    else this.#timer ??= this.#clock.setTimeout(() => this.#send(), BATCH_DELAY_MS);
   }
 
   async flush(): Promise<void> {
@@ -164,11 +168,11 @@ export class OtlpTracer implements GatewayTracer {
   }
 
   #send(): void {
-    clearTimeout(this.#timer);
+    this.#timer?.cancel();
     this.#timer = undefined;
     const spans = this.#queue.splice(0, BATCH_SPANS);
     if (spans.length === 0) return;
-    if (this.#queue.length > 0) this.#timer = setTimeout(() => this.#send(), 0);
+    if (this.#queue.length > 0) this.#timer = this.#clock.setTimeout(() => this.#send(), 0);
     const json = this.#config.protocol === "http/json";
     const body = json ? `${this.#head}[${spans.map(otlpSpan).join(",")}]}]}]}` : encodeTraceRequest(
       this.#resource,
@@ -178,8 +182,7 @@ export class OtlpTracer implements GatewayTracer {
         endTimeUnixNano: bigNanos(span.end),
       })),
     ) as Uint8Array<ArrayBuffer>;
-    const abort = new AbortController();
-    const timeout = setTimeout(() => abort.abort(), this.#config.timeoutMs);
+    const limit = deadline(this.#clock, this.#config.timeoutMs);
     const sent = fetch(this.#config.endpoint, {
       method: "POST",
       headers: {
@@ -187,7 +190,7 @@ export class OtlpTracer implements GatewayTracer {
         "content-type": json ? "application/json" : "application/x-protobuf",
       },
       body,
-      signal: abort.signal,
+      signal: limit.signal,
     }).then(async (response) => {
       await response.body?.cancel();
       if (!response.ok) throw new Error(`the collector answered HTTP ${response.status}`);
@@ -203,7 +206,7 @@ export class OtlpTracer implements GatewayTracer {
       }
       this.#failing = true;
     }).finally(() => {
-      clearTimeout(timeout);
+      limit.cancel();
       this.#pending.delete(sent);
       if (this.#dropped > 0) {
         this.#log.warn(`${this.#dropped} spans dropped: more than ${MAX_QUEUED_SPANS} were queued`);

@@ -369,6 +369,7 @@ function pluginContext(config: Record<string, unknown>): PluginContext {
   return {
     logger: silentLogger,
     clock: systemClock,
+    env: {},
     config,
     bus: new InProcessEventBus(),
     tools: { register: () => () => {} },

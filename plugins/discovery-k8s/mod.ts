@@ -6,7 +6,11 @@
  * namespace.
  * @module
  */
-import { type Clock, definePlugin, type DiscoverySource } from "../../core/plugin_api/mod.ts";
+import {
+  definePlugin,
+  type DiscoverySource,
+  type PluginContext,
+} from "../../core/plugin_api/mod.ts";
 import { type K8sConnection, resolveConnection } from "./connection.ts";
 import { K8sSource } from "./k8s_source.ts";
 
@@ -22,7 +26,7 @@ export default definePlugin({
     let source: Promise<K8sSource> | undefined;
     // A failed connect is not kept: the next ask tries again (the kubeconfig may be fixed).
     const get = () =>
-      source ??= connect(ctx.config, ctx.clock).catch((error) => {
+      source ??= connect(ctx).catch((error) => {
         source = undefined;
         throw error;
       });
@@ -40,11 +44,10 @@ export default definePlugin({
   },
 });
 
-async function connect(
-  config: Record<string, unknown>,
-  clock: Clock,
-): Promise<K8sSource> {
-  const env = Deno.env.toObject();
+/** The source over the connection the resolved environment (and the context's config) names. */
+async function connect(ctx: PluginContext): Promise<K8sSource> {
+  const { config, clock } = ctx;
+  const env = { ...ctx.env };
   const context = typeof config.context === "string" && config.context !== ""
     ? config.context
     : undefined;

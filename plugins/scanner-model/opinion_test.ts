@@ -15,6 +15,7 @@ import { modelOpinionRule, parseVerdict } from "./opinion.ts";
 const ctx = (config: Record<string, unknown>, models?: () => ModelProvider[]): PluginContext => ({
   logger: silentLogger,
   clock: systemClock,
+  env: {},
   config,
   bus: new InProcessEventBus(silentLogger),
   tools: { register: () => () => {} },

@@ -35,7 +35,7 @@ async function withUpstream(
   const clock = new ManualClock(1_000_000);
   const transports = new UpstreamTransports({
     maxMessageBytes: 1024 * 1024,
-    baseEnv: baseEnv(),
+    baseEnv: baseEnv(Deno.env.toObject()),
     logger: silentLogger,
   });
   transports.add(await stdio.create(testPluginContext(silentLogger)));

@@ -24,6 +24,9 @@ import {
   SERVICE,
 } from "../../plugins/discovery-lan/lan_source.ts";
 import { TailscaleSource } from "../../plugins/discovery-tailscale/tailscale_source.ts";
+import k8sPlugin from "../../plugins/discovery-k8s/mod.ts";
+import { testPluginContext } from "../fixtures/upstreams/support.ts";
+import { silentLogger } from "../../core/support/logger.ts";
 
 const K8S_DATA = new URL("../../plugins/discovery-k8s/testdata/", import.meta.url);
 const read = (name: string, base = K8S_DATA) => Deno.readTextFile(new URL(name, base));
@@ -919,5 +922,22 @@ Deno.test("MCP_DISCOVERY=k8s: a watch the API server accepts but never answers t
     await running.stop();
     Deno.env.delete("MCP_DISCOVERY_TIMEOUT_MS");
     await server.shutdown();
+  }
+});
+
+Deno.test("The k8s plugin reaches the API server its context's resolved environment names (.env included), not only the process's", async () => {
+  assert.equal(Deno.env.get("MCP_K8S_API"), undefined, "the process does not name one");
+  const fake = await fakeKubernetes();
+  const source = await k8sPlugin.create({
+    ...testPluginContext(silentLogger),
+    env: { MCP_K8S_API: fake.api, MCP_K8S_TOKEN: "from-dotenv" },
+  });
+  try {
+    const listed = await source.list!();
+    assert.ok(listed.some((c) => c.id === "tools/weather-mcp"), JSON.stringify(listed));
+    assert.deepEqual(fake.tokens, ["Bearer from-dotenv"]);
+  } finally {
+    await (source as { close(): Promise<void> }).close();
+    await fake.close();
   }
 });

@@ -72,6 +72,28 @@ export const READ_ELSEWHERE: readonly ReadElsewhere[] = [
     meaning: "Discovery sources whose candidates are proposed enabled, e.g. `k8s,tailscale`",
   },
   {
+    name: "MCP_K8S_API",
+    group: "discovery",
+    readBy: "plugins/discovery-k8s/connection.ts",
+    shownDefault: "none (a kubeconfig, else in-cluster)",
+    meaning:
+      "Kubernetes API server URL k8s discovery lists Services from, before any kubeconfig ([kubernetes.md](kubernetes.md))",
+  },
+  {
+    name: "MCP_K8S_TOKEN",
+    group: "discovery",
+    readBy: "plugins/discovery-k8s/connection.ts",
+    shownDefault: "none",
+    meaning: "Bearer token sent to `MCP_K8S_API`",
+  },
+  {
+    name: "MCP_K8S_NAMESPACE",
+    group: "discovery",
+    readBy: "plugins/discovery-k8s/mod.ts",
+    shownDefault: "none (all namespaces)",
+    meaning: "The one namespace k8s discovery lists Services in",
+  },
+  {
     name: "MCP_SYNC_ALLOW_PRIVATE",
     group: "discovery",
     readBy: "core/sync/sync_run.ts",
