@@ -9,6 +9,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { NEEDS_CLUSTER, startCluster, type TestCluster } from "../support/cluster.ts";
+import { eventually } from "../support/fleet.ts";
 
 const IDLE_SECONDS = 4;
 
@@ -29,7 +30,9 @@ async function post(
   token: string,
   session: string | undefined,
   message: Record<string, unknown>,
-): Promise<{ status: number; session: string | null; answer?: Record<string, unknown> }> {
+): Promise<
+  { status: number; session: string | null; answer?: Record<string, unknown>; methods: string[] }
+> {
   const response = await fetch(`${url}/mcp`, {
     method: "POST",
     headers: {
@@ -41,13 +44,18 @@ async function post(
     body: JSON.stringify({ jsonrpc: "2.0", ...message }),
   });
   const text = await response.text();
-  const data = text.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6));
-  const body = response.headers.get("content-type")?.includes("text/event-stream")
-    ? data.map((d) => JSON.parse(d)).find((m) => "result" in m || "error" in m)
+  const sse = response.headers.get("content-type")?.includes("text/event-stream");
+  const messages: Record<string, unknown>[] = sse
+    ? text.split("\n").filter((l) => l.startsWith("data: ")).map((l) => JSON.parse(l.slice(6)))
     : text
-    ? JSON.parse(text)
-    : undefined;
-  return { status: response.status, session: response.headers.get("mcp-session-id"), answer: body };
+    ? [JSON.parse(text)]
+    : [];
+  return {
+    status: response.status,
+    session: response.headers.get("mcp-session-id"),
+    answer: messages.find((m) => "result" in m || "error" in m),
+    methods: messages.flatMap((m) => typeof m.method === "string" ? [m.method] : []),
+  };
 }
 
 async function initialize(url: string, token: string): Promise<string> {
@@ -189,6 +197,32 @@ Deno.test("Streamable HTTP sessions are served by any replica", NEEDS_CLUSTER, a
     );
 
     await t.step(
+      "a log level set through replica A filters a call's upstream log messages on B and C",
+      async () => {
+        const session = await initialize(a.url, cluster.token);
+        const flood = (url: string, id: number) =>
+          post(url, cluster.token, session, {
+            id,
+            method: "tools/call",
+            params: { name: "fixture__flood", arguments: { count: 2 } },
+          });
+        const logs = (r: { methods: string[] }) =>
+          r.methods.filter((m) => m === "notifications/message").length;
+        assert.equal(logs(await flood(b.url, 10)), 2, "info messages pass by default");
+        const set = await post(a.url, cluster.token, session, {
+          id: 11,
+          method: "logging/setLevel",
+          params: { level: "error" },
+        });
+        assert.deepEqual(set.answer?.result, {});
+        assert.equal(logs(await flood(c.url, 12)), 0, "C rebuilt its copy with the level");
+        // B's copy learns it from the bucket watch (within milliseconds of the write).
+        let id = 13;
+        await eventually(async () => logs(await flood(b.url, id++)) === 0, "B's copy at error");
+      },
+    );
+
+    await t.step(
       "another tenant's token with a valid session id is refused on every replica",
       async () => {
         const session = await initialize(a.url, cluster.token);
@@ -240,6 +274,29 @@ Deno.test("Streamable HTTP sessions are served by any replica", NEEDS_CLUSTER, a
         assert.equal(gone.status, 404, replica.id);
       }
     });
+
+    await t.step(
+      "a session outlives the replica that opened it: SIGKILLed, the others serve it through HAProxy",
+      async () => {
+        const session = await initialize(a.url, cluster.token);
+        await a.kill("SIGKILL");
+        let id = 20;
+        const ping = () => post(cluster.url, cluster.token, session, { id: id++, method: "ping" });
+        await eventually(async () => (await ping()).status === 200, "a live replica");
+        for (let i = 0; i < 6; i++) {
+          const called = await post(cluster.url, cluster.token, session, {
+            id: id++,
+            method: "tools/call",
+            params: { name: "fixture__ok", arguments: {} },
+          });
+          assert.equal(called.status, 200, `call ${i}`);
+          assert.deepEqual(
+            (called.answer?.result as { content: unknown }).content,
+            [{ type: "text", text: "ok" }],
+          );
+        }
+      },
+    );
   } finally {
     await cluster.stop();
     await Deno.remove(other.file);
