@@ -94,12 +94,19 @@ export async function leanStdio(child: Child): Promise<LeanClient> {
   };
 }
 
-/** A lean client over Streamable HTTP in one session (JSON or SSE responses, whichever comes). */
-export async function leanHttp(url: string): Promise<LeanClient> {
+/**
+ * A lean client over Streamable HTTP in one session (JSON or SSE responses, whichever comes);
+ * `extraHeaders` go on every request (e.g. `authorization`).
+ */
+export async function leanHttp(
+  url: string,
+  extraHeaders: Record<string, string> = {},
+): Promise<LeanClient> {
   const pending = new Pending();
   let headers: Record<string, string> = {
     "content-type": "application/json",
     accept: "application/json, text/event-stream",
+    ...extraHeaders,
   };
   const post = async (message: Record<string, unknown>) => {
     const response = await fetch(url, {

@@ -57,6 +57,9 @@ import { benchGovernance } from "./governance.ts";
 import { benchTracing } from "./tracing.ts";
 import { benchScanner } from "./scanner.ts";
 import { benchToolsList } from "./tools_list.ts";
+import { benchCluster } from "./cluster.ts";
+import { binaryInstalled } from "../tests/support/needs_binary.ts";
+import { natsServerCommands } from "../tools/cluster/nats_cluster.ts";
 import {
   type LeanClient,
   leanEchoCall,
@@ -91,6 +94,7 @@ const ALL = [
   "tracing",
   "tools-list",
   "scanner",
+  "cluster",
 ] as const;
 type ScenarioName = (typeof ALL)[number];
 
@@ -713,6 +717,13 @@ async function main(): Promise<number> {
         settings.rounds,
         settings.quick ? 2_000 : 20_000,
       );
+    }
+    if (settings.scenarios.includes("cluster")) {
+      if (binaryInstalled(natsServerCommands())) {
+        results.cluster = await benchCluster(settings.quick, settings.rounds, progress);
+      } else {
+        progress("cluster: skipped, nats-server is not installed (apt-get install -y nats-server)");
+      }
     }
   } catch (error) {
     // After an interrupt, failures are only the children being stopped.

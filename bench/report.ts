@@ -4,6 +4,7 @@
  */
 import type { LatencyRound, ThroughputRound } from "./stats.ts";
 import type { ScannerResult } from "./scanner.ts";
+import type { ClusterResult } from "./cluster.ts";
 
 /** One latency scenario: medians over rounds of the per-round median and p99. */
 export interface ScenarioResult {
@@ -89,6 +90,8 @@ export interface Results {
   governance?: { medianUs: number; p99Us: number; rounds: unknown[]; policy: string };
   /** The scanner's worst case: a ~4 MiB hostile descriptor set. */
   scanner?: ScannerResult;
+  /** Cluster mode: the shared state's cost per call and throughput of 1 and 3 replicas. */
+  cluster?: ClusterResult;
   durationSeconds: number;
 }
 
@@ -282,7 +285,35 @@ export function renderTable(results: Results): string {
         `${sc.workerMaxStallMs.toFixed(1)} ms`,
     );
   }
+  if (results.cluster) parts.push("", renderCluster(results.cluster));
   parts.push("");
   parts.push(`Ran in ${results.durationSeconds.toFixed(1)} s`);
   return parts.join("\n");
+}
+
+/** The cluster scenario's lines. */
+function renderCluster(c: ClusterResult): string {
+  const [one, three] = [c.throughput.find((t) => t.replicas === 1), c.throughput.at(-1)];
+  const us = (v: number) => `${v.toFixed(1)} µs`;
+  return [
+    `Cluster mode (${c.natsNodes} NATS nodes, KV replicas ${c.kvReplicas}), shared session state per call: ` +
+    `cache hit median ${us(c.hit.medianUs)}, p99 ${us(c.hit.p99Us)}; cold replica (one KV read) ` +
+    `median ${us(c.cold.medianUs)}, p99 ${us(c.cold.p99Us)}`,
+    `Cluster mode end to end (one replica, sequential lean HTTP calls): ${
+      ms(c.endToEnd.clusterMs)
+    } ms ` +
+    `against ${ms(c.endToEnd.singleMs)} ms with MCP_CLUSTER off (${
+      c.endToEnd.addedUs.toFixed(0)
+    } µs added)`,
+    `Cluster throughput, ${c.concurrency} in flight (${c.spread}): ` +
+    c.throughput.map((t) =>
+      `${t.replicas} replica${t.replicas === 1 ? "" : "s"} ${
+        t.callsPerSecond.toFixed(0)
+      } calls/s ` +
+      `(median ${ms(t.medianMs)} ms)`
+    ).join(", ") +
+    (one && three ? ` = ×${(three.callsPerSecond / one.callsPerSecond).toFixed(2)}` : "") +
+    `; on ${c.cores} cores every replica, upstream, NATS node and the client share the CPU, ` +
+    `so this shows the coordination cost, not the scale-out gain`,
+  ].join("\n");
 }
