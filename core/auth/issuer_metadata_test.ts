@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { ManualClock } from "../support/clock.ts";
 import { discoverJwksUri, MAX_METADATA_BYTES } from "./issuer_metadata.ts";
 
 /** Serves `documents` (path → body, or a handler) on 127.0.0.1 and counts requests. */
@@ -101,14 +102,20 @@ Deno.test("An oversized metadata document is refused", async () => {
 
 Deno.test("An issuer that does not answer in time is given up on", async () => {
   const { promise: released, resolve: release } = Promise.withResolvers<void>();
+  const { promise: arrived, resolve: arrive } = Promise.withResolvers<void>();
   await using idp = issuerServer(() => ({
     "/.well-known/oauth-authorization-server": async () => {
+      arrive();
       await released;
       return new Response("late");
     },
   }));
+  const clock = new ManualClock();
   try {
-    await assert.rejects(discoverJwksUri(idp.issuer, { timeoutMs: 50 }), /no answer within 50 ms/);
+    const asking = discoverJwksUri(idp.issuer, { timeoutMs: 50, clock });
+    await arrived;
+    clock.advance(50);
+    await assert.rejects(asking, /no answer within 50 ms/);
   } finally {
     release();
   }

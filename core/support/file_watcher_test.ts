@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { ManualClock } from "./clock.ts";
 import { watchFile } from "./file_watcher.ts";
 import { silentLogger } from "./logger.ts";
 
@@ -51,4 +52,33 @@ Deno.test("watchFile on a directory, not recursive, reloads for YAML files only"
     stop();
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("watchFile reloads a burst of changes once, when the debounce has passed on its clock", async () => {
+  const dir = await Deno.makeTempDir();
+  const clock = new ManualClock();
+  let changes = 0;
+  const stop = watchFile({
+    path: `${dir}/fleet.yaml`,
+    logger: silentLogger,
+    debounceMs: 200,
+    clock,
+    onChange: () => Promise.resolve(void changes++),
+  });
+  try {
+    await Deno.writeTextFile(`${dir}/fleet.yaml`, "servers: []\n");
+    await Deno.writeTextFile(`${dir}/fleet.yaml`, "servers: [] # again\n");
+    await until(() => clock.pendingTimers === 1, "the debounce timer");
+    // Every event of the burst has arrived by now; the clock has not moved, so none reloaded.
+    await new Promise((r) => setTimeout(r, 150));
+    assert.equal(changes, 0);
+    assert.equal(clock.pendingTimers, 1, "each event restarted the one timer");
+    clock.advance(200);
+    await until(() => changes > 0, "the reload");
+    assert.equal(changes, 1);
+  } finally {
+    stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+  assert.equal(clock.pendingTimers, 0);
 });
