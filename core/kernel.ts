@@ -485,7 +485,7 @@ export class Kernel implements OperatorHost {
   async #start(): Promise<StartInfo> {
     const { server } = this.config;
     const auth = server.transport === "http" ? await this.#prepareAuth() : undefined;
-    const tracer = await startTracer(this.config.tracing, this.logger.child("tracing"));
+    const tracer = await startTracer(this.config.tracing, this.logger.child("tracing"), this.clock);
     if (tracer) this.tracing.tracer = tracer;
 
     const dirs = this.#options.pluginDirs ?? [BUILTIN_PLUGIN_DIR, ...this.config.pluginPaths];

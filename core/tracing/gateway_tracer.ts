@@ -5,6 +5,7 @@
  * (or a parent span) is there at all.
  * @module
  */
+import type { Clock } from "../support/clock.ts";
 import type { Logger } from "../support/logger.ts";
 import type { TracingConfig } from "./tracing_config.ts";
 
@@ -84,14 +85,15 @@ export function errorType(error: unknown): string {
   return typeof e?.code === "number" ? `jsonrpc_${e.code}` : "error";
 }
 
-/** Builds the OTLP tracer when `config.enabled`; undefined otherwise. */
+/** Builds the OTLP tracer when `config.enabled` (its export timers on `clock`); undefined otherwise. */
 export async function startTracer(
   config: TracingConfig,
   logger: Logger,
+  clock?: Clock,
 ): Promise<GatewayTracer | undefined> {
   if (!config.enabled) return undefined;
   const { OtlpTracer } = await import("./otlp_tracer.ts");
-  const tracer = new OtlpTracer(config, logger);
+  const tracer = new OtlpTracer(config, logger, clock);
   logger.info(
     `exporting traces to ${config.endpoint} (${config.protocol}) as service ${config.serviceName}`,
   );

@@ -1,71 +1,90 @@
 import assert from "node:assert/strict";
-import protobuf from "protobufjs";
-import { encodeAttributes, encodeTraceRequest } from "./otlp_protobuf.ts";
+import { jsonAttributes, JsonBatch } from "./otlp_json.ts";
+import { encodeAttributes, ProtobufBatch } from "./otlp_protobuf.ts";
+import { type FinishedSpan, type OtlpResource, unixNanoWords } from "./span_batch.ts";
+import { TraceId } from "./span_ids.ts";
+import { decodeTraceRequest, hex } from "../../tests/support/otlp_proto.ts";
 
-// The messages of opentelemetry-proto's collector/trace/v1 that the encoder writes, with the
-// upstream field numbers; decoded with protobufjs, an implementation independent of the encoder.
-const PROTO = `
-syntax = "proto3";
-message ExportTraceServiceRequest { repeated ResourceSpans resource_spans = 1; }
-message ResourceSpans { Resource resource = 1; repeated ScopeSpans scope_spans = 2; }
-message Resource { repeated KeyValue attributes = 1; }
-message ScopeSpans { InstrumentationScope scope = 1; repeated Span spans = 2; }
-message InstrumentationScope { string name = 1; string version = 2; }
-message Span {
-  bytes trace_id = 1; bytes span_id = 2; string trace_state = 3; bytes parent_span_id = 4;
-  string name = 5; int32 kind = 6; fixed64 start_time_unix_nano = 7;
-  fixed64 end_time_unix_nano = 8; repeated KeyValue attributes = 9; Status status = 15;
+interface Decoded {
+  resourceSpans: {
+    resource: { attributes: unknown[] };
+    scopeSpans: { scope: unknown; spans: Record<string, unknown>[] }[];
+  }[];
 }
-message Status { string message = 2; int32 code = 3; }
-message KeyValue { string key = 1; AnyValue value = 2; }
-message AnyValue {
-  oneof value { string string_value = 1; bool bool_value = 2; int64 int_value = 3; double double_value = 4; }
-}
-`;
-const Request = protobuf.parse(PROTO).root.lookupType("ExportTraceServiceRequest");
+const decode = (bytes: Uint8Array) => decodeTraceRequest(bytes) as Decoded;
+const spansOf = (bytes: Uint8Array) => decode(bytes).resourceSpans[0]!.scopeSpans[0]!.spans;
 
-const hex = (bytes: Uint8Array) =>
-  Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+/** The reference: Unix nanoseconds of a performance.now() reading, in BigInt arithmetic. */
+function referenceNanos(now: number): string {
+  const ms = performance.timeOrigin + now;
+  const whole = Math.floor(ms);
+  return String(
+    BigInt(whole) * 1_000_000n + BigInt(Math.min(999_999, Math.round((ms - whole) * 1e6))),
+  );
+}
+
+const RESOURCE: OtlpResource = {
+  attributes: { "service.name": "agent33" },
+  scope: { name: "agent33", version: "1.2.3" },
+};
+
+function span(overrides: Partial<FinishedSpan> = {}): FinishedSpan {
+  return {
+    trace: TraceId.fromHex("4bf92f3577b34da6a3ce929d0e0e4736"),
+    idHi: 0x00f067aa,
+    idLo: 0x0ba902b7,
+    parentHi: 0,
+    parentLo: 0,
+    traceState: undefined,
+    name: "governance",
+    kind: 1,
+    startMs: 1.5,
+    endMs: 2.25,
+    attributes: {},
+    shared: undefined,
+    error: undefined,
+    ...overrides,
+  };
+}
+
+const shared = (attributes: Record<string, string>) => ({
+  attributes,
+  proto: encodeAttributes(9, attributes),
+  json: jsonAttributes(attributes),
+});
 
 Deno.test("The protobuf encoding decodes as OTLP's ExportTraceServiceRequest, field for field", () => {
-  const bytes = encodeTraceRequest(
-    { attributes: { "service.name": "agent33" }, scope: { name: "agent33", version: "1.2.3" } },
-    [{
-      traceId: "4bf92f3577b34da6a3ce929d0e0e4736",
-      spanId: "00f067aa0ba902b7",
-      parentSpanId: "b7ad6b7169203331",
-      traceState: "vendor=1",
-      name: "tools/call a__b",
-      kind: 2,
-      startTimeUnixNano: 1_764_570_000_123_456_789n,
-      endTimeUnixNano: 1_764_570_000_223_456_789n,
-      attributes: { "agent33.verdict": "allow", ok: true, count: 300, ratio: 0.5, "ü": "→ ✓" },
-      shared: { proto: encodeAttributes(9, { "agent33.tenant": "acme" }) },
-      error: "Unknown tool",
-    }],
-  );
-  const decoded = Request.toObject(Request.decode(bytes), { longs: String }) as {
-    resourceSpans: {
-      resource: { attributes: unknown[] };
-      scopeSpans: { scope: unknown; spans: Record<string, unknown>[] }[];
-    }[];
-  };
+  const batch = new ProtobufBatch(RESOURCE);
+  batch.add(span({
+    parentHi: 0xb7ad6b71,
+    parentLo: 0x69203331,
+    traceState: "vendor=1",
+    name: "tools/call a__b",
+    kind: 2,
+    startMs: 1234.567891,
+    endMs: 1334.000001,
+    attributes: { "agent33.verdict": "allow", ok: true, count: 300, ratio: 0.5, "ü": "→ ✓" },
+    shared: shared({ "agent33.tenant": "acme" }),
+    error: "Unknown tool",
+  }));
+  assert.equal(batch.count, 1);
+  const decoded = decode(batch.take());
   const rs = decoded.resourceSpans[0]!;
   assert.deepEqual(rs.resource.attributes, [{
     key: "service.name",
     value: { stringValue: "agent33" },
   }]);
   assert.deepEqual(rs.scopeSpans[0]!.scope, { name: "agent33", version: "1.2.3" });
-  const span = rs.scopeSpans[0]!.spans[0]!;
-  assert.equal(hex(span.traceId as Uint8Array), "4bf92f3577b34da6a3ce929d0e0e4736");
-  assert.equal(hex(span.spanId as Uint8Array), "00f067aa0ba902b7");
-  assert.equal(hex(span.parentSpanId as Uint8Array), "b7ad6b7169203331");
-  assert.equal(span.traceState, "vendor=1");
-  assert.equal(span.name, "tools/call a__b");
-  assert.equal(span.kind, 2);
-  assert.equal(span.startTimeUnixNano, "1764570000123456789");
-  assert.equal(span.endTimeUnixNano, "1764570000223456789");
-  assert.deepEqual(span.attributes, [
+  const s = rs.scopeSpans[0]!.spans[0]!;
+  assert.equal(hex(s.traceId as Uint8Array), "4bf92f3577b34da6a3ce929d0e0e4736");
+  assert.equal(hex(s.spanId as Uint8Array), "00f067aa0ba902b7");
+  assert.equal(hex(s.parentSpanId as Uint8Array), "b7ad6b7169203331");
+  assert.equal(s.traceState, "vendor=1");
+  assert.equal(s.name, "tools/call a__b");
+  assert.equal(s.kind, 2);
+  assert.equal(s.startTimeUnixNano, referenceNanos(1234.567891));
+  assert.equal(s.endTimeUnixNano, referenceNanos(1334.000001));
+  assert.deepEqual(s.attributes, [
     { key: "agent33.tenant", value: { stringValue: "acme" } },
     { key: "agent33.verdict", value: { stringValue: "allow" } },
     { key: "ok", value: { boolValue: true } },
@@ -73,24 +92,116 @@ Deno.test("The protobuf encoding decodes as OTLP's ExportTraceServiceRequest, fi
     { key: "ratio", value: { doubleValue: 0.5 } },
     { key: "ü", value: { stringValue: "→ ✓" } },
   ]);
-  assert.deepEqual(span.status, { message: "Unknown tool", code: 2 });
+  assert.deepEqual(s.status, { message: "Unknown tool", code: 2 });
 });
 
-Deno.test("A large request keeps every length right (submessages past 127 and 16,383 bytes)", () => {
-  const spans = Array.from({ length: 300 }, (_, i) => ({
-    traceId: "4bf92f3577b34da6a3ce929d0e0e4736",
-    spanId: i.toString(16).padStart(16, "0"),
-    name: `span ${i} ${"x".repeat(i)}`,
-    kind: 1,
-    startTimeUnixNano: 1n,
-    endTimeUnixNano: 2n,
-    attributes: { i },
-  }));
-  const decoded = Request.toObject(
-    Request.decode(
-      encodeTraceRequest({ attributes: {}, scope: { name: "a", version: "b" } }, spans),
+Deno.test("A root span has no parent_span_id, and an unfailed span no status", () => {
+  const batch = new ProtobufBatch(RESOURCE);
+  batch.add(span());
+  const s = spansOf(batch.take())[0]!;
+  assert.equal(s.parentSpanId, undefined);
+  assert.equal(s.status, undefined);
+  assert.equal(s.traceState, undefined);
+});
+
+Deno.test("Timestamps are the Unix nanoseconds of a performance.now() reading, as BigInt arithmetic has them", () => {
+  const readings = [
+    0,
+    0.000001,
+    0.4999995,
+    999.9999999,
+    86_400_000 * 365.25 * 30,
+    performance.now(),
+  ];
+  for (let i = 0; i < 2000; i++) readings.push(Math.random() * 10 ** (i % 12));
+  for (const now of readings) {
+    const [low, high] = unixNanoWords(now);
+    assert.ok(low >= 0 && low < 2 ** 32 && Number.isInteger(low), `low word of ${now}`);
+    assert.equal(String((BigInt(high) << 32n) + BigInt(low)), referenceNanos(now), `at ${now}`);
+  }
+});
+
+Deno.test("Spans added after a take() make a request of their own (the buffer is reused)", () => {
+  const batch = new ProtobufBatch(RESOURCE);
+  batch.add(span({ name: "first", attributes: { a: "x".repeat(5000) } }));
+  const first = batch.take();
+  assert.equal(batch.count, 0);
+  batch.add(span({ name: "second" }));
+  batch.add(span({ name: "third" }));
+  assert.deepEqual(spansOf(batch.take()).map((s) => s.name), ["second", "third"]);
+  assert.deepEqual(spansOf(first).map((s) => s.name), ["first"]);
+});
+
+Deno.test("A large request keeps every length right (values past 127 bytes, spans past 16,383, non-ASCII)", () => {
+  const batch = new ProtobufBatch(RESOURCE);
+  const sizes = [0, 1, 60, 100, 126, 127, 128, 200, 16_383, 16_384, 70_000];
+  const values = sizes.flatMap((n) => ["x".repeat(n), "é".repeat(n)]);
+  for (const [i, value] of values.entries()) {
+    batch.add(span({ name: `span ${i} ${value}`, attributes: { i, value }, error: value }));
+  }
+  const spans = spansOf(batch.take());
+  assert.deepEqual(spans.map((s) => s.name), values.map((v, i) => `span ${i} ${v}`));
+  assert.deepEqual(
+    spans.map((s) =>
+      (s.attributes as { value: { stringValue?: string } }[])[1]!.value.stringValue ?? ""
     ),
-  ) as { resourceSpans: { scopeSpans: { spans: { name: string }[] }[] }[] };
-  const names = decoded.resourceSpans[0]!.scopeSpans[0]!.spans.map((s) => s.name);
-  assert.deepEqual(names, spans.map((s) => s.name));
+    values,
+  );
+  assert.deepEqual(spans.map((s) => (s.status as { message?: string }).message ?? ""), values);
+});
+
+Deno.test("Negative, fractional and non-finite numbers are doubles; undefined attributes are left out", () => {
+  const batch = new ProtobufBatch(RESOURCE);
+  const attributes = {
+    neg: -3,
+    half: 0.5,
+    nan: NaN,
+    big: 2 ** 60,
+    gone: undefined,
+  } as unknown as Record<string, number>;
+  batch.add(span({ attributes }));
+  const decoded = spansOf(batch.take())[0]!.attributes as {
+    key: string;
+    value: { doubleValue: number };
+  }[];
+  assert.deepEqual(decoded.map((a) => a.key), ["neg", "half", "nan", "big"]);
+  assert.deepEqual(decoded.map((a) => a.value.doubleValue), [-3, 0.5, NaN, 2 ** 60]);
+});
+
+Deno.test("The JSON encoding carries the same span as the protobuf one", () => {
+  const one = span({
+    parentHi: 0xb7ad6b71,
+    parentLo: 0x69203331,
+    traceState: "vendor=1",
+    name: "tools/call a__b",
+    kind: 3,
+    startMs: 10.25,
+    endMs: 11.5,
+    attributes: { "agent33.verdict": "allow", ok: false, count: 7 },
+    shared: shared({ "agent33.tenant": "acme" }),
+    error: "boom",
+  });
+  const json = new JsonBatch(RESOURCE);
+  json.add(one);
+  const body = JSON.parse(json.take()) as {
+    resourceSpans: { scopeSpans: { scope: unknown; spans: Record<string, unknown>[] }[] }[];
+  };
+  assert.deepEqual(body.resourceSpans[0]!.scopeSpans[0]!.scope, RESOURCE.scope);
+  const fromJson = body.resourceSpans[0]!.scopeSpans[0]!.spans[0]!;
+  const proto = new ProtobufBatch(RESOURCE);
+  proto.add(one);
+  const fromProto = spansOf(proto.take())[0]!;
+  assert.equal(fromJson.traceId, hex(fromProto.traceId as Uint8Array));
+  assert.equal(fromJson.spanId, hex(fromProto.spanId as Uint8Array));
+  assert.equal(fromJson.parentSpanId, hex(fromProto.parentSpanId as Uint8Array));
+  assert.equal(fromJson.startTimeUnixNano, fromProto.startTimeUnixNano);
+  assert.equal(fromJson.endTimeUnixNano, fromProto.endTimeUnixNano);
+  for (const field of ["traceState", "name", "kind"]) {
+    assert.equal(fromJson[field], fromProto[field]);
+  }
+  assert.deepEqual(
+    (fromJson.attributes as { key: string }[]).map((a) => a.key),
+    (fromProto.attributes as { key: string }[]).map((a) => a.key),
+  );
+  assert.deepEqual(fromJson.status, { code: 2, message: "boom" });
 });

@@ -1,7 +1,7 @@
 /**
- * The tracer behind {@link GatewayTracer}: spans recorded as plain objects and exported in
- * batches over OTLP/HTTP to `/v1/traces`, as protobuf (otlp_protobuf.ts, the default) or as the
- * OTLP specification's JSON encoding (`OTEL_EXPORTER_OTLP_PROTOCOL=http/json`).
+ * The tracer behind {@link GatewayTracer}: spans recorded as small objects and encoded into the
+ * export batch the moment they end (otlp_exporter.ts), as protobuf (otlp_protobuf.ts, the
+ * default) or as the OTLP specification's JSON encoding (`OTEL_EXPORTER_OTLP_PROTOCOL=http/json`).
  *
  * Why not the OpenTelemetry SDK: measured on the gateway's own three spans per call, the SDK
  * (`@opentelemetry/sdk-trace` 3.1.1 with a batch processor and the official serializers) cost
@@ -13,7 +13,7 @@
  * Imported only when tracing is on (see gateway_tracer.ts).
  * @module
  */
-import { type Clock, deadline, systemClock, type TimerHandle } from "../support/clock.ts";
+import { type Clock, systemClock } from "../support/clock.ts";
 import type { Logger } from "../support/logger.ts";
 import { redact } from "../support/redact.ts";
 import { GATEWAY_INFO } from "../support/version.ts";
@@ -26,96 +26,57 @@ import type {
   TraceSpan,
 } from "./gateway_tracer.ts";
 import type { TracingConfig } from "./tracing_config.ts";
-import { encodeAttributes, encodeTraceRequest, type OtlpResource } from "./otlp_protobuf.ts";
-import {
-  formatTraceparent,
-  type ParentContext,
-  parseTraceparent,
-  randomHexId,
-} from "./w3c_trace_context.ts";
+import { jsonAttributes, JsonBatch } from "./otlp_json.ts";
+import { encodeAttributes, ProtobufBatch } from "./otlp_protobuf.ts";
+import { SpanExporter } from "./otlp_exporter.ts";
+import type { EncodedShared, FinishedSpan, OtlpResource } from "./span_batch.ts";
+import { hex32, randomWord, TraceId } from "./span_ids.ts";
+import { formatTraceparent, type ParentContext, parseTraceparent } from "./w3c_trace_context.ts";
 
 /** OTLP SpanKind values. */
 const KIND = { internal: 1, server: 2, client: 3 } as const;
 
-/** Spans buffered before new ones are dropped (an unreachable collector costs memory no further). */
-const MAX_QUEUED_SPANS = 16_384;
-/** Spans per export request. */
-const BATCH_SPANS = 2048;
-/** How long a span waits for its batch to fill before it is sent anyway. */
-const BATCH_DELAY_MS = 1000;
-
-/** One finished span, as it is exported. */
-interface SpanRecord {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  traceState?: string;
-  name: string;
-  kind: number;
-  /** performance.now() at start and end. */
-  start: number;
-  end: number;
-  attributes: Record<string, SpanValue>;
-  /** Attributes encoded once for many spans (a session's). */
-  shared?: EncodedAttributes;
-  error?: string;
-}
-
-/** {@link SharedAttributes} with their OTLP JSON fragment (and protobuf bytes, once needed). */
-class EncodedAttributes implements SharedAttributes {
+/** {@link SharedAttributes} with each encoding's form, made once when first needed. */
+class EncodedAttributes implements SharedAttributes, EncodedShared {
   readonly attributes: Readonly<Record<string, SpanValue>>;
-  readonly json: string;
   #proto: Uint8Array | undefined;
+  #json: string | undefined;
 
   constructor(attributes: Record<string, SpanValue>) {
     this.attributes = { ...attributes };
-    this.json = otlpAttributes(this.attributes);
   }
 
-  /** The `Span.attributes` fields (number 9) as protobuf. */
   get proto(): Uint8Array {
     return this.#proto ??= encodeAttributes(9, this.attributes);
   }
+
+  get json(): string {
+    return this.#json ??= jsonAttributes(this.attributes);
+  }
 }
 
-/** The spans of one gateway, batched to an OTLP/HTTP JSON endpoint. */
+/** The spans of one gateway, exported in batches to an OTLP/HTTP endpoint. */
 export class OtlpTracer implements GatewayTracer {
-  readonly #config: TracingConfig;
-  readonly #log: Logger;
-  readonly #sample: (traceId: string, parent: ParentContext | undefined) => boolean;
-  /** The export body around the spans, serialized once (JSON). */
-  readonly #head: string;
-  readonly #resource: OtlpResource;
-  #queue: SpanRecord[] = [];
-  readonly #clock: Clock;
-  #timer: TimerHandle | undefined;
-  #pending = new Set<Promise<void>>();
-  #failing = false;
-  #dropped = 0;
+  readonly #sample: (trace: TraceId, parent: ParentContext | undefined) => boolean;
+  readonly #exporter: SpanExporter;
   #stopped = false;
 
-  /** `clock` times the batch delay and each export's timeout. */
   constructor(config: TracingConfig, logger: Logger, clock: Clock = systemClock) {
-    this.#config = config;
-    this.#log = logger;
-    this.#clock = clock;
     this.#sample = sampler(config);
-    const resource = {
-      ...config.resourceAttributes,
-      "service.name": config.serviceName,
-      "service.version": GATEWAY_INFO.version,
-      "telemetry.sdk.name": GATEWAY_INFO.name,
-      "telemetry.sdk.language": "js",
-    };
-    this.#resource = {
-      attributes: resource,
+    const resource: OtlpResource = {
+      attributes: {
+        ...config.resourceAttributes,
+        "service.name": config.serviceName,
+        "service.version": GATEWAY_INFO.version,
+        "telemetry.sdk.name": GATEWAY_INFO.name,
+        "telemetry.sdk.language": "js",
+      },
       scope: { name: GATEWAY_INFO.name, version: GATEWAY_INFO.version },
     };
-    this.#head = `{"resourceSpans":[{"resource":{"attributes":[${
-      otlpAttributes(resource)
-    }]},"scopeSpans":[{"scope":${
-      JSON.stringify({ name: GATEWAY_INFO.name, version: GATEWAY_INFO.version })
-    },"spans":`;
+    const batch = config.protocol === "http/json"
+      ? new JsonBatch(resource)
+      : new ProtobufBatch(resource);
+    this.#exporter = new SpanExporter(config, logger, clock, batch);
   }
 
   shared(attributes: Record<string, SpanValue>): SharedAttributes {
@@ -129,91 +90,35 @@ export class OtlpTracer implements GatewayTracer {
     attributes: Record<string, SpanValue>,
   ): TraceSpan {
     const parent = parentOf(inbound);
-    const traceId = parent?.traceId ?? randomHexId(16);
+    const trace = parent === undefined ? TraceId.random() : TraceId.fromHex(parent.traceId);
     const span = new RecordingSpan(
       this,
       name,
       KIND.server,
-      traceId,
-      parent?.spanId,
+      trace,
+      parent === undefined ? 0 : parseInt(parent.spanId.slice(0, 8), 16),
+      parent === undefined ? 0 : parseInt(parent.spanId.slice(8), 16),
       parent?.tracestate,
-      this.#sample(traceId, parent),
+      this.#sample(trace, parent),
       attributes,
     );
     // Made by shared(): this tracer's own class.
-    span.share(shared as EncodedAttributes);
+    span.shared = shared as EncodedAttributes;
     return span;
   }
 
-  /** Queues a finished span; sends a batch when it is full, or after the batch delay. */
-  record(span: SpanRecord): void {
-    if (this.#stopped) return;
-    if (this.#queue.length >= MAX_QUEUED_SPANS) {
-      this.#dropped++;
-      return;
-    }
-    this.#queue.push(span);
-    if (this.#queue.length >= BATCH_SPANS) this.#send();
-    else this.#timer ??= this.#clock.setTimeout(() => this.#send(), BATCH_DELAY_MS);
+  /** Encodes a finished span for export. */
+  record(span: FinishedSpan): void {
+    if (!this.#stopped) this.#exporter.add(span);
   }
 
   async flush(): Promise<void> {
-    while (this.#queue.length > 0) this.#send();
-    await Promise.allSettled([...this.#pending]);
+    await this.#exporter.flush();
   }
 
   async shutdown(): Promise<void> {
     await this.flush();
     this.#stopped = true;
-  }
-
-  #send(): void {
-    this.#timer?.cancel();
-    this.#timer = undefined;
-    const spans = this.#queue.splice(0, BATCH_SPANS);
-    if (spans.length === 0) return;
-    if (this.#queue.length > 0) this.#timer = this.#clock.setTimeout(() => this.#send(), 0);
-    const json = this.#config.protocol === "http/json";
-    const body = json ? `${this.#head}[${spans.map(otlpSpan).join(",")}]}]}]}` : encodeTraceRequest(
-      this.#resource,
-      spans.map((span) => ({
-        ...span,
-        startTimeUnixNano: bigNanos(span.start),
-        endTimeUnixNano: bigNanos(span.end),
-      })),
-    ) as Uint8Array<ArrayBuffer>;
-    const limit = deadline(this.#clock, this.#config.timeoutMs);
-    const sent = fetch(this.#config.endpoint, {
-      method: "POST",
-      headers: {
-        ...this.#config.headers,
-        "content-type": json ? "application/json" : "application/x-protobuf",
-      },
-      body,
-      signal: limit.signal,
-    }).then(async (response) => {
-      await response.body?.cancel();
-      if (!response.ok) throw new Error(`the collector answered HTTP ${response.status}`);
-      if (this.#failing) this.#log.info(`trace export to ${this.#config.endpoint} works again`);
-      this.#failing = false;
-    }).catch((error: unknown) => {
-      // Logged once until an export works again: a collector that is down must not flood the log.
-      if (!this.#failing) {
-        this.#log.warn(
-          `trace export to ${this.#config.endpoint} failed (${describe(error)}); spans are ` +
-            "dropped until it works: check OTEL_EXPORTER_OTLP_ENDPOINT and the collector",
-        );
-      }
-      this.#failing = true;
-    }).finally(() => {
-      limit.cancel();
-      this.#pending.delete(sent);
-      if (this.#dropped > 0) {
-        this.#log.warn(`${this.#dropped} spans dropped: more than ${MAX_QUEUED_SPANS} were queued`);
-        this.#dropped = 0;
-      }
-    });
-    this.#pending.add(sent);
   }
 }
 
@@ -233,60 +138,69 @@ function first(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-class RecordingSpan implements TraceSpan {
-  readonly traceId: string;
-  readonly spanId: string;
+/**
+ * One span. An unsampled span still has ids (its children and upstreams carry them) but reads
+ * no clock, keeps no attributes and is never encoded.
+ */
+class RecordingSpan implements TraceSpan, FinishedSpan {
+  readonly trace: TraceId;
+  readonly idHi: number;
+  readonly idLo: number;
+  readonly parentHi: number;
+  readonly parentLo: number;
+  readonly traceState: string | undefined;
+  readonly name: string;
+  readonly kind: number;
+  readonly startMs: number;
+  endMs = 0;
+  readonly attributes: Record<string, SpanValue>;
+  shared: EncodedShared | undefined = undefined;
+  error: string | undefined = undefined;
   readonly #tracer: OtlpTracer;
-  readonly #record: SpanRecord | undefined;
   readonly #sampled: boolean;
-  readonly #tracestate: string | undefined;
 
   constructor(
     tracer: OtlpTracer,
     name: string,
     kind: number,
-    traceId: string,
-    parentSpanId: string | undefined,
-    tracestate: string | undefined,
+    trace: TraceId,
+    parentHi: number,
+    parentLo: number,
+    traceState: string | undefined,
     sampled: boolean,
     attributes: Record<string, SpanValue> | undefined,
   ) {
     this.#tracer = tracer;
-    this.traceId = traceId;
-    this.spanId = randomHexId(8);
+    this.trace = trace;
+    let hi = randomWord();
+    let lo = randomWord();
+    while ((hi | lo) === 0) [hi, lo] = [randomWord(), randomWord()];
+    this.idHi = hi;
+    this.idLo = lo;
+    this.parentHi = parentHi;
+    this.parentLo = parentLo;
+    this.traceState = traceState;
+    this.name = name;
+    this.kind = kind;
     this.#sampled = sampled;
-    this.#tracestate = tracestate;
-    // An unsampled span still has ids (its children and upstreams carry them) but records nothing.
-    this.#record = sampled
-      ? {
-        traceId,
-        spanId: this.spanId,
-        ...(parentSpanId === undefined ? {} : { parentSpanId }),
-        ...(tracestate === undefined ? {} : { traceState: tracestate }),
-        name,
-        kind,
-        start: performance.now(),
-        end: 0,
-        // Callers pass a fresh object per span: it is kept, not copied.
-        attributes: attributes ?? {},
-      }
-      : undefined;
+    this.startMs = sampled ? performance.now() : 0;
+    // Callers pass a fresh object per span: it is kept, not copied.
+    this.attributes = attributes ?? {};
   }
 
-  /** Adds attributes encoded once for many spans. */
-  share(shared: EncodedAttributes): void {
-    if (this.#record) this.#record.shared = shared;
+  get traceId(): string {
+    return this.trace.hex;
   }
 
   set(key: string, value: SpanValue | undefined): void {
-    if (value !== undefined && this.#record) this.#record.attributes[key] = value;
+    if (value !== undefined && this.#sampled) this.attributes[key] = value;
   }
 
   fail(code: string, message: string): void {
-    if (!this.#record) return;
-    this.#record.attributes["error.type"] = code;
+    if (!this.#sampled) return;
+    this.attributes["error.type"] = code;
     // An upstream's error text may quote anything: redacted like every diagnostic.
-    this.#record.error = redact(message).slice(0, 256);
+    this.error = redact(message).slice(0, 256);
   }
 
   child(
@@ -298,101 +212,45 @@ class RecordingSpan implements TraceSpan {
       this.#tracer,
       name,
       KIND[kind],
-      this.traceId,
-      this.spanId,
-      this.#tracestate,
+      this.trace,
+      this.idHi,
+      this.idLo,
+      this.traceState,
       this.#sampled,
       attributes,
     );
   }
 
   carrier(): TraceCarrier {
-    const traceparent = formatTraceparent(this.traceId, this.spanId, this.#sampled);
-    return this.#tracestate === undefined ? { traceparent } : {
+    const traceparent = formatTraceparent(
+      this.trace.hex,
+      hex32(this.idHi) + hex32(this.idLo),
+      this.#sampled,
+    );
+    return this.traceState === undefined ? { traceparent } : {
       traceparent,
-      tracestate: this.#tracestate,
+      tracestate: this.traceState,
     };
   }
 
   end(): void {
-    const record = this.#record;
-    if (!record || record.end !== 0) return;
-    record.end = performance.now();
-    this.#tracer.record(record);
+    if (!this.#sampled || this.endMs !== 0) return;
+    this.endMs = performance.now();
+    this.#tracer.record(this);
   }
 }
 
 /** Decides at a trace's root; `parentbased_*` follows the caller's sampled flag when it sent one. */
 function sampler(
   config: TracingConfig,
-): (traceId: string, parent: ParentContext | undefined) => boolean {
-  // The ratio samplers decide on the trace id (its last 8 hex digits), as the OTel SDKs do.
-  const ratio = (traceId: string) =>
-    parseInt(traceId.slice(24), 16) / 0x1_0000_0000 < config.samplerRatio;
+): (trace: TraceId, parent: ParentContext | undefined) => boolean {
+  // The ratio samplers decide on the trace id's last 8 hex digits, as the OTel SDKs do.
+  const ratio = (trace: TraceId) => trace.w3 / 0x1_0000_0000 < config.samplerRatio;
   const root = config.sampler.endsWith("always_on")
     ? () => true
     : config.sampler.endsWith("always_off")
     ? () => false
     : ratio;
-  if (!config.sampler.startsWith("parentbased_")) return (traceId) => root(traceId);
-  return (traceId, parent) => parent === undefined ? root(traceId) : parent.sampled;
-}
-
-const ORIGIN_MS = performance.timeOrigin;
-
-/** Unix epoch nanoseconds of a performance.now() reading, as the decimal string OTLP JSON uses. */
-function unixNanos(now: number): string {
-  const ms = ORIGIN_MS + now;
-  const whole = Math.floor(ms);
-  const nanos = Math.min(999_999, Math.round((ms - whole) * 1e6));
-  return `${whole}${String(nanos).padStart(6, "0")}`;
-}
-
-/** Unix epoch nanoseconds of a performance.now() reading, for protobuf's fixed64. */
-function bigNanos(now: number): bigint {
-  const ms = ORIGIN_MS + now;
-  const whole = Math.floor(ms);
-  return BigInt(whole) * 1_000_000n + BigInt(Math.min(999_999, Math.round((ms - whole) * 1e6)));
-}
-
-/** One span as OTLP JSON, written as text (cheaper than building and stringifying objects). */
-function otlpSpan(span: SpanRecord): string {
-  let out = `{"traceId":"${span.traceId}","spanId":"${span.spanId}"`;
-  if (span.parentSpanId !== undefined) out += `,"parentSpanId":"${span.parentSpanId}"`;
-  if (span.traceState !== undefined) out += `,"traceState":${JSON.stringify(span.traceState)}`;
-  out += `,"name":${JSON.stringify(span.name)},"kind":${span.kind},"startTimeUnixNano":"${
-    unixNanos(span.start)
-  }","endTimeUnixNano":"${unixNanos(span.end)}","attributes":[`;
-  const own = otlpAttributes(span.attributes);
-  out += span.shared === undefined
-    ? `${own}]`
-    : own === ""
-    ? `${span.shared.json}]`
-    : `${span.shared.json},${own}]`;
-  // STATUS_CODE_ERROR = 2; an unset status is every other span's.
-  out += span.error === undefined
-    ? `,"status":{}}`
-    : `,"status":{"code":2,"message":${JSON.stringify(span.error)}}}`;
-  return out;
-}
-
-/** Attributes as OTLP JSON `KeyValue`s, comma-separated (the inside of the list). */
-function otlpAttributes(attributes: Readonly<Record<string, SpanValue>>): string {
-  let out = "";
-  for (const key in attributes) {
-    const value = attributes[key];
-    const typed = typeof value === "string"
-      ? `"stringValue":${JSON.stringify(value)}`
-      : typeof value === "boolean"
-      ? `"boolValue":${value}`
-      : Number.isSafeInteger(value)
-      ? `"intValue":"${value}"`
-      : `"doubleValue":${Number.isFinite(value) ? value : JSON.stringify(String(value))}`;
-    out += `${out === "" ? "" : ","}{"key":${JSON.stringify(key)},"value":{${typed}}}`;
-  }
-  return out;
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  if (!config.sampler.startsWith("parentbased_")) return (trace) => root(trace);
+  return (trace, parent) => parent === undefined ? root(trace) : parent.sampled;
 }

@@ -1,6 +1,6 @@
 /**
  * W3C Trace Context (https://www.w3.org/TR/trace-context/): reading a caller's `traceparent` and
- * `tracestate`, and the hex ids of new spans. Values from a client are hostile: anything that
+ * `tracestate`, and writing a span's `traceparent`. Values from a client are hostile: anything that
  * does not parse exactly is treated as absent, so the gateway starts a trace of its own.
  * @module
  */
@@ -53,27 +53,4 @@ export function validTracestate(value: unknown): string | undefined {
 /** The `traceparent` of a span. */
 export function formatTraceparent(traceId: string, spanId: string, sampled: boolean): string {
   return `00-${traceId}-${spanId}-${sampled ? "01" : "00"}`;
-}
-
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
-/** Random bytes drawn in bulk: one `getRandomValues` per 256 ids rather than per id. */
-const pool = new Uint8Array(4096);
-let used = pool.length;
-
-/** `bytes` random bytes as lower-case hex, never all zero (an invalid id). */
-export function randomHexId(bytes: 8 | 16): string {
-  for (;;) {
-    if (used + bytes > pool.length) {
-      crypto.getRandomValues(pool);
-      used = 0;
-    }
-    let id = "";
-    let any = 0;
-    for (let i = 0; i < bytes; i++) {
-      const b = pool[used++]!;
-      any |= b;
-      id += HEX[b];
-    }
-    if (any !== 0) return id;
-  }
 }

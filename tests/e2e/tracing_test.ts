@@ -183,6 +183,37 @@ Deno.test("A client call with _meta.traceparent yields one connected trace into 
   });
 });
 
+Deno.test("With protobuf export (OTLP's default) the same call yields the same connected trace, attributes and all", async () => {
+  await withTracedGateway(async (gateway, receiver) => {
+    const client = await connect(gateway);
+    try {
+      const result = await client.callTool({
+        name: "meta__meta",
+        arguments: {},
+        _meta: { traceparent: CLIENT_TRACEPARENT },
+      });
+      const seen = JSON.parse(text(result)) as Record<string, unknown>;
+      const { named } = await traceOf(gateway, receiver, CLIENT_TRACE);
+      assert.ok(receiver.contentTypes.every((t) => t === "application/x-protobuf"));
+      const request = named("tools/call meta__meta");
+      assert.equal(request.parentSpanId, CLIENT_SPAN);
+      assert.equal(request.kind, 2);
+      assert.equal(request.service, "agent33-under-test");
+      assert.equal(request.attributes["agent33.transport"], "streamable-http");
+      assert.equal(request.attributes["agent33.upstream"], "meta");
+      assert.equal(request.attributes["agent33.outcome"], "ok");
+      assert.equal(request.status, 0);
+      assertChild(named("governance"), request);
+      const upstream = named("tools/call meta");
+      assertChild(upstream, request);
+      assert.equal(upstream.attributes["agent33.upstream.transport"], "stdio");
+      assert.equal(parsed(seen.traceparent).parentId, upstream.spanId);
+    } finally {
+      await client.close();
+    }
+  }, { OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf" });
+});
+
 Deno.test("A client's traceparent header reaches a Streamable HTTP upstream as a header of the same trace", async () => {
   await withTracedGateway(async (gateway, receiver) => {
     const client = await connect(gateway, { traceparent: `00-${HEADER_TRACE}-${HEADER_SPAN}-01` });

@@ -1,8 +1,10 @@
 /**
  * Test support: an OTLP/HTTP trace receiver on 127.0.0.1 (what a collector's port 4318 does for
- * `POST /v1/traces` with `application/json`), keeping every span it was sent.
+ * `POST /v1/traces` with `application/json` or `application/x-protobuf`), keeping every span it
+ * was sent.
  * @module
  */
+import { decodeTraceRequest, hex } from "./otlp_proto.ts";
 
 /** One received span, its ids in hex and its attributes flattened. */
 export interface ReceivedSpan {
@@ -52,6 +54,45 @@ function flatten(
   return out;
 }
 
+/** An export request as OTLP JSON has it (ids in hex). */
+interface OtlpBody {
+  resourceSpans?: {
+    resource?: { attributes?: OtlpAttribute[] };
+    scopeSpans?: {
+      spans?: {
+        traceId: string;
+        spanId: string;
+        parentSpanId?: string;
+        name: string;
+        kind: number;
+        attributes?: OtlpAttribute[];
+        status?: { code?: number };
+      }[];
+    }[];
+  }[];
+}
+
+/** A protobuf export request in the JSON shape: the same fields, ids turned to hex. */
+function fromProtobuf(bytes: Uint8Array): OtlpBody {
+  const decoded = decodeTraceRequest(bytes);
+  return {
+    resourceSpans: (decoded.resourceSpans ?? []).map((rs) => ({
+      resource: { attributes: (rs.resource?.attributes ?? []) as OtlpAttribute[] },
+      scopeSpans: (rs.scopeSpans ?? []).map((ss) => ({
+        spans: (ss.spans ?? []).map((span) => ({
+          traceId: hex(span.traceId as Uint8Array),
+          spanId: hex(span.spanId as Uint8Array),
+          ...(span.parentSpanId ? { parentSpanId: hex(span.parentSpanId as Uint8Array) } : {}),
+          name: span.name as string,
+          kind: span.kind as number,
+          attributes: (span.attributes ?? []) as OtlpAttribute[],
+          status: (span.status ?? {}) as { code?: number },
+        })),
+      })),
+    })),
+  };
+}
+
 /** Starts the receiver on a free port. */
 export function startOtlpReceiver(): OtlpReceiver {
   const spans: ReceivedSpan[] = [];
@@ -66,26 +107,15 @@ export function startOtlpReceiver(): OtlpReceiver {
       }
       const type = request.headers.get("content-type") ?? "";
       contentTypes.push(type);
-      if (!type.startsWith("application/json")) {
+      const body = type.startsWith("application/json")
+        ? await request.json() as OtlpBody
+        : type.startsWith("application/x-protobuf")
+        ? fromProtobuf(new Uint8Array(await request.arrayBuffer()))
+        : undefined;
+      if (body === undefined) {
         await request.body?.cancel();
         return new Response(null, { status: 415 });
       }
-      const body = await request.json() as {
-        resourceSpans?: {
-          resource?: { attributes?: OtlpAttribute[] };
-          scopeSpans?: {
-            spans?: {
-              traceId: string;
-              spanId: string;
-              parentSpanId?: string;
-              name: string;
-              kind: number;
-              attributes?: OtlpAttribute[];
-              status?: { code?: number };
-            }[];
-          }[];
-        }[];
-      };
       for (const resourceSpans of body.resourceSpans ?? []) {
         const service = flatten(resourceSpans.resource?.attributes)["service.name"];
         for (const scope of resourceSpans.scopeSpans ?? []) {

@@ -1,0 +1,125 @@
+/**
+ * Export of finished spans over OTLP/HTTP: each span is encoded into the current batch as it
+ * ends; a batch goes out when it holds {@link BATCH_SPANS} spans or {@link BATCH_DELAY_MS} after
+ * its first, at most {@link MAX_IN_FLIGHT} posts at once (a post costs the sender ~150 µs plus
+ * ~1 µs per KiB, so posts are few and large). Spans beyond {@link MAX_QUEUED_SPANS} waiting or
+ * in flight are dropped and counted: an unreachable collector costs memory no further. Timers
+ * come from the injected clock.
+ * @module
+ */
+import { type Clock, deadline, type TimerHandle } from "../support/clock.ts";
+import type { Logger } from "../support/logger.ts";
+import type { FinishedSpan, SpanBatch } from "./span_batch.ts";
+import type { TracingConfig } from "./tracing_config.ts";
+
+/** Spans waiting or in flight before new ones are dropped. */
+export const MAX_QUEUED_SPANS = 16_384;
+/** Spans per export request. */
+export const BATCH_SPANS = 2048;
+/** How long a span waits for its batch to fill before it is sent anyway. */
+export const BATCH_DELAY_MS = 1000;
+/** Export requests at once. */
+export const MAX_IN_FLIGHT = 4;
+
+/** A sealed batch waiting for its post. */
+interface Sealed {
+  body: Uint8Array<ArrayBuffer> | string;
+  spans: number;
+}
+
+/** Batches the spans of one tracer and posts them to the collector. */
+export class SpanExporter {
+  readonly #config: TracingConfig;
+  readonly #log: Logger;
+  readonly #clock: Clock;
+  readonly #batch: SpanBatch;
+  readonly #ready: Sealed[] = [];
+  readonly #pending = new Set<Promise<void>>();
+  #timer: TimerHandle | undefined;
+  /** Spans in the batch, sealed or in flight. */
+  #queued = 0;
+  #failing = false;
+  #dropped = 0;
+
+  constructor(config: TracingConfig, logger: Logger, clock: Clock, batch: SpanBatch) {
+    this.#config = config;
+    this.#log = logger;
+    this.#clock = clock;
+    this.#batch = batch;
+  }
+
+  /** Encodes a finished span into the batch; seals the batch when it is full. */
+  add(span: FinishedSpan): void {
+    if (this.#queued >= MAX_QUEUED_SPANS) {
+      this.#dropped++;
+      return;
+    }
+    this.#batch.add(span);
+    this.#queued++;
+    if (this.#batch.count >= BATCH_SPANS) this.#seal();
+    else this.#timer ??= this.#clock.setTimeout(() => this.#seal(), BATCH_DELAY_MS);
+  }
+
+  /** Sends everything added so far and waits for the posts to settle. */
+  async flush(): Promise<void> {
+    this.#seal();
+    while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
+  }
+
+  #seal(): void {
+    this.#timer?.cancel();
+    this.#timer = undefined;
+    const spans = this.#batch.count;
+    if (spans === 0) return;
+    this.#ready.push({ body: this.#batch.take(), spans });
+    this.#pump();
+  }
+
+  #pump(): void {
+    while (this.#pending.size < MAX_IN_FLIGHT) {
+      const next = this.#ready.shift();
+      if (next === undefined) return;
+      this.#post(next);
+    }
+  }
+
+  #post({ body, spans }: Sealed): void {
+    const limit = deadline(this.#clock, this.#config.timeoutMs);
+    const sent = fetch(this.#config.endpoint, {
+      method: "POST",
+      headers: { ...this.#config.headers, "content-type": this.#batch.contentType },
+      body,
+      signal: limit.signal,
+    }).then(async (response) => {
+      await response.body?.cancel();
+      if (!response.ok) throw new Error(`the collector answered HTTP ${response.status}`);
+      if (this.#failing) this.#log.info(`trace export to ${this.#config.endpoint} works again`);
+      this.#failing = false;
+    }).catch((error: unknown) => {
+      // Logged once until an export works again: a collector that is down must not flood the log.
+      if (!this.#failing) {
+        this.#log.warn(
+          `trace export to ${this.#config.endpoint} failed (${describe(error)}); spans are ` +
+            "dropped until it works: check OTEL_EXPORTER_OTLP_ENDPOINT and the collector",
+        );
+      }
+      this.#failing = true;
+    }).finally(() => {
+      limit.cancel();
+      this.#pending.delete(sent);
+      this.#queued -= spans;
+      if (this.#dropped > 0) {
+        this.#log.warn(
+          `${this.#dropped} spans dropped: more than ${MAX_QUEUED_SPANS} were waiting for export`,
+        );
+        this.#dropped = 0;
+      }
+      this.#pump();
+    });
+    this.#pending.add(sent);
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,117 @@
+import assert from "node:assert/strict";
+import { ManualClock } from "../support/clock.ts";
+import { createLogger } from "../support/logger.ts";
+import { decodeTraceRequest } from "../../tests/support/otlp_proto.ts";
+import {
+  BATCH_DELAY_MS,
+  BATCH_SPANS,
+  MAX_IN_FLIGHT,
+  MAX_QUEUED_SPANS,
+  SpanExporter,
+} from "./otlp_exporter.ts";
+import { ProtobufBatch } from "./otlp_protobuf.ts";
+import type { FinishedSpan } from "./span_batch.ts";
+import { TraceId } from "./span_ids.ts";
+import { tracingConfig } from "./tracing_config.ts";
+
+const RESOURCE = { attributes: { "service.name": "t" }, scope: { name: "t", version: "1" } };
+
+const span = (i: number): FinishedSpan => ({
+  trace: TraceId.fromHex("4bf92f3577b34da6a3ce929d0e0e4736"),
+  idHi: 1,
+  idLo: i + 1,
+  parentHi: 0,
+  parentLo: 0,
+  traceState: undefined,
+  name: `span ${i}`,
+  kind: 1,
+  startMs: 1,
+  endMs: 2,
+  attributes: {},
+  shared: undefined,
+  error: undefined,
+});
+
+/** A collector on 127.0.0.1 counting the spans it is sent; `hold` keeps every answer until released. */
+function collector(hold = false) {
+  const { promise: released, resolve: release } = Promise.withResolvers<void>();
+  const { promise: first, resolve: arrived } = Promise.withResolvers<void>();
+  const state = { spans: 0, requests: 0, open: 0, mostOpen: 0 };
+  const http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+    state.open++;
+    state.mostOpen = Math.max(state.mostOpen, state.open);
+    const body = decodeTraceRequest(new Uint8Array(await req.arrayBuffer()));
+    state.spans += body.resourceSpans?.[0]?.scopeSpans?.[0]?.spans?.length ?? 0;
+    state.requests++;
+    arrived();
+    if (hold) await released;
+    state.open--;
+    return new Response(null, { status: 200 });
+  });
+  const { config } = tracingConfig({
+    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${http.addr.port}`,
+  });
+  return { state, config, first, release: () => release(), close: () => http.shutdown() };
+}
+
+Deno.test("A batch goes out when its delay passes on the injected clock, not before", async () => {
+  const sink = collector();
+  const clock = new ManualClock();
+  const batch = new ProtobufBatch(RESOURCE);
+  const exporter = new SpanExporter(sink.config, createLogger({ sink: () => {} }), clock, batch);
+  try {
+    exporter.add(span(0));
+    clock.advance(BATCH_DELAY_MS - 1);
+    assert.equal(batch.count, 1, "still waiting for more spans");
+    clock.advance(1);
+    assert.equal(batch.count, 0, "sealed and posted");
+    await sink.first;
+    assert.equal(sink.state.spans, 1);
+  } finally {
+    await exporter.flush();
+    await sink.close();
+  }
+});
+
+Deno.test("A full batch goes out at once, without waiting for the delay", async () => {
+  const sink = collector();
+  const batch = new ProtobufBatch(RESOURCE);
+  const exporter = new SpanExporter(
+    sink.config,
+    createLogger({ sink: () => {} }),
+    new ManualClock(),
+    batch,
+  );
+  try {
+    for (let i = 0; i < BATCH_SPANS; i++) exporter.add(span(i));
+    assert.equal(batch.count, 0);
+    await sink.first;
+    assert.deepEqual(sink.state, { spans: BATCH_SPANS, requests: 1, open: 0, mostOpen: 1 });
+  } finally {
+    await exporter.flush();
+    await sink.close();
+  }
+});
+
+Deno.test("Spans beyond the bound, waiting on a collector that does not answer, are dropped and reported", async () => {
+  const sink = collector(true);
+  const lines: string[] = [];
+  const logger = createLogger({ sink: (line) => lines.push(line) });
+  const exporter = new SpanExporter(
+    sink.config,
+    logger,
+    new ManualClock(),
+    new ProtobufBatch(RESOURCE),
+  );
+  try {
+    for (let i = 0; i < MAX_QUEUED_SPANS + 100; i++) exporter.add(span(i));
+    await sink.first;
+  } finally {
+    sink.release();
+    await exporter.flush();
+    await sink.close();
+  }
+  assert.equal(sink.state.spans, MAX_QUEUED_SPANS, "every span within the bound arrives");
+  assert.ok(sink.state.mostOpen <= MAX_IN_FLIGHT, `at most ${MAX_IN_FLIGHT} posts at once`);
+  assert.ok(lines.some((line) => line.includes("100 spans dropped")), lines.join("\n"));
+});
