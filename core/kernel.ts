@@ -80,6 +80,8 @@ import { ToolDiscovery } from "./mcp/tool_discovery.ts";
 import { DiscoveryService } from "./sync/discovery_service.ts";
 import { ToolRegistry } from "./mcp/tool_registry.ts";
 import { startTracer, type Tracing } from "./tracing/gateway_tracer.ts";
+import { type ClusterNode, createClusterNode } from "./cluster/cluster_node.ts";
+import { fileFleetStore, type FleetStore } from "./proxy/fleet_store.ts";
 
 export type { FleetDiff } from "./operator/operator_host.ts";
 
@@ -182,6 +184,8 @@ export class Kernel implements OperatorHost {
   /** In cluster mode, the state this replica shares with the others (JetStream KV via the bus). */
   #shared: SharedState | undefined;
   #sharedSessions: Promise<SharedSessions> | undefined;
+  /** In cluster mode, this replica's shared fleet, policies and heartbeat. */
+  #cluster: ClusterNode | undefined;
   #unwatchPolicies: (() => void) | undefined;
   #callObservers = new Set<BridgeObserver>();
   #stopping: Promise<void> | undefined;
@@ -376,6 +380,13 @@ export class Kernel implements OperatorHost {
     return this.#fleet;
   }
 
+  /** Where fleet edits go: the shared bucket in cluster mode, else the fleet file (if any). */
+  get fleetStore(): FleetStore | undefined {
+    if (this.#cluster) return this.#cluster.config.fleetStore;
+    const path = this.config.proxy.configPath;
+    return path === undefined ? undefined : fileFleetStore(path);
+  }
+
   /** Parses fleet text and checks every enabled server can be planned; throws `config_invalid`. */
   checkFleet(text: string, path: string): FleetConfig {
     const fleet = parseFleetConfig(text, path, this.#fleetEnv(), this.#fleetDefaults());
@@ -384,12 +395,13 @@ export class Kernel implements OperatorHost {
   }
 
   /** Applies a checked fleet without a restart (one application at a time). */
-  applyFleet(servers: readonly FleetServer[]): Promise<FleetDiff> {
-    return this.#enqueueFleet(() => this.#applyFleet(servers));
+  applyFleet(servers: readonly FleetServer[], origin?: string): Promise<FleetDiff> {
+    return this.#enqueueFleet(() => this.#applyFleet(servers, origin));
   }
 
   /** Re-reads and applies the fleet file now; a bad file keeps the running fleet and throws why. */
   reloadFleet(): Promise<FleetDiff> {
+    if (this.#cluster) return this.#cluster.config.reloadFleet();
     const path = this.config.proxy.configPath;
     if (path === undefined) {
       return Promise.reject(
@@ -418,22 +430,34 @@ export class Kernel implements OperatorHost {
 
   /** Re-reads the policy files now; a bad file keeps the policy in force and throws why. */
   async reloadPolicies(): Promise<PolicySet> {
+    if (this.#cluster) {
+      // The shared config reports a refused revision itself.
+      await this.#cluster.config.reloadPolicies();
+      return this.governance.policies;
+    }
     const path = this.config.policyPath;
+    let policies: PolicySet;
     try {
-      const policies = await loadPolicies(path);
-      this.governance.setPolicies(policies);
-      this.logger.info(`policies reloaded from ${path}`);
-      this.bus.publish({ type: "policy.reloaded", path, files: [...policies.files] });
-      return policies;
+      policies = await loadPolicies(path);
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
       this.logger.error(`policies not reloaded; the previous policy stays in force: ${reason}`);
       this.bus.publish({ type: "policy.reload_failed", path, reason });
-      throw error;
-    } finally {
       // What a tenant may see can have changed.
       this.bridge.notifyToolsChanged();
+      throw error;
     }
+    this.applyPolicies(policies, path);
+    return policies;
+  }
+
+  /** Puts compiled policies in force (from `origin`, a path or a shared revision). */
+  applyPolicies(policies: PolicySet, origin: string): void {
+    this.governance.setPolicies(policies);
+    this.logger.info(`policies reloaded from ${origin}`);
+    this.bus.publish({ type: "policy.reloaded", path: origin, files: [...policies.files] });
+    // What a tenant may see can have changed.
+    this.bridge.notifyToolsChanged();
   }
 
   #enqueueFleet<T>(fn: () => Promise<T>): Promise<T> {
@@ -442,13 +466,13 @@ export class Kernel implements OperatorHost {
     return run;
   }
 
-  async #applyFleet(servers: readonly FleetServer[]): Promise<FleetDiff> {
+  async #applyFleet(servers: readonly FleetServer[], origin?: string): Promise<FleetDiff> {
     // Stopping: never start an upstream that proxy.stop() would miss.
     if (this.#stopping) return { added: [], removed: [], changed: [] };
     this.#registerFleetSecrets(servers);
     const diff = await this.proxy.reload(servers);
     this.#fleet = servers;
-    const path = this.config.proxy.configPath ?? "";
+    const path = origin ?? this.config.proxy.configPath ?? "";
     this.logger.info(`fleet reloaded from ${path}`, { ...diff });
     this.bus.publish({ type: "fleet.reloaded", path, ...diff });
     return diff;
@@ -493,6 +517,17 @@ export class Kernel implements OperatorHost {
     this.#failures.push(...failures);
     for (const failure of failures) this.#reportFailure(failure);
     await this.#selectBus(plugins);
+    if (this.#shared) {
+      this.#cluster = createClusterNode({
+        config: this.config,
+        state: this.#shared,
+        target: this,
+        bus: this.bus,
+        logger: this.logger,
+        clock: this.clock,
+        fleetSummary: () => fleetSummary(this.proxy.status()),
+      });
+    }
     // The demo (and any fleet naming ${MCP_DATA_DIR}) writes there: it must exist before they start.
     if (this.config.demo || this.config.proxy.configPath) await ensureDataDir(this.config.dataDir);
     await this.#loadApprovals();
@@ -541,8 +576,12 @@ export class Kernel implements OperatorHost {
     // Upstreams start in the background: clients connect at once and get list_changed as each
     // upstream becomes READY; /readyz reports ready when every upstream has started or failed.
     this.#fleetStarted = this.proxy.start(fleet).then(() => void (this.#fleetReady = true));
-    if (this.config.proxy.configPath) this.#watchFleet(this.config.proxy.configPath);
-    this.#watchPolicies();
+    if (this.#cluster) {
+      await this.#cluster.started(info.url);
+    } else {
+      if (this.config.proxy.configPath) this.#watchFleet(this.config.proxy.configPath);
+      this.#watchPolicies();
+    }
     this.engine.watch();
     this.#startDiscovery();
     this.bus.publish({
@@ -570,6 +609,8 @@ export class Kernel implements OperatorHost {
     this.#closing = true;
     this.#listener?.beginStopping();
     this.bus.publish({ type: "gateway.stopping" });
+    // The heartbeat says draining while calls finish (bounded by the shared state's own timeouts).
+    const draining = this.#cluster?.draining();
     try {
       await this.#drain();
       await Promise.allSettled(this.#transports.map((t) => t.close()));
@@ -604,6 +645,8 @@ export class Kernel implements OperatorHost {
         this.logger.warn("trace export at shutdown failed", { error: String(error) })
       );
       (await this.#sharedSessions?.catch(() => undefined))?.close();
+      await draining;
+      await this.#cluster?.stop();
       await this.#shared?.close();
       await this.bus.close();
     } finally {
@@ -842,7 +885,9 @@ export class Kernel implements OperatorHost {
   /** Loads the policy files; a bad file stops start-up with every problem and its line. */
   async #loadPolicies(): Promise<void> {
     const path = this.config.policyPath;
-    const policies = await loadPolicies(path);
+    const policies = this.#cluster
+      ? await this.#cluster.config.startPolicies() ?? DEFAULT_POLICY
+      : await loadPolicies(path);
     this.governance.setPolicies(policies);
     if (policies.files.length === 0) {
       this.logger.warn(
@@ -870,9 +915,12 @@ export class Kernel implements OperatorHost {
 
   /** Loads the fleet file (if configured) and checks every enabled server can be planned. */
   async #loadFleet(): Promise<FleetServer[]> {
-    const path = this.config.proxy.configPath;
+    const shared = await this.#cluster?.config.startFleet();
+    const path = shared?.origin ?? this.config.proxy.configPath;
     if (path === undefined) return [];
-    const fleet = await loadFleetConfig(path, this.#fleetEnv(), this.#fleetDefaults());
+    const fleet = shared
+      ? parseFleetConfig(shared.text, path, this.#fleetEnv(), this.#fleetDefaults())
+      : await loadFleetConfig(path, this.#fleetEnv(), this.#fleetDefaults());
     this.#registerFleetSecrets(fleet.servers);
     const servers = fleet.servers.filter((s) => s.enabled);
     for (const server of servers) this.#upstreams.plan(server);
@@ -1245,6 +1293,7 @@ export class Kernel implements OperatorHost {
         })),
       ready: () => this.#ready && this.#fleetReady,
       replicaId: () => this.replicaId,
+      ...(this.#cluster ? { cluster: () => this.#cluster!.status() } : {}),
     }))));
     for (const route of operatorRoutes(this)) listener.mount(redactedRoute(jsonBodiesOnly(route)));
     // Mounted even when disabled at start: an operator can enable the interface at runtime.
@@ -1297,6 +1346,16 @@ function mcpScopeOnly(route: HttpRoute): HttpRoute {
         refuseScope(auth, "mcp", `the MCP endpoint ${route.path}`) ??
           route.handle(request, auth, body),
       ),
+  };
+}
+
+/** How many upstreams run, and how many are up or failed, for the replica's heartbeat. */
+function fleetSummary(servers: readonly { state: string }[]) {
+  const count = (states: string[]) => servers.filter((s) => states.includes(s.state)).length;
+  return {
+    servers: servers.length,
+    ready: count(["READY", "DEGRADED"]),
+    failed: count(["FAILED"]),
   };
 }
 

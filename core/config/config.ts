@@ -15,6 +15,7 @@ import { isLoopbackHost } from "../auth/host_guard.ts";
 import type { ScopeMap } from "../auth/scope_map.ts";
 import { resolveDataDir } from "./data_dir.ts";
 import { ENV_SCHEMA, type ParsedEnv, type SettledEnv, withDefaults } from "./settings/settings.ts";
+import type { ClusterConfig } from "./settings/cluster_settings.ts";
 import { type TracingConfig, tracingConfig } from "../tracing/tracing_config.ts";
 
 /** The fully resolved configuration. */
@@ -142,12 +143,7 @@ export interface GatewayConfig {
   scannerApproval: "off" | "info" | "low" | "medium" | "high" | "critical";
   natsUrl?: string;
   /** MCP_CLUSTER: present when replicas share state through NATS JetStream (needs `natsUrl`). */
-  cluster?: {
-    /** MCP_REPLICA_ID: this replica's name; `<hostname>-<pid>` by default. */
-    replicaId: string;
-    /** MCP_CLUSTER_KV_REPLICAS: JetStream replicas of each shared bucket. */
-    kvReplicas: number;
-  };
+  cluster?: ClusterConfig;
   log: { level: "debug" | "info" | "warn" | "error"; format: "text" | "json" };
   /** Discovery kept running by the gateway (off while `sources` is empty). */
   discovery: {
@@ -331,6 +327,7 @@ export function resolveConfig(
         cluster: {
           replicaId: e.MCP_REPLICA_ID ?? defaultReplicaId(),
           kvReplicas: v.MCP_CLUSTER_KV_REPLICAS,
+          heartbeatMs: v.MCP_CLUSTER_HEARTBEAT_MS,
         },
       }
       : {}),

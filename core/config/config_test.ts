@@ -519,6 +519,7 @@ Deno.test("cluster mode needs NATS_URL, names the fix, and defaults the replica 
   assert.equal(resolveConfig({}).cluster, undefined);
   const cluster = resolveConfig({ MCP_CLUSTER: "true", NATS_URL: "nats://127.0.0.1:4222" }).cluster;
   assert.equal(cluster?.kvReplicas, 1);
+  assert.equal(cluster?.heartbeatMs, 5000);
   assert.match(cluster?.replicaId ?? "", new RegExp(`-${Deno.pid}$`));
   assert.deepEqual(
     resolveConfig({
@@ -526,8 +527,9 @@ Deno.test("cluster mode needs NATS_URL, names the fix, and defaults the replica 
       NATS_URL: "nats://127.0.0.1:4222",
       MCP_REPLICA_ID: "gw-a",
       MCP_CLUSTER_KV_REPLICAS: "3",
+      MCP_CLUSTER_HEARTBEAT_MS: "1000",
     }).cluster,
-    { replicaId: "gw-a", kvReplicas: 3 },
+    { replicaId: "gw-a", kvReplicas: 3, heartbeatMs: 1000 },
   );
   assert.match(configError({ MCP_REPLICA_ID: "a.b" }).message, /MCP_REPLICA_ID must be/);
 });

@@ -220,22 +220,32 @@ export async function loadPolicies(
   path: string,
   options: PolicyFileAccess = {},
 ): Promise<PolicySet> {
+  const files = await readPolicyFiles(path, options);
+  return files.length === 0 ? DEFAULT_POLICY : parsePolicies(files, path);
+}
+
+/**
+ * The policy files at `path` (a directory's `*.yaml`/`*.yml` but the test files, in name order,
+ * or the one file), unparsed; none for a missing path. Throws `config_invalid` on a read error.
+ */
+export async function readPolicyFiles(
+  path: string,
+  options: PolicyFileAccess = {},
+): Promise<PolicyFile[]> {
   const { readDir = Deno.readDir, readTextFile = Deno.readTextFile } = options;
   const listing = await list(path, readDir);
-  if (listing === "missing") return DEFAULT_POLICY;
+  if (listing === "missing") return [];
   const paths = listing === "file"
     ? [path]
     : listing.filter((name) => POLICY_FILE.test(name) && !TEST_FILE.test(name))
       .map((name) => join(path, name));
-  if (paths.length === 0) return DEFAULT_POLICY;
-  const files = await Promise.all(paths.map(async (file) => {
+  return await Promise.all(paths.map(async (file) => {
     try {
       return { path: file, text: await readTextFile(file) };
     } catch (error) {
       throw cannotRead(file, error);
     }
   }));
-  return parsePolicies(files, path);
 }
 
 /**

@@ -7,7 +7,9 @@
  * - `POST …/{id}/restart` (operator).
  *
  * Changes are made to the fleet file (see fleet_writer.ts), so they survive a restart, and then
- * applied at once without restarting the gateway.
+ * applied at once without restarting the gateway. In cluster mode they are written to the shared
+ * `agent33_config` bucket instead, compare-and-set on its revision (`If-Match: "<revision>"`
+ * refuses a stale edit with 409 `revision_conflict`), and every replica applies them.
  * @module
  */
 import { hasControlCharacter } from "../support/control_characters.ts";
@@ -18,12 +20,12 @@ import type { HandleSnapshot } from "../proxy/child_server_handle.ts";
 import type { FleetServer } from "../proxy/fleet_config.ts";
 import {
   addServer,
-  editFleetFile,
   type FleetEdit,
   FleetEditError,
   removeServer,
   setServerEnabled,
 } from "../proxy/fleet_writer.ts";
+import type { FleetStore } from "../proxy/fleet_store.ts";
 import { type AdminAccess, methodNotAllowed, pathParams, refuseScope } from "./admin_scope.ts";
 
 /** Where the fleet routes are mounted. */
@@ -87,7 +89,7 @@ export function serverRoutes(kernel: OperatorHost): HttpRoute {
         if (method === "GET") return guard("read") ?? one(kernel, id);
         if (method === "DELETE") {
           return guard("admin") ??
-            await mutate(kernel, id, removeServer(id), () => ({ removed: id }));
+            await mutate(kernel, request, id, removeServer(id), () => ({ removed: id }));
         }
         return methodNotAllowed(method, url.pathname, ["GET", "DELETE"]);
       }
@@ -95,7 +97,7 @@ export function serverRoutes(kernel: OperatorHost): HttpRoute {
       if (action === "restart") return guard("operate") ?? await restart(kernel, id);
       const enabled = action === "enable";
       return guard("admin") ??
-        await mutate(kernel, id, setServerEnabled(id, enabled), () => ({
+        await mutate(kernel, request, id, setServerEnabled(id, enabled), () => ({
           server: current(kernel, id),
         }));
     },
@@ -153,7 +155,11 @@ function list(kernel: OperatorHost): Response {
     ...kernel.fleet.map((s) => s.id),
     ...kernel.proxy.handles().map((h) => h.id),
   ]);
-  return Response.json({ servers: [...ids].map((id) => current(kernel, id)) });
+  const revision = kernel.fleetStore?.revision();
+  return Response.json(
+    { servers: [...ids].map((id) => current(kernel, id)), ...(revision ? { revision } : {}) },
+    revision ? { headers: { ETag: `"${revision}"` } } : {},
+  );
 }
 
 function current(kernel: OperatorHost, id: string): ServerView | undefined {
@@ -221,6 +227,7 @@ async function add(kernel: OperatorHost, request: Request): Promise<Response> {
   const id = (entry as { id?: unknown }).id;
   return await mutate(
     kernel,
+    request,
     typeof id === "string" ? id : "",
     addServer(entry as Record<string, unknown>),
     () => ({ server: typeof id === "string" ? current(kernel, id) : undefined }),
@@ -228,36 +235,83 @@ async function add(kernel: OperatorHost, request: Request): Promise<Response> {
   );
 }
 
-/** Edits the fleet file, validated first, then applies it; refusals leave the file unchanged. */
+/** Edits the fleet (its file, or the shared bucket), validated first, then applies it; refusals change nothing. */
 async function mutate(
   kernel: OperatorHost,
+  request: Request,
   id: string,
   edit: FleetEdit,
   answer: () => Record<string, unknown>,
   status = 200,
 ): Promise<Response> {
-  const path = kernel.config.proxy.configPath;
-  if (path === undefined) {
+  const store = kernel.fleetStore;
+  if (store === undefined) {
     return jsonError(
       409,
       "no_fleet_file",
       "No fleet file is configured, so there is nowhere to keep this change; set MCP_PROXY_CONFIG_PATH (or serve --config FILE) and restart the gateway",
     );
   }
+  const revision = expectedRevision(request, store);
+  if (revision instanceof Response) return revision;
   try {
-    const result = await editFleetFile(path, edit, {
-      validate: (text) => kernel.checkFleet(text, path),
+    const result = await store.edit(edit, {
+      validate: (text) => kernel.checkFleet(text, store.where),
       apply: (fleet) => kernel.applyFleet(fleet.servers),
+      ...(revision === undefined ? {} : { revision }),
     });
     return Response.json({
       ...answer(),
       changed: result.changed,
       fleet: result.applied ?? { added: [], removed: [], changed: [] },
-    }, { status: result.changed ? status : 200 });
+      ...(result.revision ? { revision: result.revision } : {}),
+    }, {
+      status: result.changed ? status : 200,
+      ...(result.revision ? { headers: { ETag: `"${result.revision}"` } } : {}),
+    });
   } catch (error) {
     if (!(error instanceof FleetEditError)) throw error;
-    if (error.kind === "not_found") return unknownServer(kernel, id);
-    if (error.kind === "conflict") return jsonError(409, "conflict", error.message);
-    return jsonError(400, "invalid_fleet", error.message);
+    return fleetEditRefusal(error) ?? unknownServer(kernel, id);
   }
+}
+
+/** The answer to a refused edit (undefined for `not_found`, which the caller words). */
+export function fleetEditRefusal(error: FleetEditError): Response | undefined {
+  if (error.kind === "not_found") return undefined;
+  if (error.kind === "conflict") return jsonError(409, "conflict", error.message);
+  if (error.kind === "revision_conflict") {
+    return Response.json(
+      { error: { code: "revision_conflict", message: error.message, revision: error.revision } },
+      { status: 409, headers: { ETag: `"${error.revision}"` } },
+    );
+  }
+  return jsonError(400, "invalid_fleet", error.message);
+}
+
+/**
+ * The revision an edit is based on, from `If-Match: "<revision>"` (cluster mode only: the fleet
+ * file has no revisions, so a conditional edit there is refused rather than done unconditionally).
+ */
+export function expectedRevision(
+  request: Request,
+  store: FleetStore,
+): number | undefined | Response {
+  const header = request.headers.get("if-match");
+  if (header === null) return undefined;
+  const match = /^\s*(?:W\/)?"?(\d{1,15})"?\s*$/.exec(header);
+  if (!store.revisioned) {
+    return jsonError(
+      400,
+      "invalid_request",
+      "If-Match needs cluster mode (MCP_CLUSTER=true): the fleet file has no revisions; send the edit without it",
+    );
+  }
+  if (!match) {
+    return jsonError(
+      400,
+      "invalid_request",
+      `If-Match must be one fleet revision, e.g. If-Match: "12" (GET ${SERVERS_PATH} gives it as ETag)`,
+    );
+  }
+  return Number(match[1]);
 }

@@ -14,6 +14,7 @@ import type { ToolGovernance } from "../governance/tool_governance.ts";
 import type { PluginKind } from "../plugin_api/mod.ts";
 import type { PluginInstance } from "../plugin_host/plugin_instances.ts";
 import type { FleetConfig, FleetServer } from "../proxy/fleet_config.ts";
+import type { FleetStore } from "../proxy/fleet_store.ts";
 import type { ProxyManager } from "../proxy/proxy_manager.ts";
 import type { GatewayScanner } from "../scanner/gateway_scanner.ts";
 import type { DiscoveryService } from "../sync/discovery_service.ts";
@@ -43,6 +44,8 @@ export interface OperatorHost {
   readonly discovery: DiscoveryService | undefined;
   /** The fleet as last applied, disabled servers included. */
   readonly fleet: readonly FleetServer[];
+  /** Where fleet edits go: the shared bucket in cluster mode, else the fleet file (if any). */
+  readonly fleetStore: FleetStore | undefined;
   /** Whether the MCP interface (/mcp, /sse, /messages) serves. */
   readonly mcpEnabled: boolean;
   /** Turns the MCP interface on or off at runtime; while off its routes answer 503. */

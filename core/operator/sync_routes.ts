@@ -15,6 +15,7 @@ import { jsonError } from "../http/http_listener.ts";
 import type { HttpRoute } from "../http/http_route.ts";
 import { type AdminAccess, methodNotAllowed, refuseScope } from "./admin_scope.ts";
 import { FleetEditError } from "../proxy/fleet_writer.ts";
+import { fleetEditRefusal } from "./admin_server_routes.ts";
 import { candidateProposals, discoverOnce } from "../sync/discovery_service.ts";
 import type { SyncProposal } from "../sync/sync_plan.ts";
 import { RegistryError } from "../sync/registry_client.ts";
@@ -138,9 +139,11 @@ async function run(kernel: OperatorHost, fleetPath: string, body: Record<string,
     );
   }
   try {
+    const store = kernel.fleetStore;
     const result = await planFromRegistry({
       registry,
       fleetPath,
+      ...(store?.revisioned ? { fleetText: await store.read() } : {}),
       env: { ...kernel.env },
       ...(full === true ? { full: true } : {}),
       ...(typeof search === "string" ? { search } : {}),
@@ -178,7 +181,7 @@ async function apply(kernel: OperatorHost, fleetPath: string, body: Record<strin
   const chosen = ids.map((id) => pending.get(id)!);
   try {
     const result = await applyProposals(
-      fleetPath,
+      kernel.fleetStore ?? fleetPath,
       chosen,
       (text) => kernel.checkFleet(text, fleetPath),
       (fleet) => kernel.applyFleet(fleet.servers),
@@ -196,12 +199,7 @@ async function apply(kernel: OperatorHost, fleetPath: string, body: Record<strin
     });
   } catch (error) {
     if (!(error instanceof FleetEditError)) throw error;
-    const status = error.kind === "conflict" ? 409 : error.kind === "not_found" ? 404 : 400;
-    return jsonError(
-      status,
-      error.kind === "invalid" ? "invalid_fleet" : error.kind,
-      error.message,
-    );
+    return fleetEditRefusal(error) ?? jsonError(404, "not_found", error.message);
   }
 }
 

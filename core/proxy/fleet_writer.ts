@@ -13,8 +13,11 @@
 import { Document, isMap, isScalar, isSeq, parseDocument, type YAMLMap, YAMLSeq } from "yaml";
 import { GatewayError } from "../support/errors.ts";
 
-/** Why an edit was refused. */
-export type FleetEditFailure = "invalid" | "not_found" | "conflict";
+/**
+ * Why an edit was refused: the result is invalid, the entry is not there, the id is taken, or
+ * (cluster mode) the shared fleet moved past the revision the caller edited.
+ */
+export type FleetEditFailure = "invalid" | "not_found" | "conflict" | "revision_conflict";
 
 /** An edit that was refused; the file is unchanged. */
 export class FleetEditError extends Error {
@@ -23,11 +26,19 @@ export class FleetEditError extends Error {
   readonly kind: FleetEditFailure;
   /** Every problem, as `file:line: …` where the validator gives one. */
   readonly problems: string[];
+  /** With `revision_conflict`: the shared fleet's current revision, to edit again from. */
+  readonly revision: number | undefined;
 
-  constructor(kind: FleetEditFailure, message: string, problems: string[] = [message]) {
+  constructor(
+    kind: FleetEditFailure,
+    message: string,
+    problems: string[] = [message],
+    revision?: number,
+  ) {
     super(message);
     this.kind = kind;
     this.problems = problems;
+    this.revision = revision;
   }
 }
 
@@ -79,43 +90,56 @@ export function editFleetFile<V, R = never>(
 ): Promise<FleetEditResult<V, R>> {
   return withFleetLock(path, async () => {
     const before = await Deno.readTextFile(path);
-    const doc = parseDocument(before, { keepSourceTokens: false });
-    if (doc.errors.length > 0) {
-      const problems = doc.errors.map((e) => `${path}:${(e.linePos?.[0].line ?? 1)}: ${e.message}`);
+    const { changed, text, validated } = editFleetText(path, before, edit, options.validate);
+    if (changed) await writeAtomically(path, text, before);
+    const result: FleetEditResult<V, R> = { changed, validated };
+    if (options.apply && changed) result.applied = await options.apply(validated);
+    return result;
+  });
+}
+
+/**
+ * Edits fleet text in memory and validates the result (the part of an edit that does not care
+ * where the text is kept: a file, or the cluster's shared bucket); `where` names it in messages.
+ * Throws a {@link FleetEditError} when the text does not parse or the result is refused.
+ */
+export function editFleetText<V>(
+  where: string,
+  before: string,
+  edit: FleetEdit,
+  validate: (text: string) => V,
+): { changed: boolean; text: string; validated: V } {
+  const doc = parseDocument(before, { keepSourceTokens: false });
+  if (doc.errors.length > 0) {
+    const problems = doc.errors.map((e) => `${where}:${(e.linePos?.[0].line ?? 1)}: ${e.message}`);
+    throw new FleetEditError(
+      "invalid",
+      `The fleet "${where}" does not parse, so it cannot be edited; fix it by hand first:\n  - ${
+        problems.join("\n  - ")
+      }`,
+      problems,
+    );
+  }
+  const edited = edit(doc, before);
+  const changed = edited !== undefined && edited !== before;
+  const text = changed ? edited : before;
+  try {
+    return { changed, text, validated: validate(text) };
+  } catch (error) {
+    if (error instanceof GatewayError) {
+      const problems = Array.isArray(error.data.problems)
+        ? error.data.problems.map(String)
+        : [error.message];
       throw new FleetEditError(
         "invalid",
-        `The fleet file "${path}" does not parse, so it cannot be edited; fix it by hand first:\n  - ${
+        `The change would make the fleet invalid, so "${where}" was left unchanged:\n  - ${
           problems.join("\n  - ")
         }`,
         problems,
       );
     }
-    const edited = edit(doc, before);
-    const changed = edited !== undefined && edited !== before;
-    const after = changed ? edited : before;
-    let validated: V;
-    try {
-      validated = options.validate(after);
-    } catch (error) {
-      if (error instanceof GatewayError) {
-        const problems = Array.isArray(error.data.problems)
-          ? error.data.problems.map(String)
-          : [error.message];
-        throw new FleetEditError(
-          "invalid",
-          `The change would make the fleet file invalid, so "${path}" was left unchanged:\n  - ${
-            problems.join("\n  - ")
-          }`,
-          problems,
-        );
-      }
-      throw error;
-    }
-    if (changed) await writeAtomically(path, after, before);
-    const result: FleetEditResult<V, R> = { changed, validated };
-    if (options.apply && changed) result.applied = await options.apply(validated);
-    return result;
-  });
+    throw error;
+  }
 }
 
 /** How {@link addServer} writes an entry. */

@@ -7,28 +7,32 @@
 import { parseDocument } from "yaml";
 import {
   addServers,
-  editFleetFile,
   type FleetEdit,
   type FleetEditResult,
   removeServer,
   setServerEnabled,
 } from "../proxy/fleet_writer.ts";
+import { fileFleetStore, type FleetStore } from "../proxy/fleet_store.ts";
 import { SYNC_MARKER } from "../proxy/fleet_origin.ts";
 import { markerComment, type SyncProposal } from "./sync_plan.ts";
 
-/** Applies `proposals` to the fleet file at `path`; `validate` refuses a bad result. */
+/**
+ * Applies `proposals` to the fleet file at `path` (or to a fleet store: the cluster's shared
+ * fleet); `validate` refuses a bad result.
+ */
 export async function applyProposals<V, R = never>(
-  path: string,
+  target: string | FleetStore,
   proposals: readonly SyncProposal[],
   validate: (text: string) => V,
   apply?: (validated: V) => Promise<R>,
 ): Promise<FleetEditResult<V, R>> {
-  await ensureFleetFile(path);
+  const store = typeof target === "string" ? fileFleetStore(target) : target;
+  if (store.path !== undefined) await ensureFleetFile(store.path);
   // The directories chosen for declared paths: the server's own, readable by the gateway's user only.
   for (const dir of proposals.flatMap((p) => p.paths ?? [])) {
     await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
   }
-  return await editFleetFile(path, composeEdits(toEdits(proposals)), {
+  return await store.edit(composeEdits(toEdits(proposals)), {
     validate,
     ...(apply ? { apply } : {}),
   });

@@ -16,6 +16,8 @@ export interface SyncOptions {
   /** Registry URL or file. */
   registry: string;
   fleetPath: string;
+  /** The fleet to compare with, when it is not (only) the file (the cluster's shared fleet). */
+  fleetText?: string;
   /** Ignore the state file: read the whole registry (and so allow removals). */
   full?: boolean;
   search?: string;
@@ -50,10 +52,11 @@ export async function planFromRegistry(options: SyncOptions): Promise<SyncResult
   if (options.fetch) query.fetch = options.fetch;
   if (options.signal) query.signal = options.signal;
   const listing = await readRegistry(options.registry, query);
-  const text = await Deno.readTextFile(options.fleetPath).catch((error) => {
-    if (error instanceof Deno.errors.NotFound) return "";
-    throw error;
-  });
+  const text = options.fleetText ??
+    await Deno.readTextFile(options.fleetPath).catch((error) => {
+      if (error instanceof Deno.errors.NotFound) return "";
+      throw error;
+    });
   const plan = planSync(text, listing, {
     complete: updatedSince === undefined && !options.search,
     env: options.env,

@@ -21,6 +21,16 @@ const replicaId = z.string().optional().transform((value, ctx) => {
   return value;
 });
 
+/** Cluster mode's part of the gateway config (`config.cluster`, present with MCP_CLUSTER). */
+export interface ClusterConfig {
+  /** MCP_REPLICA_ID: this replica's name; `<hostname>-<pid>` by default. */
+  replicaId: string;
+  /** MCP_CLUSTER_KV_REPLICAS: JetStream replicas of each shared bucket. */
+  kvReplicas: number;
+  /** MCP_CLUSTER_HEARTBEAT_MS: milliseconds between this replica's heartbeats. */
+  heartbeatMs: number;
+}
+
 /** The variables of cluster mode. */
 export const CLUSTER_SETTINGS = {
   MCP_CLUSTER: setting({
@@ -42,5 +52,12 @@ export const CLUSTER_SETTINGS = {
     default: 1,
     meaning:
       "JetStream replicas of each shared bucket the gateway creates; 3 on a 3-node NATS cluster, so losing a node loses no state",
+  }),
+  MCP_CLUSTER_HEARTBEAT_MS: setting({
+    group: "cluster",
+    schema: int("MCP_CLUSTER_HEARTBEAT_MS", 200, 60_000),
+    default: 5_000,
+    meaning:
+      "Milliseconds between a replica's heartbeats in `agent33_replicas`; a replica missing three is no longer listed",
   }),
 };
