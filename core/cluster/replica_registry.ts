@@ -71,6 +71,7 @@ export class ReplicaRegistry {
   #timer: TimerHandle | undefined;
   #beating: Promise<void> = Promise.resolve();
   #startedAt = 0;
+  #started = false;
   #url: string | undefined;
   #draining = false;
   #stopped = false;
@@ -97,8 +98,9 @@ export class ReplicaRegistry {
   /** Registers this replica (its first heartbeat, awaited) and keeps beating until {@link stop}. */
   async start(url?: string): Promise<void> {
     this.#startedAt = this.#options.clock.now();
+    this.#started = true;
     this.#url = url;
-    await this.#open();
+    // A heartbeat that cannot be written is logged and tried again: it never stops a start.
     await this.beat();
     this.#schedule();
   }
@@ -147,7 +149,7 @@ export class ReplicaRegistry {
   /** Marks this replica draining in its record at once (a stop has begun). */
   drain(): Promise<void> {
     this.#draining = true;
-    return this.beat();
+    return this.#started ? this.beat() : Promise.resolve();
   }
 
   /** Stops beating and deletes this replica's record, so the cluster stops listing it at once. */
@@ -156,6 +158,8 @@ export class ReplicaRegistry {
     this.#stopped = true;
     this.#timer?.cancel();
     await this.#beating;
+    // Never registered (a start that failed before serving): nothing to delete.
+    if (!this.#started) return;
     try {
       await (await this.#open()).delete(this.#key);
     } catch (error) {

@@ -8,8 +8,9 @@
  * bucket with compare-and-set on the revision ({@link SharedConfig.fleetStore}).
  * @module
  */
-import type { Clock } from "../support/clock.ts";
+import { type Clock, pause } from "../support/clock.ts";
 import type { Logger } from "../support/logger.ts";
+import { GatewayError } from "../support/errors.ts";
 import type { EventBus } from "../bus/event_bus.ts";
 import type { SharedBucket, SharedChange, SharedState } from "../bus/shared_state.ts";
 import type { FleetConfig, FleetServer } from "../proxy/fleet_config.ts";
@@ -66,6 +67,9 @@ const EMPTY_FLEET =
   "# Upstream MCP servers (see docs/fleet.md), shared by the cluster.\nproxy_servers:\n";
 /** Edits without an `If-Match` retry this many times when another replica wrote in between. */
 const EDIT_ATTEMPTS = 3;
+/** Start steps try the shared state this many times, waiting 1, 2, 3… × START_RETRY_MS between. */
+const START_ATTEMPTS = 5;
+const START_RETRY_MS = 500;
 /** How many fleet applications are remembered, so a revision is applied once however it comes. */
 const RECENT_APPLICATIONS = 8;
 const NO_CHANGE: FleetDiff = { added: [], removed: [], changed: [] };
@@ -128,7 +132,11 @@ export class SharedConfig {
    * when the bucket has none. Undefined when neither has one. Recorded as applied: the kernel
    * starts it (and fails its start when it does not validate, as with a bad file).
    */
-  async startFleet(): Promise<{ text: string; origin: string } | undefined> {
+  startFleet(): Promise<{ text: string; origin: string } | undefined> {
+    return this.#retried("fleet", () => this.#startFleet());
+  }
+
+  async #startFleet(): Promise<{ text: string; origin: string } | undefined> {
     const bucket = await this.#open();
     let entry = await bucket.get(FLEET_KEY);
     const { fleetPath, logger } = this.#options;
@@ -160,7 +168,32 @@ export class SharedConfig {
    * The policies to start with: the bucket's, or this replica's policy files written there first
    * when the bucket has none. Throws `config_invalid` when they do not compile.
    */
-  async startPolicies(): Promise<PolicySet | undefined> {
+  startPolicies(): Promise<PolicySet | undefined> {
+    return this.#retried("policies", () => this.#startPolicies());
+  }
+
+  /**
+   * Runs a start step again when the shared state fails (not when a document is invalid): on a
+   * fresh NATS cluster, replicas starting together create the bucket at once and the first reads
+   * can time out while its stream elects a leader.
+   */
+  async #retried<T>(what: string, step: () => Promise<T>): Promise<T> {
+    for (let attempt = 1;; attempt++) {
+      try {
+        return await step();
+      } catch (error) {
+        if (error instanceof GatewayError || attempt >= START_ATTEMPTS) throw error;
+        this.#options.logger.warn(
+          `reading the shared ${what} failed (attempt ${attempt} of ${START_ATTEMPTS}); trying again`,
+          { error: String(error) },
+        );
+        this.#bucket = undefined;
+        await pause(this.#options.clock, START_RETRY_MS * attempt);
+      }
+    }
+  }
+
+  async #startPolicies(): Promise<PolicySet | undefined> {
     const bucket = await this.#open();
     let entry = await bucket.get(POLICIES_KEY);
     const { policyPath, logger, replicaId, clock } = this.#options;
@@ -188,9 +221,12 @@ export class SharedConfig {
 
   /** Applies every later revision of either document, until {@link close}. */
   async watch(): Promise<void> {
-    const bucket = await this.#open();
-    if (this.#closed) return;
-    this.#unwatch = await bucket.watch((change) => this.#changed(change));
+    const unwatch = await this.#retried("watch", async () => {
+      const bucket = await this.#open();
+      return await bucket.watch((change) => this.#changed(change));
+    });
+    if (this.#closed) unwatch();
+    else this.#unwatch = unwatch;
   }
 
   /** Re-reads the fleet document and applies it now; a bad one keeps the running fleet and throws. */
