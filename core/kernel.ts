@@ -614,6 +614,10 @@ export class Kernel implements OperatorHost {
     try {
       await this.#drain();
       await Promise.allSettled(this.#transports.map((t) => t.close()));
+      // Calls answered and streams closed: the cluster stops listing this replica (before the
+      // bus plugin closes the connection the heartbeat is deleted over).
+      await draining;
+      await this.#cluster?.stop();
       this.#unwatch?.();
       this.#unwatchPolicies?.();
       this.engine.stop();
@@ -645,8 +649,6 @@ export class Kernel implements OperatorHost {
         this.logger.warn("trace export at shutdown failed", { error: String(error) })
       );
       (await this.#sharedSessions?.catch(() => undefined))?.close();
-      await draining;
-      await this.#cluster?.stop();
       await this.#shared?.close();
       await this.bus.close();
     } finally {
