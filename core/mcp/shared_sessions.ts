@@ -12,7 +12,7 @@
  * watch keeps those current (another replica's change, a DELETE) and is ignored for the rest.
  * @module
  */
-import type { JSONRPCNotification } from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Clock } from "../support/clock.ts";
 import type { Logger } from "../support/logger.ts";
 import {
@@ -52,6 +52,13 @@ interface Known {
   writtenAt: number;
   touching?: boolean;
 }
+
+/**
+ * What a message on a session's subject is for: `notify`, a notification for the replica holding
+ * the GET stream; `client`, a client's message for the replica holding the request it is about
+ * (the answer to a server-to-client request, or a cancellation).
+ */
+export type RelayKind = "notify" | "client";
 
 /** Told when a tracked session's record changed elsewhere (`null`: deleted). */
 export type SessionRecordListener = (id: string, record: SessionRecord | null) => void;
@@ -201,12 +208,11 @@ export class SharedSessions {
     return this.#known.size;
   }
 
-  /** Sends a notification to the replica holding the session's GET stream. */
-  publish(id: string, message: JSONRPCNotification): void {
-    const bytes = encodeJson({ from: this.replicaId, message });
+  /** Sends a message to the other replicas' copies of a session (see {@link RelayKind}). */
+  publish(id: string, message: JSONRPCMessage, kind: RelayKind = "notify"): void {
+    const bytes = encodeJson({ from: this.replicaId, kind, message });
     if (bytes.byteLength > MAX_RELAYED_BYTES) {
-      this.#logger.warn("dropped a session notification too large to relay to another replica", {
-        method: message.method,
+      this.#logger.warn("dropped a session message too large to relay to another replica", {
         bytes: bytes.byteLength,
       });
       return;
@@ -214,12 +220,12 @@ export class SharedSessions {
     this.#state.publish(subjectOf(id), bytes);
   }
 
-  /** Receives the notifications other replicas publish for a session, until the returned call. */
-  subscribe(id: string, handler: (message: JSONRPCNotification) => void): () => void {
+  /** Receives what other replicas publish for a session, checked, until the returned call. */
+  subscribe(id: string, handler: (message: JSONRPCMessage, kind: RelayKind) => void): () => void {
     return this.#state.subscribe(subjectOf(id), (data) => {
-      const message = relayedNotification(data, this.replicaId);
-      if (message) handler(message);
-      else this.#logger.debug("ignored a malformed relayed session notification");
+      const relayed = relayedMessage(data, this.replicaId);
+      if (relayed) handler(relayed.message, relayed.kind);
+      else this.#logger.debug("ignored a malformed relayed session message");
     });
   }
 
@@ -270,8 +276,11 @@ export function subjectOf(id: string): string {
   return `session.${sharedKey(id)}`;
 }
 
-/** A relayed notification from another replica, or undefined when malformed or our own. */
-function relayedNotification(data: Uint8Array, self: string): JSONRPCNotification | undefined {
+/** A relayed message from another replica, or undefined when malformed or our own. */
+function relayedMessage(
+  data: Uint8Array,
+  self: string,
+): { message: JSONRPCMessage; kind: RelayKind } | undefined {
   if (data.byteLength > MAX_RELAYED_BYTES) return undefined;
   let value: unknown;
   try {
@@ -279,14 +288,20 @@ function relayedNotification(data: Uint8Array, self: string): JSONRPCNotificatio
   } catch {
     return undefined;
   }
-  const envelope = value as { from?: unknown; message?: Record<string, unknown> } | null;
-  const message = envelope?.message;
+  const envelope = value as { from?: unknown; kind?: unknown; message?: unknown } | null;
+  const m = envelope?.message as Record<string, unknown> | undefined;
   if (
-    typeof envelope?.from !== "string" || envelope.from === self || !message ||
-    typeof message !== "object" || message.jsonrpc !== "2.0" ||
-    typeof message.method !== "string" || !message.method.startsWith("notifications/") ||
-    "id" in message ||
-    (message.params !== undefined && (typeof message.params !== "object" || !message.params))
+    typeof envelope?.from !== "string" || envelope.from === self || !m || typeof m !== "object" ||
+    m.jsonrpc !== "2.0" ||
+    (m.params !== undefined && (typeof m.params !== "object" || m.params === null))
   ) return undefined;
-  return message as unknown as JSONRPCNotification;
+  const method = typeof m.method === "string" ? m.method : undefined;
+  if (envelope.kind === "notify" && !("id" in m) && method?.startsWith("notifications/")) {
+    return { message: m as unknown as JSONRPCMessage, kind: "notify" };
+  }
+  const answer = typeof m.id === "string" && !("method" in m) && ("result" in m || "error" in m);
+  if (envelope.kind === "client" && (answer || m.method === "notifications/cancelled")) {
+    return { message: m as unknown as JSONRPCMessage, kind: "client" };
+  }
+  return undefined;
 }

@@ -123,7 +123,7 @@ Deno.test("a malformed stored record counts as absent", async () => {
 Deno.test("notifications published for a session reach its subscriber, malformed ones do not", async () => {
   const { state, a, b } = await twoReplicas();
   const heard: string[] = [];
-  const stop = b.subscribe("s.1", (m) => heard.push(m.method));
+  const stop = b.subscribe("s.1", (m) => heard.push("method" in m ? m.method : ""));
   a.publish("s.1", {
     jsonrpc: "2.0",
     method: "notifications/resources/updated",

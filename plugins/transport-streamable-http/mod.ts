@@ -171,16 +171,10 @@ export default definePlugin({
         return response;
       }
       const listening = ids.length === 0;
-      if (listening) {
-        session.streams++;
-        shared?.listening(session, true);
-      }
+      if (listening) session.streams++;
       let open = true;
       const done = () => {
-        if (open && listening) {
-          session.streams--;
-          shared?.listening(session, false);
-        }
+        if (open && listening) session.streams--;
         open = false;
         session.lastSeen = ctx.clock.now();
       };
@@ -276,6 +270,10 @@ export default definePlugin({
         enableJsonResponse: httpResponseMode === "json",
         maxRequestBodySize: maxMessageBytes,
         onsessioninitialized: (id) => {
+          shared?.attach(session as Session, (message) => {
+            forgetCancelled(session.inFlight!, session.direct!, message);
+            session.transport!.onmessage?.(message);
+          });
           for (const [old, copy] of sessions.set(id, session as Session)) {
             void drop(old, copy, "the most copies MCP_MAX_SESSIONS allows are held");
           }
@@ -291,7 +289,6 @@ export default definePlugin({
       });
       session.transport = transport;
       if (httpResponseMode === "json") releaseJsonStreams(transport);
-      shared?.relay(session as Session);
       const direct = session.direct = new DirectRequests(
         transport,
         httpResponseMode,
@@ -300,6 +297,8 @@ export default definePlugin({
         (id, overflow) => cutOff(session as Session, [id], overflow),
       );
       trackResponses(transport, session.inFlight!);
+      // Outermost: a request to the client is renamed for the way back (the direct path too).
+      shared?.relay(session as Session);
       transport.onclose = () => {
         if (transport.sessionId) {
           if (sessions.peek(transport.sessionId) === session) sessions.delete(transport.sessionId);
@@ -415,6 +414,9 @@ export default definePlugin({
       } catch (error) {
         return rpcError(400, -32700, `Parse error: ${(error as Error).message}`);
       }
+      // Cluster mode: an answer or cancellation for another replica goes there.
+      if (shared) body = shared.route(session, body);
+      if (body === undefined) return new Response(null, { status: 202 });
       const ids = requestIds(body);
       const duplicate = ids.find((id, i) => session.inFlight.has(id) || ids.indexOf(id) !== i);
       if (duplicate !== undefined) {

@@ -11,6 +11,13 @@
  * - Everything else sent outside a request (resources/updated, log messages) goes over the
  *   session's subject when this replica does not hold the stream; the holder writes it.
  * - What belongs to a request (its progress, logs, answer) rides on that POST's own response.
+ *
+ * The client's side crosses replicas too: its answer to a server-to-client request (sampling,
+ * elicitation, roots) and its cancellation of a request may reach a replica other than the one
+ * that asked or runs it. Requests to the client carry ids naming the asking replica
+ * (`a33:<replica>:<id>`); an answer for another replica, or a cancellation of a request not in
+ * flight here, goes over the subject, and the replica it names (or that runs it) takes it. Every
+ * copy hears its session's subject while it exists.
  * @module
  */
 import type { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
@@ -78,10 +85,12 @@ export class SharedCopies {
   readonly store: SharedSessions;
   #logger: Logger;
   #rebuilding = new Map<string, Promise<unknown>>();
+  readonly #askPrefix: string;
 
   constructor(store: SharedSessions, logger: Logger) {
     this.store = store;
     this.#logger = logger;
+    this.#askPrefix = `a33:${store.replicaId}:`;
   }
 
   /**
@@ -302,6 +311,10 @@ export class SharedCopies {
     const transport = copy.transport;
     const send = transport.send.bind(transport);
     transport.send = (message: JSONRPCMessage, options) => {
+      // A request to the client: its id names this replica, so its answer finds the way back.
+      if ("method" in message && "id" in message) {
+        return send({ ...message, id: `${this.#askPrefix}${message.id}` }, options);
+      }
       if (
         copy.streams > 0 || options?.relatedRequestId !== undefined || "id" in message ||
         !("method" in message) || transport.sessionId === undefined
@@ -312,17 +325,61 @@ export class SharedCopies {
     copy.deliver = (message) => send(message);
   }
 
-  /** A GET stream opened (`true`) or ended here: the replica hears the subject while one is open. */
-  listening(copy: SharedCopy, open: boolean): void {
+  /**
+   * Hears the session's subject for as long as the copy lives (call once its id is known):
+   * notifications for its GET stream, and client messages about its own requests, which go to
+   * `receive` (the transport's message handler, with the plugin's bookkeeping).
+   */
+  attach(copy: SharedCopy, receive: (message: JSONRPCMessage) => void): void {
     const id = copy.transport.sessionId;
-    if (id === undefined) return;
-    if (open && copy.streams === 1 && !copy.unsubscribe) {
-      copy.unsubscribe = this.store.subscribe(id, (message) => {
-        void copy.deliver?.(message).catch(() => {});
-      });
-    } else if (!open && copy.streams === 0) {
-      copy.unsubscribe?.();
-      delete copy.unsubscribe;
+    if (id === undefined || copy.unsubscribe) return;
+    copy.unsubscribe = this.store.subscribe(id, (message, kind) => {
+      if (kind === "notify") {
+        if (copy.streams > 0) void copy.deliver?.(message).catch(() => {});
+        return;
+      }
+      const local = this.#local(copy, message);
+      if (local) receive(local);
+    });
+  }
+
+  /**
+   * A POST's messages minus those for another replica, which go there over the subject: answers
+   * to another replica's requests, and cancellations of requests not in flight here (kept too:
+   * harmless here). Answers to this replica's requests get back their own ids. Undefined when
+   * nothing is left to handle here.
+   */
+  route(copy: SharedCopy, body: unknown): unknown {
+    const id = copy.transport.sessionId;
+    if (id === undefined) return body;
+    const kept: unknown[] = [];
+    for (const message of Array.isArray(body) ? body : [body]) {
+      const m = message as Record<string, unknown> | null;
+      const answer = typeof m?.id === "string" && m.id.startsWith("a33:") && !("method" in m);
+      if (answer) {
+        const local = this.#local(copy, m as unknown as JSONRPCMessage);
+        if (local) kept.push(local);
+        else this.store.publish(id, m as unknown as JSONRPCMessage, "client");
+        continue;
+      }
+      const cancelled = m?.method === "notifications/cancelled" &&
+        !copy.inFlight.has((m.params as { requestId?: string | number } | undefined)?.requestId!);
+      if (cancelled) this.store.publish(id, m as unknown as JSONRPCMessage, "client");
+      kept.push(message);
     }
+    if (kept.length === 0) return undefined;
+    return Array.isArray(body) ? kept : kept[0];
+  }
+
+  /** A client message as this copy handles it, or undefined when it is another replica's. */
+  #local(copy: SharedCopy, message: JSONRPCMessage): JSONRPCMessage | undefined {
+    if ("method" in message) {
+      const requestId = (message.params as { requestId?: string | number } | undefined)?.requestId;
+      return requestId !== undefined && copy.inFlight.has(requestId) ? message : undefined;
+    }
+    const id = "id" in message ? message.id : undefined;
+    if (typeof id !== "string" || !id.startsWith(this.#askPrefix)) return undefined;
+    const own = id.slice(this.#askPrefix.length);
+    return { ...message, id: /^\d+$/.test(own) ? Number(own) : own } as JSONRPCMessage;
   }
 }

@@ -114,7 +114,7 @@ Deno.test("another caller's valid session id is refused without building anythin
 Deno.test("list_changed outside a request is left to the replica holding the GET stream", async () => {
   const { a, close } = await replicas();
   const published: string[] = [];
-  const stop = a.store.subscribe("s1", (m) => published.push(m.method));
+  const stop = a.store.subscribe("s1", (m) => published.push("method" in m ? m.method : ""));
   const here = copy(a);
   await here.transport.send({ jsonrpc: "2.0", method: "notifications/tools/list_changed" });
   await tick();
@@ -132,7 +132,7 @@ Deno.test("a notification outside a request reaches the GET stream on another re
   const origin = copy(a);
   const holder = copy(b);
   holder.streams = 1;
-  b.listening(holder, true);
+  b.attach(holder, () => {});
   const updated = {
     jsonrpc: "2.0" as const,
     method: "notifications/resources/updated",
@@ -143,17 +143,17 @@ Deno.test("a notification outside a request reaches the GET stream on another re
   assert.deepEqual(origin.written, []);
   assert.deepEqual(holder.written, [updated]);
   holder.streams = 0;
-  b.listening(holder, false);
   await origin.transport.send(updated);
   await tick();
-  assert.equal(holder.written.length, 1, "no stream, no subscription: nothing more arrives");
+  assert.equal(holder.written.length, 1, "once the stream closed nothing more is written");
+  holder.unsubscribe?.();
   close();
 });
 
 Deno.test("a request's own notifications stay on its POST's response", async () => {
   const { a, close } = await replicas();
   const published: string[] = [];
-  const stop = a.store.subscribe("s1", (m) => published.push(m.method));
+  const stop = a.store.subscribe("s1", (m) => published.push("method" in m ? m.method : ""));
   const here = copy(a);
   await here.transport.send(
     { jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: 1 } },
@@ -185,5 +185,47 @@ Deno.test("a state change is written to the record and applied back to the copy"
   await b.hooks(copy(b)).changed({ unsubscribed: "x://1" });
   await tick();
   assert.equal(a.holdsSubscriptions("s1"), false, "an unsubscribe on b releases a's copy");
+  close();
+});
+
+Deno.test("the client's answer to a request another replica asked reaches that replica", async () => {
+  const { a, b, close } = await replicas();
+  const asker = copy(a);
+  const received: JSONRPCMessage[] = [];
+  a.attach(asker, (message) => received.push(message));
+  await asker.transport.send(
+    { jsonrpc: "2.0", id: 4, method: "sampling/createMessage", params: {} },
+    { relatedRequestId: 9 },
+  );
+  const asked = asker.written[0] as { id: string };
+  assert.equal(asked.id, "a33:a:4", "the request's id names the replica that asked");
+  const elsewhere = copy(b);
+  const answer = { jsonrpc: "2.0", id: asked.id, result: { role: "assistant" } };
+  assert.equal(b.route(elsewhere, answer), undefined, "nothing left for replica b");
+  await tick();
+  assert.deepEqual(received, [{ ...answer, id: 4 }], "a gets it under its own id");
+  assert.deepEqual(a.route(asker, answer), { ...answer, id: 4 }, "arriving at a, it stays");
+  asker.unsubscribe?.();
+  close();
+});
+
+Deno.test("a cancellation of a call running on another replica reaches that replica", async () => {
+  const { a, b, close } = await replicas();
+  const runner = copy(a);
+  runner.inFlight.add(12);
+  const received: JSONRPCMessage[] = [];
+  a.attach(runner, (message) => received.push(message));
+  const cancel = {
+    jsonrpc: "2.0",
+    method: "notifications/cancelled",
+    params: { requestId: 12, reason: "user" },
+  };
+  assert.deepEqual(b.route(copy(b), cancel), cancel, "kept where it landed too (harmless)");
+  await tick();
+  assert.deepEqual(received, [cancel]);
+  b.route(copy(b), { ...cancel, params: { requestId: 99 } });
+  await tick();
+  assert.equal(received.length, 1, "a call a does not run is not a's business");
+  runner.unsubscribe?.();
   close();
 });

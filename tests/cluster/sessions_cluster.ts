@@ -7,11 +7,21 @@
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CreateMessageRequestSchema,
+  ToolListChangedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import { NEEDS_CLUSTER, startCluster, type TestCluster } from "../support/cluster.ts";
-import { eventually } from "../support/fleet.ts";
+import { eventually, faultServer, fixtureCommand } from "../support/fleet.ts";
 
 const IDLE_SECONDS = 4;
+
+/** The fault server (`fixture`) and the sampling fixture (`sampling`: asks its client, has a subscribable resource). */
+const FLEET = `proxy_servers:${faultServer("fixture")}
+  - id: sampling
+    command: ${JSON.stringify(fixtureCommand("upstreams/sampling_server.ts"))}
+    sandbox: none
+`;
 
 /** Finished tool calls a replica counted (its own /metrics). */
 async function callsServed(cluster: TestCluster, url: string): Promise<number> {
@@ -114,6 +124,7 @@ async function otherTenantToken(): Promise<{ token: string; file: string }> {
 Deno.test("Streamable HTTP sessions are served by any replica", NEEDS_CLUSTER, async (t) => {
   const other = await otherTenantToken();
   const cluster = await startCluster({
+    fleet: FLEET,
     env: {
       MCP_HTTP_SESSION_IDLE_SECONDS: String(IDLE_SECONDS),
       MCP_TOOL_DISCOVERY_MODE: "search",
@@ -192,6 +203,81 @@ Deno.test("Streamable HTTP sessions are served by any replica", NEEDS_CLUSTER, a
           seen.filter((m) => m === ToolListChangedNotificationSchema.shape.method.value),
           ["notifications/tools/list_changed"],
           `exactly one list_changed on C's stream: ${seen}`,
+        );
+      },
+    );
+
+    await t.step(
+      "an SDK client's sampling answers reach the replica that asked, whichever replica HAProxy gives them to",
+      async () => {
+        const client = new Client({ name: "sampler", version: "1" }, {
+          capabilities: { sampling: {} },
+        });
+        let asked = 0;
+        client.setRequestHandler(CreateMessageRequestSchema, () => {
+          asked++;
+          return { role: "assistant", model: "m", content: { type: "text", text: "sampled" } };
+        });
+        const transport = new StreamableHTTPClientTransport(new URL(`${cluster.url}/mcp`), {
+          requestInit: { headers: { Authorization: `Bearer ${cluster.token}` } },
+        });
+        await client.connect(transport);
+        try {
+          for (let i = 0; i < 6; i++) {
+            const result = await client.callTool({
+              name: "sampling__ask",
+              arguments: { marker: `m${i}` },
+            });
+            assert.deepEqual(result.content, [{ type: "text", text: `answer for m${i}: sampled` }]);
+          }
+          assert.equal(asked, 6);
+        } finally {
+          await transport.terminateSession();
+          await client.close();
+        }
+      },
+    );
+
+    await t.step(
+      "a resource update from replica A's upstream reaches the GET stream on replica C",
+      async () => {
+        const session = await initialize(a.url, cluster.token);
+        const listed = await post(a.url, cluster.token, session, {
+          id: 30,
+          method: "resources/list",
+        });
+        const resources = (listed.answer?.result as { resources: { uri: string; name: string }[] })
+          .resources;
+        const uri = resources.find((r) => r.uri.includes("sampling") && r.name === "state")?.uri;
+        assert.ok(uri, JSON.stringify(resources));
+        const subscribed = await post(a.url, cluster.token, session, {
+          id: 31,
+          method: "resources/subscribe",
+          params: { uri },
+        });
+        assert.deepEqual(subscribed.answer?.result, {});
+        const stream = await fetch(`${c.url}/mcp`, {
+          headers: {
+            Authorization: `Bearer ${cluster.token}`,
+            Accept: "text/event-stream",
+            "Mcp-Session-Id": session,
+          },
+        });
+        assert.equal(stream.status, 200);
+        let heard: () => void = () => {};
+        const methods = listen(stream.body!, new Promise<void>((resolve) => heard = resolve));
+        const touched = await post(a.url, cluster.token, session, {
+          id: 32,
+          method: "tools/call",
+          params: { name: "sampling__touch", arguments: { marker: "x" } },
+        });
+        assert.equal(touched.status, 200);
+        assert.deepEqual(touched.methods, [], "no update on the POST's own stream");
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        heard();
+        assert.deepEqual(
+          (await methods).filter((m) => m === "notifications/resources/updated"),
+          ["notifications/resources/updated"],
         );
       },
     );
