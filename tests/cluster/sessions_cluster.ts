@@ -208,6 +208,51 @@ Deno.test("Streamable HTTP sessions are served by any replica", NEEDS_CLUSTER, a
     );
 
     await t.step(
+      "a GET stream on replica C hears tools/list_changed for a fleet edit made through replica A",
+      async () => {
+        const session = await initialize(b.url, cluster.token);
+        const stream = await fetch(`${c.url}/mcp`, {
+          headers: {
+            Authorization: `Bearer ${cluster.token}`,
+            Accept: "text/event-stream",
+            "Mcp-Session-Id": session,
+          },
+        });
+        assert.equal(stream.status, 200);
+        let heard: () => void = () => {};
+        const methods = listen(stream.body!, new Promise<void>((resolve) => heard = resolve));
+        const added = await fetch(`${a.url}/v1/mcp/proxy/servers`, {
+          method: "POST",
+          headers: {
+            Authorization: `Bearer ${cluster.adminToken}`,
+            "Content-Type": "application/json",
+          },
+          body: JSON.stringify({
+            id: "extra",
+            command: fixtureCommand("upstreams/fault_server.ts"),
+            sandbox: "none",
+          }),
+        });
+        assert.ok(added.ok, await added.text());
+        // The new upstream starts on C too; its tools appear to the session through C.
+        let id = 40;
+        await eventually(async () => {
+          const listed = await post(c.url, cluster.token, session, {
+            id: id++,
+            method: "tools/call",
+            params: { name: "tool_search", arguments: { query: "answers at once", k: 10 } },
+          });
+          return JSON.stringify(listed.answer).includes("extra__ok");
+        }, "extra__ok searchable through C");
+        heard();
+        assert.ok(
+          (await methods).includes("notifications/tools/list_changed"),
+          "C's stream heard the fleet change",
+        );
+      },
+    );
+
+    await t.step(
       "an SDK client's sampling answers reach the replica that asked, whichever replica HAProxy gives them to",
       async () => {
         const client = new Client({ name: "sampler", version: "1" }, {
