@@ -15,8 +15,8 @@ export const CONFIG_BUCKET = "agent33_config";
 export const FLEET_KEY = "fleet";
 /** The key of the policy documents. */
 export const POLICIES_KEY = "policies";
-/** The largest document the bucket takes (a fleet of a few thousand entries fits). */
-export const MAX_DOCUMENT_BYTES = 4 * 1024 * 1024;
+/** The largest document the bucket takes: NATS's default max_payload (thousands of entries fit). */
+export const MAX_DOCUMENT_BYTES = 1024 * 1024;
 /** At most this many policy files. */
 const MAX_POLICY_FILES = 256;
 

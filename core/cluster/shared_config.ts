@@ -80,6 +80,8 @@ export class SharedConfig {
   #bucket: SharedBucket | undefined;
   #unwatch: (() => void) | undefined;
   #fleetRevision = 0;
+  /** The text of the fleet revision this replica runs, what an edit starts from if the key is gone. */
+  #fleetText: string | undefined;
   #policyRevision = 0;
   /** The newest revision seen of each key, applied or not. */
   #latest = { fleet: 0, policies: 0 };
@@ -139,13 +141,18 @@ export class SharedConfig {
   async #startFleet(): Promise<{ text: string; origin: string } | undefined> {
     const bucket = await this.#open();
     let entry = await bucket.get(FLEET_KEY);
-    const { fleetPath, logger } = this.#options;
-    if (!entry && fleetPath !== undefined) {
-      const text = await Deno.readTextFile(fleetPath).catch((error) => {
+    const { fleetPath, logger, target } = this.#options;
+    const local = fleetPath === undefined ? undefined : await Deno.readTextFile(fleetPath).catch(
+      (error) => {
         if (error instanceof Deno.errors.NotFound) return undefined;
         throw error;
-      });
-      if (text === undefined) return undefined;
+      },
+    );
+    if (!entry && fleetPath !== undefined) {
+      if (local === undefined) return undefined;
+      const text = local;
+      // Checked before it is shared: a bad file must not become every replica's bad document.
+      target.checkFleet(text, fleetPath);
       const revision = await bucket.create(FLEET_KEY, encodeDocument(this.#stamp({ text })));
       if (revision !== null) {
         logger.info(`seeded the shared fleet from ${fleetPath} (revision ${revision})`);
@@ -156,11 +163,17 @@ export class SharedConfig {
     const { document, revision } = decodeFleetDocument(entry);
     this.#fleetRevision = revision;
     this.#latest.fleet = revision;
-    logger.info(
-      `fleet from the shared bucket (${documentOrigin(FLEET_KEY, revision)}, written by ${
-        document.by ?? "an unknown writer"
-      }); ${fleetPath ?? "no fleet file"} only seeds an empty bucket`,
-    );
+    this.#fleetText = document.text;
+    const origin = `${documentOrigin(FLEET_KEY, revision)}, written by ${document.by ?? "unknown"}`;
+    if (local !== undefined && local !== document.text) {
+      // A ConfigMap updated after the bucket was seeded is not what runs: say so.
+      logger.warn(
+        `${fleetPath} differs from the shared fleet (${origin}), which is what runs: in cluster ` +
+          "mode the file only seeds an empty bucket; change the fleet through the admin API",
+      );
+    } else {
+      logger.info(`fleet from the shared bucket (${origin})`);
+    }
     return { text: document.text, origin: documentOrigin(FLEET_KEY, revision) };
   }
 
@@ -273,7 +286,9 @@ export class SharedConfig {
       try {
         const { document } = decodeFleetDocument({ key: FLEET_KEY, value, revision });
         const fleet = this.#options.target.checkFleet(document.text, origin);
-        return await this.#options.target.applyFleet(fleet.servers, origin);
+        const diff = await this.#options.target.applyFleet(fleet.servers, origin);
+        this.#fleetText = document.text;
+        return diff;
       } catch (error) {
         this.#refused("fleet", revision, error);
         throw error;
@@ -352,7 +367,8 @@ export class SharedConfig {
       if (options.revision !== undefined && options.revision !== revision) {
         throw conflict(options.revision, revision);
       }
-      let before = EMPTY_FLEET;
+      // A deleted document is re-created from what runs here, not from nothing.
+      let before = this.#fleetText ?? EMPTY_FLEET;
       if (entry) {
         try {
           before = decodeFleetDocument(entry).document.text;
@@ -378,7 +394,11 @@ export class SharedConfig {
       if (options.apply) {
         const apply = options.apply;
         // The watch delivers the same revision: whichever comes first applies it, once.
-        result.applied = await this.#once(written, false, () => apply(validated), undefined) as R;
+        result.applied = await this.#once(written, false, async () => {
+          const applied = await apply(validated);
+          this.#fleetText = text;
+          return applied;
+        }, undefined) as R;
       }
       return result;
     }

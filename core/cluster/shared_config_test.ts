@@ -271,3 +271,28 @@ Deno.test("a cluster with no fleet file starts empty, and the first edit creates
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("a fleet file that does not validate is never seeded, and fails only its own replica's start", async () => {
+  await using a = await files("proxy_servers:\n  - id: Bad Id\n");
+  const state = new MemorySharedState();
+  const replica = new Replica(state, "a", a.paths);
+  await assert.rejects(() => replica.config.startFleet(), /Bad Id/);
+  assert.equal(await (await state.bucket(CONFIG_BUCKET)).get(FLEET_KEY), null);
+  replica.config.close();
+});
+
+Deno.test("an edit after the shared fleet was deleted starts from the fleet that runs, not from nothing", async () => {
+  await using a = await files(fleetText("alpha", "beta"));
+  const state = new MemorySharedState();
+  const [one, two] = [new Replica(state, "a", a.paths), new Replica(state, "b", a.paths)];
+  await one.start();
+  await two.start();
+  await (await state.bucket(CONFIG_BUCKET)).delete(FLEET_KEY);
+  await settle();
+  assert.deepEqual(two.fleet, ["alpha", "beta"], "a deleted document keeps what runs");
+  await one.edit(addServer({ id: "gamma", url: "https://g.example.com/mcp" }));
+  await settle();
+  assert.deepEqual(two.fleet, ["alpha", "beta", "gamma"]);
+  one.config.close();
+  two.config.close();
+});

@@ -72,14 +72,24 @@ const mcpBody = {
 
 /** The gateway's OpenAPI 3.1 document. */
 export function openApiDocument(): Json {
+  // Cluster mode: the edit is compare-and-set on the shared fleet's revision.
+  const ifMatch = {
+    name: "If-Match",
+    in: "header",
+    required: false,
+    description: 'Cluster mode: the fleet revision the edit is based on, e.g. "12"',
+    schema: { type: "string" },
+  };
   const fleetChange = (summary: string) =>
     op(summary, "admin", {
-      parameters: [serverId],
+      parameters: [serverId, ifMatch],
       responses: {
         "200": json("Changed in the fleet file and applied"),
         "400": json("The fleet file would become invalid; nothing was written"),
         "404": ref("NotFound"),
-        "409": json("No fleet file is configured (set MCP_PROXY_CONFIG_PATH)"),
+        "409": json(
+          "No fleet file is configured (set MCP_PROXY_CONFIG_PATH), or revision_conflict (cluster mode)",
+        ),
       },
     });
   return {
@@ -157,7 +167,10 @@ export function openApiDocument(): Json {
         }),
       },
       "/v1/operator/status": {
-        get: op("Gateway counts and, per upstream, state, breaker and health", "operator"),
+        get: op(
+          "Gateway counts and, per upstream, state, breaker and health; in cluster mode the replicas",
+          "operator",
+        ),
       },
       "/v1/approvals": {
         get: op("Approval requests", "overseer", {
@@ -254,6 +267,7 @@ export function openApiDocument(): Json {
         get: op("The upstream fleet: state, breaker, health, tool count", "operator"),
         post: op("Add a server to the fleet file and start it", "admin", {
           description: "The body is one fleet entry as JSON, in the fleet file's own format.",
+          parameters: [ifMatch],
           requestBody: {
             required: true,
             content: {
@@ -269,7 +283,7 @@ export function openApiDocument(): Json {
           responses: {
             "201": json("Added and applied"),
             "400": json("The entry is invalid; the file is unchanged"),
-            "409": json("The id exists, or no fleet file is configured"),
+            "409": json("The id exists, no fleet file is configured, or revision_conflict"),
           },
         }),
       },
