@@ -51,6 +51,7 @@ import {
 } from "./plugin_host/plugin_loader.ts";
 import { approvalRoutes } from "./operator/approval_routes.ts";
 import { ApprovalQueue } from "./governance/approval_queue.ts";
+import { type ClusterGovernance, clusterGovernanceOf } from "./governance/cluster_governance.ts";
 import { ApprovalStore } from "./governance/approval_store.ts";
 import { ApprovalTokens } from "./governance/approval_tokens.ts";
 import { AuditLog } from "./governance/audit_log.ts";
@@ -196,6 +197,8 @@ export class Kernel implements OperatorHost {
   #gates = new Set<SessionGate>();
   #gatesIdle: (() => void)[] = [];
   #approvalStore: ApprovalStore | undefined;
+  /** Cluster mode: the approvals, rate limits and pins shared with the other replicas. */
+  #sharedGovernance: ClusterGovernance | undefined;
   #done = Promise.withResolvers<void>();
   #mcpEnabled: boolean;
   #fleet: readonly FleetServer[] = [];
@@ -245,7 +248,8 @@ export class Kernel implements OperatorHost {
       // Indirect: NATS may replace the in-memory store at start, so replicas share single use.
       nonces: { consume: (nonce, expiresAt) => this.#consumeNonce(nonce, expiresAt) },
     });
-    if (governance.approvalsPath !== undefined) {
+    // Cluster mode keeps approvals in the shared bucket, not in a file of one replica.
+    if (governance.approvalsPath !== undefined && !options.config.cluster) {
       this.#approvalStore = new ApprovalStore({
         path: governance.approvalsPath,
         clock: this.clock,
@@ -263,9 +267,16 @@ export class Kernel implements OperatorHost {
       tokens,
       ttlMs: governance.approvalTtlSeconds * 1000,
       maxPendingPerTenant: governance.maxPendingApprovalsPerTenant,
+      ...(this.replicaId === undefined ? {} : { replica: this.replicaId }),
       ...(this.#approvalStore ? { onChange: () => this.#approvalStore!.save() } : {}),
     });
+    this.#sharedGovernance = clusterGovernanceOf(
+      options.config,
+      this,
+      async () => (await this.#cluster?.replicas.list())?.length ?? 1,
+    );
     this.audit = new AuditLog({
+      ...(this.replicaId === undefined ? {} : { replica: this.replicaId }),
       ...(governance.auditLog === undefined ? {} : { path: governance.auditLog }),
       maxBytes: governance.auditMaxBytes,
       includeArguments: governance.auditIncludeArguments,
@@ -277,7 +288,7 @@ export class Kernel implements OperatorHost {
       policies: DEFAULT_POLICY,
       tokens,
       approvals: this.approvals,
-      rateLimiter: new RateLimiter({ clock: this.clock }),
+      rateLimiter: this.#sharedGovernance?.rateLimiter ?? new RateLimiter({ clock: this.clock }),
       audit: this.audit,
       clock: this.clock,
     });
@@ -572,6 +583,7 @@ export class Kernel implements OperatorHost {
       approvalAt: this.config.scannerApproval,
       // The same plugin folders: the worker loads the same scanner rules.
       pluginDirs: this.#options.pluginDirs ?? [BUILTIN_PLUGIN_DIR, ...this.config.pluginPaths],
+      ...(this.#sharedGovernance?.pins ? { shared: this.#sharedGovernance.pins } : {}),
     });
     // Upstreams start in the background: clients connect at once and get list_changed as each
     // upstream becomes READY; /readyz reports ready when every upstream has started or failed.
@@ -629,6 +641,7 @@ export class Kernel implements OperatorHost {
       await this.#fleetStarted.catch(() => {});
       await this.proxy.stop();
       this.scanner?.close();
+      this.#sharedGovernance?.close();
       for (const { value, plugin } of this.#instances.all()) {
         const closable = value as { close?: () => unknown } | undefined;
         if (typeof closable?.close !== "function") continue;
@@ -850,6 +863,7 @@ export class Kernel implements OperatorHost {
   async #loadApprovals(): Promise<void> {
     const store = this.#approvalStore;
     if (!store) {
+      if (this.#sharedGovernance) return; // Shared by the replicas (agent33_approvals), not a file.
       this.logger.info(
         "approvals are kept in memory only: a restart forgets pending requests and used tokens " +
           "(set MCP_APPROVALS_PATH, or configure a fleet file, to keep them)",
@@ -1068,6 +1082,7 @@ export class Kernel implements OperatorHost {
         );
       }
       this.#shared = await withState.sharedState({ replicas: this.config.cluster.kvReplicas });
+      await this.#sharedGovernance?.open(this.#shared);
     }
     // Approval tokens are single-use across replicas when the bus can keep nonces (JetStream KV).
     const shared = bus as {

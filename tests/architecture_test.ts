@@ -36,7 +36,8 @@ const BIG_FILE_EXCEPTIONS: Record<string, string> = {
     "one parser for the whole policy document with its precise line-numbered messages",
   "core/governance/tool_governance.ts":
     "the verdict for every rule of the policy in one place (the precedence truth table)",
-  "core/governance/approval_queue.ts": "the queue, its persistence and its expiry together",
+  "core/governance/approval_queue.ts":
+    "the queue, its persistence, its expiry and its sharing with replicas (the one place of the approval rules)",
   "cli/policy_cli.ts": "the policy command's subcommands (check, explain, diff, test)",
   "core/proxy/child_server_handle.ts":
     "one upstream's lifecycle: worker, restarts, breaker, catalog and calls",

@@ -83,6 +83,8 @@ export type GatewayEvent =
     code?: string;
     rule?: string;
     argumentsHash: string;
+    /** The replica that decided (cluster mode). */
+    replica?: string;
   }
   | {
     /** An approval request's lifecycle (never the raw arguments, never the token). */
@@ -96,6 +98,8 @@ export type GatewayEvent =
     argumentsHash: string;
     /** Requested/denied: when the request lapses. Approved: when the issued token expires. */
     expiresAt: number;
+    /** The replica that made the change (cluster mode). */
+    replica?: string;
     /** Who approved or denied it. */
     by?: string;
     /** Why it was denied, when the approver said. */

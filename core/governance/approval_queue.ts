@@ -10,8 +10,15 @@
  * so every route to a decision obeys it; only in-band approval (the caller's own user answering an
  * elicitation, allowed where the call pipeline's policy says so) is exempt.
  * Events carry the arguments hash, never the raw arguments and never the token.
+ *
+ * Shared by replicas ({@link ApprovalQueue.share}, cluster mode), the map below mirrors the
+ * backend's records and the asynchronous entry points ({@link ApprovalQueue.file},
+ * {@link ApprovalQueue.refresh}, {@link ApprovalQueue.approve}, {@link ApprovalQueue.reject})
+ * read and write the shared state: a request filed on one replica is decided on another, the
+ * per-tenant bound is counted across all of them, and of two decisions racing one wins.
  * @module
  */
+import { createHash } from "node:crypto";
 import type { Clock } from "../support/clock.ts";
 import { GatewayError } from "../support/errors.ts";
 import type { EventBus } from "../bus/event_bus.ts";
@@ -84,6 +91,8 @@ export interface ApprovalQueueOptions {
    * a rejection is the callee's to report, never the approver's.
    */
   onChange?: () => void | Promise<void>;
+  /** This replica's id (cluster mode), carried by the approval events it publishes. */
+  replica?: string;
 }
 
 /** A request as persisted: the snapshot fields plus the token, which only the requester sees. */
@@ -93,6 +102,34 @@ export interface ApprovalRecord extends ApprovalRequest {
 
 /** The internal record. */
 type Entry = ApprovalRecord;
+
+/** What {@link ApprovalBackend.admit} decided for a new request. */
+export type Admission =
+  /** The record to use: the new one, or an identical pending one another replica filed first. */
+  | { record: ApprovalRecord }
+  /** The tenant already has `limit` pending requests on the shared state. */
+  | { full: true };
+
+/** A store of approval records shared with other replicas. Every method rejects when it is unreachable. */
+export interface ApprovalBackend {
+  /**
+   * Files `record` (pending) unless its tenant has `limit` pending requests already, counted
+   * across every replica; `call` identifies identical requests (tenant, subject, tool, hash).
+   */
+  admit(record: ApprovalRecord, call: string, limit: number, now: number): Promise<Admission>;
+  /** The shared record now, or undefined when there is none (never filed, or expired). */
+  read(id: string): Promise<ApprovalRecord | undefined>;
+  /**
+   * Compare-and-set: replaces the record as last read or admitted by this backend with `next`
+   * (a decision); false when another replica wrote it first.
+   */
+  decide(next: ApprovalRecord): Promise<boolean>;
+  /**
+   * Calls `apply` with every record (the current ones first, then each write by any replica) and
+   * `forget` with the id of each record deleted or expired, until the returned function runs.
+   */
+  watch(apply: (record: ApprovalRecord) => void, forget: (id: string) => void): Promise<() => void>;
+}
 
 /** How a decision was made; see {@link ApprovalQueue.approve}. */
 export interface DecisionOptions {
@@ -126,6 +163,9 @@ export class ApprovalQueue {
   /** Requests an approve() is issuing a token for: neither approvable nor deniable meanwhile. */
   readonly #deciding = new Set<string>();
   #prunedAt = Number.NEGATIVE_INFINITY;
+  readonly #replica: string | undefined;
+  #backend: ApprovalBackend | undefined;
+  #unwatch: (() => void) | undefined;
 
   constructor(options: ApprovalQueueOptions) {
     const ttlMs = options.ttlMs ?? DEFAULT_APPROVAL_REQUEST_TTL_MS;
@@ -147,6 +187,26 @@ export class ApprovalQueue {
     this.#maxPending = maxPending;
     this.#maxPendingPerTenant = Math.min(perTenant, maxPending);
     this.#onChange = options.onChange;
+    this.#replica = options.replica;
+  }
+
+  /**
+   * Shares the queue with other replicas through `backend`: from now on the records are the
+   * backend's (mirrored here by its watch), requests are filed with {@link ApprovalQueue.file}
+   * and denials made with {@link ApprovalQueue.reject}.
+   */
+  async share(backend: ApprovalBackend): Promise<void> {
+    this.#backend = backend;
+    this.#unwatch = await backend.watch(
+      (record) => this.#absorb(record),
+      (id) => this.#drop(id),
+    );
+  }
+
+  /** Stops mirroring the shared records (shutdown). */
+  close(): void {
+    this.#unwatch?.();
+    this.#unwatch = undefined;
   }
 
   /** Every request still held, with its raw status and token, oldest first (for persistence). */
@@ -181,6 +241,57 @@ export class ApprovalQueue {
    * of the caller's tenant, and none has lapsed.
    */
   request(input: ApprovalRequestInput): ApprovalRequest {
+    this.#localOnly("request", "file");
+    const now = this.#clock.now();
+    const existing = this.#admissible(input, now, true);
+    if (existing) return snapshot(existing, now);
+    const entry = this.#newEntry(input, now);
+    this.#entries.set(entry.id, entry);
+    this.#addPending(entry);
+    this.#evictSettled();
+    this.#publish("approval.requested", entry, entry.expiresAt);
+    void this.#changed();
+    return snapshot(entry, now);
+  }
+
+  /**
+   * {@link ApprovalQueue.request}, also when the queue is shared: the request is on the shared
+   * state (its tenant's bound counted across replicas) before it is returned.
+   */
+  async file(input: ApprovalRequestInput): Promise<ApprovalRequest> {
+    const backend = this.#backend;
+    if (!backend) return this.request(input);
+    const now = this.#clock.now();
+    // The mirror may lag a write elsewhere by a moment: the tenant bound is the backend's.
+    const existing = this.#admissible(input, now, false);
+    if (existing) return snapshot(existing, now);
+    const entry = this.#newEntry(input, now);
+    const admission = await backend.admit(
+      entry,
+      createHash("sha256").update(callKeyOf(input)).digest("hex"),
+      this.#maxPendingPerTenant,
+      now,
+    );
+    if ("full" in admission) throw this.#tenantFull(input.tenant);
+    this.#absorb(admission.record);
+    const kept = this.#entries.get(admission.record.id) ?? admission.record;
+    if (kept.id === entry.id) this.#publish("approval.requested", kept, kept.expiresAt);
+    return snapshot(kept, now);
+  }
+
+  /**
+   * Brings request `id` up to date from the shared state before it is read or decided here
+   * (another replica may have filed or decided it a moment ago); nothing to do unshared.
+   */
+  async refresh(id: string): Promise<void> {
+    if (!this.#backend) return;
+    const record = await this.#backend.read(id);
+    if (record) this.#absorb(record);
+    else this.#drop(id);
+  }
+
+  /** Checks a new request; returns an identical pending one, or throws when a bound is reached. */
+  #admissible(input: ApprovalRequestInput, now: number, countTenant: boolean): Entry | undefined {
     for (const field of ["tenant", "subject", "tool"] as const) {
       if (typeof input[field] !== "string" || input[field] === "") {
         throw new TypeError(`An approval request needs a non-empty ${field}`);
@@ -189,14 +300,13 @@ export class ApprovalQueue {
     if (!HASH.test(input.argumentsHash)) {
       throw new TypeError("argumentsHash must be 64 lowercase hex digits (see argumentsHash())");
     }
-    const now = this.#clock.now();
     this.#prune(now, false);
-    const callKey = callKeyOf(input);
-    const existingId = this.#pendingByCall.get(callKey);
+    const existingId = this.#pendingByCall.get(callKeyOf(input));
     const existing = existingId === undefined ? undefined : this.#find(existingId, now);
-    if (existing && this.#statusOf(existing, now) === "pending") return snapshot(existing, now);
+    if (existing && this.#statusOf(existing, now) === "pending") return existing;
 
     const tenantFull = () =>
+      countTenant &&
       (this.#pendingPerTenant.get(input.tenant) ?? 0) >= this.#maxPendingPerTenant;
     if (this.#pendingByCall.size >= this.#maxPending || tenantFull()) this.#prune(now, true);
     if (this.#pendingByCall.size >= this.#maxPending) {
@@ -207,16 +317,22 @@ export class ApprovalQueue {
         { maxPending: this.#maxPending },
       );
     }
-    if (tenantFull()) {
-      throw new GatewayError(
-        "approval_queue_full",
-        `Tenant "${input.tenant}" already has ${this.#maxPendingPerTenant} approval requests ` +
-          "waiting (MCP_MAX_PENDING_APPROVALS_PER_TENANT); ask an operator to approve or deny " +
-          "some, or retry after older requests lapse",
-        { tenant: input.tenant, maxPendingPerTenant: this.#maxPendingPerTenant },
-      );
-    }
-    const entry: Entry = {
+    if (tenantFull()) throw this.#tenantFull(input.tenant);
+    return undefined;
+  }
+
+  #tenantFull(tenant: string): GatewayError {
+    return new GatewayError(
+      "approval_queue_full",
+      `Tenant "${tenant}" already has ${this.#maxPendingPerTenant} approval requests ` +
+        "waiting (MCP_MAX_PENDING_APPROVALS_PER_TENANT); ask an operator to approve or deny " +
+        "some, or retry after older requests lapse",
+      { tenant, maxPendingPerTenant: this.#maxPendingPerTenant },
+    );
+  }
+
+  #newEntry(input: ApprovalRequestInput, now: number): Entry {
+    return {
       id: crypto.randomUUID(),
       tenant: input.tenant,
       subject: input.subject,
@@ -229,12 +345,6 @@ export class ApprovalQueue {
       createdAt: now,
       expiresAt: now + this.#ttlMs,
     };
-    this.#entries.set(entry.id, entry);
-    this.#addPending(entry);
-    this.#evictSettled();
-    this.#publish("approval.requested", entry, entry.expiresAt);
-    void this.#changed();
-    return snapshot(entry, now);
   }
 
   /** A request by id, or undefined if unknown or already pruned. */
@@ -271,6 +381,7 @@ export class ApprovalQueue {
     options: DecisionOptions = {},
   ): Promise<{ token: string; expiresAt: number }> {
     requireApprover(by);
+    await this.refresh(id);
     const now = this.#clock.now();
     const entry = this.#decidable(id, now, by, options, "approve");
     this.#deciding.add(id);
@@ -281,6 +392,14 @@ export class ApprovalQueue {
         tool: entry.tool,
         argumentsHash: entry.argumentsHash,
         requestId: entry.id,
+      });
+      await this.#commit(entry, {
+        ...entry,
+        status: "approved",
+        decidedBy: by,
+        decidedAt: now,
+        token: issued.token,
+        tokenExpiresAt: issued.expiresAt,
       });
     } finally {
       this.#deciding.delete(id);
@@ -299,9 +418,44 @@ export class ApprovalQueue {
    * {@link ApprovalQueue.approve}.
    */
   deny(id: string, by: string, reason?: string, options: DecisionOptions = {}): ApprovalRequest {
+    this.#localOnly("deny", "reject");
     requireApprover(by);
     const now = this.#clock.now();
+    return this.#denied(this.#decidable(id, now, by, options, "deny"), now, by, reason);
+  }
+
+  /**
+   * {@link ApprovalQueue.deny}, also when the queue is shared: the denial is a compare-and-set
+   * on the shared record, so a decision made meanwhile on another replica wins and this one
+   * throws approval_not_pending naming it.
+   */
+  async reject(
+    id: string,
+    by: string,
+    reason?: string,
+    options: DecisionOptions = {},
+  ): Promise<ApprovalRequest> {
+    if (!this.#backend) return this.deny(id, by, reason, options);
+    requireApprover(by);
+    await this.refresh(id);
+    const now = this.#clock.now();
     const entry = this.#decidable(id, now, by, options, "deny");
+    this.#deciding.add(id);
+    try {
+      await this.#commit(entry, {
+        ...entry,
+        status: "denied",
+        decidedBy: by,
+        decidedAt: now,
+        ...(reason === undefined || reason === "" ? {} : { reason }),
+      });
+    } finally {
+      this.#deciding.delete(id);
+    }
+    return this.#denied(entry, now, by, reason);
+  }
+
+  #denied(entry: Entry, now: number, by: string, reason: string | undefined): ApprovalRequest {
     this.#settle(entry, now, by);
     entry.status = "denied";
     if (reason !== undefined && reason !== "") entry.reason = reason;
@@ -360,6 +514,58 @@ export class ApprovalQueue {
       );
     }
     return { token: entry.token, expiresAt: entry.tokenExpiresAt };
+  }
+
+  /**
+   * Writes a decision to the shared state (nothing to do unshared); when another replica decided
+   * first, takes its decision in and throws approval_not_pending naming it.
+   */
+  async #commit(entry: Entry, next: Entry): Promise<void> {
+    if (!this.#backend || await this.#backend.decide(next)) return;
+    await this.refresh(entry.id);
+    const winner = this.#entries.get(entry.id);
+    const status = winner ? this.#statusOf(winner, this.#clock.now()) : "expired";
+    throw new GatewayError(
+      "approval_not_pending",
+      `Approval request "${entry.id}" was ${status}` +
+        (winner?.decidedBy ? ` by ${winner.decidedBy}` : "") +
+        " at the same moment, on another replica; that decision stands and this one did not count",
+      { id: entry.id, status },
+    );
+  }
+
+  /** Takes in a record of the shared state: the map mirrors it, in place so holders see it. */
+  #absorb(record: ApprovalRecord): void {
+    const held = this.#entries.get(record.id);
+    let entry: Entry;
+    if (held) {
+      for (const k of Object.keys(held)) delete (held as unknown as Record<string, unknown>)[k];
+      entry = Object.assign(held, record);
+    } else {
+      entry = { ...record };
+      this.#entries.set(entry.id, entry);
+    }
+    if (this.#statusOf(entry, this.#clock.now()) === "pending") this.#addPending(entry);
+    else this.#forgetPending(entry);
+    this.#evictSettled();
+  }
+
+  /** A shared record deleted or expired: it is gone here too. */
+  #drop(id: string): void {
+    const entry = this.#entries.get(id);
+    if (!entry || this.#deciding.has(id)) return;
+    this.#forgetPending(entry);
+    this.#entries.delete(id);
+  }
+
+  /** Refuses the synchronous, local-only entry points on a shared queue. */
+  #localOnly(method: string, instead: string): void {
+    if (this.#backend) {
+      throw new Error(
+        `ApprovalQueue.${method}() is for an unshared queue; a shared one (cluster mode) is ` +
+          `written through ${instead}()`,
+      );
+    }
   }
 
   /** Tells the persistence hook; it reports its own failures, so they are swallowed here. */
@@ -512,6 +718,7 @@ export class ApprovalQueue {
       argumentsHash: entry.argumentsHash,
       expiresAt,
       ...extra,
+      ...(this.#replica === undefined ? {} : { replica: this.#replica }),
     };
     this.#bus.publish(event);
   }

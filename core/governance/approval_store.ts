@@ -48,7 +48,8 @@ export interface ApprovalStoreOptions {
 
 const FILE_VERSION = 1;
 
-const RECORD = z.object({
+/** The shape of one kept approval record (file or shared bucket): what is read back is checked. */
+export const APPROVAL_RECORD = z.object({
   id: z.string().min(1),
   tenant: z.string().min(1),
   subject: z.string().min(1),
@@ -70,7 +71,7 @@ const RECORD = z.object({
 const FILE = z.object({
   version: z.literal(FILE_VERSION),
   savedAt: z.string().optional(),
-  approvals: z.array(RECORD),
+  approvals: z.array(APPROVAL_RECORD),
   nonces: z.array(z.object({ nonce: z.string().min(1), expiresAt: z.number() }).strict()),
 }).strict();
 

@@ -36,6 +36,8 @@ export interface AuditEntry {
   /** The rule that decided, in words. */
   rule?: string;
   argumentsHash: string;
+  /** The replica that decided (cluster mode: MCP_REPLICA_ID); set by the log, not the caller. */
+  replica?: string;
   /** Raw arguments; written only with `includeArguments`, never published. */
   arguments?: Record<string, unknown>;
 }
@@ -55,6 +57,8 @@ export interface AuditLogOptions {
   bus: EventBus;
   clock: Clock;
   logger: Logger;
+  /** This replica's id (cluster mode): every line and event carries it. */
+  replica?: string;
 }
 
 /** Counters of an {@link AuditLog}. */
@@ -89,6 +93,7 @@ export class AuditLog {
   readonly #bus: EventBus;
   readonly #clock: Clock;
   readonly #logger: Logger;
+  readonly #replica: string | undefined;
   #queue: Uint8Array[] = [];
   /** Lines taken by the writer and not yet written or failed. */
   #inFlight = 0;
@@ -126,6 +131,7 @@ export class AuditLog {
     this.#bus = options.bus;
     this.#clock = options.clock;
     this.#logger = options.logger;
+    this.#replica = options.replica;
   }
 
   /**
@@ -137,6 +143,7 @@ export class AuditLog {
       const full: AuditEntry = {
         ...entry,
         time: entry.time ?? new Date(this.#clock.now()).toISOString(),
+        ...(this.#replica === undefined ? {} : { replica: this.#replica }),
       };
       this.#publish(full);
       if (this.#path !== undefined) this.#enqueue(full);
@@ -191,6 +198,7 @@ export class AuditLog {
       // The one free-text field: decision events skip the bus's redaction.
       ...(entry.rule === undefined ? {} : { rule: redact(entry.rule) }),
       argumentsHash: entry.argumentsHash,
+      ...(entry.replica === undefined ? {} : { replica: entry.replica }),
     };
     this.#bus.publish(event);
   }

@@ -59,7 +59,7 @@ export async function approveInBand(
   }
   const by = `elicitation:${ctx.subject}`;
   if (answer.action !== "accept" || answer.content?.approve !== true) {
-    await approvals.deny(request.id, by, `declined in the client (${answer.action})`, {
+    await approvals.reject(request.id, by, `declined in the client (${answer.action})`, {
       inBand: true,
     });
     return {

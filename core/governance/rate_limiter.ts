@@ -21,6 +21,12 @@ export interface RateLimiterOptions {
 /** The outcome of {@link RateLimiter.take}. */
 export type RateLimitResult = { ok: true } | { ok: false; retryAfterMs: number };
 
+/** What governance takes tokens from: this process's buckets, or the replicas' shared ones. */
+export interface RateLimits {
+  /** Takes one token from `key`'s bucket (see {@link RateLimiter.take}). */
+  take(key: string, perMinute: number, burst: number): RateLimitResult | Promise<RateLimitResult>;
+}
+
 interface Bucket {
   tokens: number;
   /** Clock ms when `tokens` was last brought up to date. */
@@ -31,11 +37,27 @@ const MINUTE_MS = 60_000;
 const DEFAULT_MAX_KEYS = 100_000;
 /** Idle full buckets are swept at most this often (clock ms). */
 const SWEEP_INTERVAL_MS = MINUTE_MS;
-const EPSILON = 1e-9;
+/** Float rounding allowance: waiting exactly retryAfterMs must yield a token. */
+export const EPSILON = 1e-9;
 
 /** Tokens regained over `elapsedMs` (never negative, should the clock step back). */
-function refill(elapsedMs: number, perMinute: number): number {
+export function refill(elapsedMs: number, perMinute: number): number {
   return (Math.max(0, elapsedMs) * perMinute) / MINUTE_MS;
+}
+
+/** How long until an empty bucket holding `tokens` has one again. */
+export function retryAfterMs(tokens: number, perMinute: number): number {
+  return Math.max(1, Math.ceil(((1 - tokens) * MINUTE_MS) / perMinute));
+}
+
+/** Throws a RangeError naming a limit that is not one. */
+export function checkLimit(perMinute: number, burst: number): void {
+  if (!(Number.isFinite(perMinute) && perMinute > 0)) {
+    throw new RangeError(`perMinute must be a positive number, got ${perMinute}`);
+  }
+  if (!(Number.isFinite(burst) && burst >= 1)) {
+    throw new RangeError(`burst must be at least 1, got ${burst}`);
+  }
 }
 
 /** The bucket key for a tenant, a rate-limit rule (its glob) and a tool. */
@@ -45,7 +67,7 @@ export function rateLimitKey(tenant: string, rule: string, tool: string): string
 }
 
 /** Token buckets keyed by {@link rateLimitKey}. */
-export class RateLimiter {
+export class RateLimiter implements RateLimits {
   readonly #clock: Clock;
   readonly #maxKeys: number;
   /** Map order is least recently used first: take() re-inserts the key it touches. */
@@ -73,12 +95,7 @@ export class RateLimiter {
    * reload): the bucket keeps its tokens, capped at the new burst.
    */
   take(key: string, perMinute: number, burst: number): RateLimitResult {
-    if (!(Number.isFinite(perMinute) && perMinute > 0)) {
-      throw new RangeError(`perMinute must be a positive number, got ${perMinute}`);
-    }
-    if (!(Number.isFinite(burst) && burst >= 1)) {
-      throw new RangeError(`burst must be at least 1, got ${burst}`);
-    }
+    checkLimit(perMinute, burst);
     const now = this.#clock.now();
     if (now - this.#sweptAt >= SWEEP_INTERVAL_MS) this.#sweep(now);
 
@@ -97,10 +114,7 @@ export class RateLimiter {
     });
     if (this.#buckets.size > this.#maxKeys) this.#evictOldest();
     if (ok) return { ok: true };
-    return {
-      ok: false,
-      retryAfterMs: Math.max(1, Math.ceil(((1 - tokens) * MINUTE_MS) / perMinute)),
-    };
+    return { ok: false, retryAfterMs: retryAfterMs(tokens, perMinute) };
   }
 
   /** Drops buckets that have refilled to their burst: a fresh bucket would behave the same. */

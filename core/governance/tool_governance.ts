@@ -21,7 +21,7 @@ import {
   stricter,
   type TenantPolicy,
 } from "./policy.ts";
-import type { RateLimiter } from "./rate_limiter.ts";
+import { rateLimitKey, type RateLimits } from "./rate_limiter.ts";
 
 /** Who is calling: an inbound client's token payload, or an agent's run context. */
 export interface CallContext {
@@ -208,7 +208,8 @@ export interface ToolGovernanceOptions {
   policies: PolicySet;
   tokens: ApprovalTokens;
   approvals: ApprovalQueue;
-  rateLimiter: RateLimiter;
+  /** This process's buckets, or (cluster mode) the replicas' shared ones. */
+  rateLimiter: RateLimits;
   audit: AuditLog;
   clock: Clock;
 }
@@ -322,7 +323,9 @@ export class ToolGovernance {
       rateLimited: false,
       token: "none",
     });
-    if (early.action !== "deny" && !options.dryRun) limited = this.#rateLimit(ctx, target, policy);
+    if (early.action !== "deny" && !options.dryRun) {
+      limited = await this.#rateLimit(ctx, target, policy);
+    }
 
     let tokenFailure: { code: DenyCode; reason: string } | undefined;
     let token: Facts["token"] = "none";
@@ -352,6 +355,18 @@ export class ToolGovernance {
       }
       redemption = undefined;
     }
+    // Filed before the verdict is written: shared by replicas, the request is on the shared state.
+    const filed = decision.action === "approval_required" && !options.dryRun
+      ? await this.#options.approvals.file({
+        tenant: ctx.tenant,
+        subject: ctx.subject,
+        tool: target.name,
+        ...(target.server === undefined ? {} : { server: target.server }),
+        effect,
+        arguments: args,
+        argumentsHash: hash,
+      })
+      : undefined;
     const verdict = this.#verdict(decision, {
       ctx,
       target,
@@ -362,8 +377,7 @@ export class ToolGovernance {
       limited,
       tokenFailure,
       hash,
-      args,
-      options,
+      filed,
     });
     if (verdict.action === "allow" && redemption) verdict.redemption = redemption;
     if (!options.dryRun) this.#audit(ctx, target, verdict, hash, args);
@@ -590,11 +604,11 @@ export class ToolGovernance {
     return problems;
   }
 
-  #rateLimit(ctx: CallContext, target: ToolTarget, policy: TenantPolicy | undefined) {
+  async #rateLimit(ctx: CallContext, target: ToolTarget, policy: TenantPolicy | undefined) {
     for (const rule of policy?.rateLimits ?? []) {
       if (!rule.match(target.name)) continue;
-      const taken = this.#options.rateLimiter.take(
-        `${ctx.tenant}\u0000${rule.glob}\u0000${target.name}`,
+      const taken = await this.#options.rateLimiter.take(
+        rateLimitKey(ctx.tenant, rule.glob, target.name),
         rule.perMinute,
         rule.burst,
       );
@@ -615,8 +629,8 @@ export class ToolGovernance {
       limited: { rule: GlobRule; retryAfterMs: number } | undefined;
       tokenFailure: { code: DenyCode; reason: string } | undefined;
       hash: string;
-      args: Record<string, unknown>;
-      options: CheckOptions;
+      /** The approval request filed for this call (none in a dry run). */
+      filed: { id: string; expiresAt: number } | undefined;
     },
   ): Verdict {
     const { ctx, target, policy, effect } = c;
@@ -650,17 +664,7 @@ export class ToolGovernance {
       const reason = `Tool "${tool}" is ${effect} (${c.effectRule}) and tenant "${ctx.tenant}" ` +
         `needs an approval for ${effect} calls (${rule})`;
       // A dry run (policy explain) decides without queueing a request.
-      const request = c.options.dryRun
-        ? { id: "(dry run)", expiresAt: 0 }
-        : this.#options.approvals.request({
-          tenant: ctx.tenant,
-          subject: ctx.subject,
-          tool,
-          ...(target.server === undefined ? {} : { server: target.server }),
-          effect,
-          arguments: c.args,
-          argumentsHash: c.hash,
-        });
+      const request = c.filed ?? { id: "(dry run)", expiresAt: 0 };
       return {
         action: "approval_required",
         effect,

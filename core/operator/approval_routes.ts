@@ -60,6 +60,8 @@ export function approvalRoutes(queue: ApprovalQueue): HttpRoute {
         }
         if (action === undefined) {
           if (request.method !== "GET") return notAllowed("GET");
+          // Shared by replicas: another one may have filed or decided it a moment ago.
+          await queue.refresh(id);
           const found = queue.get(id);
           // The caller that made the request (whatever else it may do): its status, and its
           // token once approved.
@@ -102,7 +104,7 @@ export function approvalRoutes(queue: ApprovalQueue): HttpRoute {
               `reason must be a string of at most ${MAX_REASON} characters, e.g. {"reason": "not during the freeze"}`,
             );
           }
-          return Response.json(queue.deny(id, auth.subject, reason));
+          return Response.json(await queue.reject(id, auth.subject, reason));
         }
         return jsonError(404, "not_found", `Unknown action "${action}"; use /approve or /deny`);
       } catch (error) {
@@ -111,6 +113,8 @@ export function approvalRoutes(queue: ApprovalQueue): HttpRoute {
             ? 404
             : error.code === "self_approval"
             ? 403
+            : error.code === "internal"
+            ? 503
             : 409;
           return jsonError(status, error.code, error.message);
         }

@@ -7,6 +7,10 @@
  * - a finding at or above the blocking severity (`MCP_SCANNER_BLOCK`, default `high`);
  * - a changed definition of a tool already seen (pinned on first sight): a rug pull until proven
  *   otherwise.
+ *
+ * With replicas (cluster mode, {@link GatewayScannerOptions.shared}) the pins, the changed-
+ * definition quarantines and the releases are shared: the first replica to see a tool pins it,
+ * and a quarantine or a release on one replica applies on all of them.
  * @module
  */
 import { createHash } from "node:crypto";
@@ -20,6 +24,7 @@ import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { ServerDescriptor } from "./descriptor.ts";
 import { type Finding, severityRank } from "./finding.ts";
 import { type ScanResult, scanServers } from "./scan.ts";
+import type { PinChange, ScannerSharedState } from "../governance/shared_pins.ts";
 import { WorkerScan } from "./worker_scan.ts";
 
 /** Options of {@link GatewayScanner}. */
@@ -40,6 +45,8 @@ export interface GatewayScannerOptions {
    * never blocks the event loop. Unset: always in process with `rules`.
    */
   pluginDirs?: readonly string[];
+  /** Cluster mode: the pins and quarantine decisions every replica shares. */
+  shared?: ScannerSharedState;
 }
 
 /** A finding as shown to operators. */
@@ -65,6 +72,7 @@ export class GatewayScanner {
   /** Tools an operator released: their current findings no longer quarantine them. */
   #released = new Set<string>();
   #unsubscribe: () => void;
+  #unshare: (() => void) | undefined;
   #scheduled = false;
   #running: Promise<void> | undefined;
   #again = false;
@@ -91,6 +99,37 @@ export class GatewayScanner {
         this.#schedule();
       }
     });
+    this.#unshare = options.shared?.subscribe((change) => this.#applyShared(change));
+  }
+
+  /** A decision another replica (or this one, echoed by the bucket) shared. */
+  #applyShared(change: PinChange): void {
+    const k = key(change.server, change.tool);
+    const pins = this.#pinsOf(change.server);
+    if (change.kind === "pin") {
+      if (pins.get(change.tool) === change.hash) return;
+      // The first replica's pin wins: what serves here is compared against it by a rescan.
+      pins.set(change.tool, change.hash);
+      this.#schedule();
+      return;
+    }
+    if (change.kind === "quarantine") {
+      this.#released.delete(k);
+      if (this.#quarantined.get(k) === change.reason) return;
+      this.#quarantined.set(k, change.reason);
+      this.#options.logger.warn(
+        `quarantined ${change.server}/${change.tool} (shared by another replica): ${change.reason}`,
+      );
+    } else {
+      pins.set(change.tool, change.hash);
+      this.#released.add(k);
+      // What serves here is compared against the released definition: a replica serving another
+      // one quarantines it anew (the operator reviewed that one, not this).
+      this.#schedule();
+      if (!this.#quarantined.delete(k)) return;
+      this.#options.logger.info(`released ${change.server}/${change.tool} by ${change.by}`);
+    }
+    this.#options.proxy.refresh();
   }
 
   /** Findings of one server, worst first. */
@@ -117,7 +156,10 @@ export class GatewayScanner {
     const reason = this.#quarantined.get(key(server, tool));
     if (reason === undefined) return false;
     const definition = this.#options.proxy.get(server)?.catalog.tools.find((t) => t.name === tool);
-    if (definition) this.#pinsOf(server).set(tool, hashOf(definition));
+    if (definition) {
+      this.#pinsOf(server).set(tool, hashOf(definition));
+      this.#options.shared?.release(server, tool, hashOf(definition), by);
+    }
     this.#quarantined.delete(key(server, tool));
     // A release overrides a blocking finding too: the operator has looked at it.
     this.#released.add(key(server, tool));
@@ -223,13 +265,13 @@ export class GatewayScanner {
         const k = key(handle.id, tool.name);
         const hash = hashOf(tool);
         const pinned = pins.get(tool.name);
-        if (pinned === undefined) pins.set(tool.name, hash);
-        else if (pinned !== hash && !this.#quarantined.has(k)) {
+        if (pinned === undefined) {
+          pins.set(tool.name, hash);
+          this.#options.shared?.pin(handle.id, tool.name, hash);
+        } else if (pinned !== hash && !this.#quarantined.has(k)) {
           this.#released.delete(k);
-          this.#quarantined.set(
-            k,
-            "its definition changed since it was first seen (possible rug pull); an operator must review and release it",
-          );
+          this.#quarantined.set(k, RUG_PULL);
+          this.#options.shared?.quarantine(handle.id, tool.name, hash, RUG_PULL);
           continue;
         }
         if (this.#quarantined.has(k) && pinned !== hash) continue;
@@ -288,6 +330,7 @@ export class GatewayScanner {
   close(): void {
     this.#closed = true;
     this.#unsubscribe();
+    this.#unshare?.();
     this.#worker?.close();
   }
 
@@ -337,6 +380,8 @@ function merge(a: ScanResult, b: ScanResult): ScanResult {
 /** Descriptor sets larger than this (as JSON) are scanned in the worker (~50 ms in process). */
 export const WORKER_ABOVE_CHARS = 256 * 1024;
 
+const RUG_PULL =
+  "its definition changed since it was first seen (possible rug pull); an operator must review and release it";
 const PENDING = "waiting for the scanner to read its definition; retry in a moment";
 
 function key(server: string, tool: string): string {
