@@ -84,6 +84,7 @@ export class SharedSessions {
   #known = new Map<string, Known>();
   #listener: SessionRecordListener | undefined;
   #stopWatch: (() => void) | undefined;
+  #renewalFailing = false;
 
   private constructor(state: SharedState, bucket: SharedBucket, options: SharedSessionsOptions) {
     this.#state = state;
@@ -158,9 +159,17 @@ export class SharedSessions {
     if (!known || known.touching || this.ttlMs <= 0) return;
     if (this.#clock.now() - known.writtenAt < this.ttlMs * TOUCH_FRACTION) return;
     known.touching = true;
-    void this.change(id, (record) => record, { force: true }).catch((error) =>
-      this.#logger.warn("could not renew a shared session record", { error: String(error) })
-    ).finally(() => known.touching = false);
+    void this.change(id, (record) => record, { force: true }).then(() => {
+      this.#renewalFailing = false;
+    }, (error) => {
+      // Once per outage: every use past a quarter of the TTL tries again.
+      if (!this.#renewalFailing) {
+        this.#logger.warn("could not renew a shared session record (logged once until one works)", {
+          error: String(error),
+        });
+      }
+      this.#renewalFailing = true;
+    }).finally(() => known.touching = false);
   }
 
   /**

@@ -140,3 +140,17 @@ Deno.test("notifications published for a session reach its subscriber, malformed
   a.close();
   b.close();
 });
+
+Deno.test("a copy loaded near its record's expiry learns of the expiry at its next renewal", async () => {
+  const { clock, a, b, record } = await twoReplicas();
+  await a.create("s1", record);
+  clock.advance(TTL * 0.9);
+  await b.load("s1");
+  clock.advance(TTL * 0.3);
+  assert.equal(b.expired("s1"), false, "b read it only 0.3 TTL ago");
+  b.touch("s1");
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  assert.equal(b.expired("s1"), true, "the renewal found the record gone");
+  a.close();
+  b.close();
+});

@@ -8,6 +8,7 @@ import { systemClock, type TokenPayload } from "../../core/plugin_api/mod.ts";
 import { SharedSessions } from "../../core/mcp/shared_sessions.ts";
 import { newSessionRecord } from "../../core/mcp/session_record.ts";
 import { SharedCopies, type SharedCopy } from "./shared_copies.ts";
+import { openStreamCount, releaseJsonStreams } from "./json_stream_release.ts";
 
 const alice: TokenPayload = { tenant: "acme", subject: "alice", scopes: ["mcp"] };
 const capabilities = { sampling: {}, roots: { listChanged: true } };
@@ -94,6 +95,24 @@ Deno.test("a rebuilt copy's SDK server has the client's stored capabilities, und
     }),
   );
   assert.match(await ping.text(), /"result":\{\}/, "the real request is served after it");
+  await server.close();
+  close();
+});
+
+Deno.test("in JSON response mode a copy is rebuilt the same way", async () => {
+  const { b, close } = await replicas();
+  const record = await b.lookup("s1", alice, undefined);
+  assert.ok(!(record instanceof Response));
+  const transport = new WebStandardStreamableHTTPServerTransport({
+    sessionIdGenerator: () => "s1",
+    enableJsonResponse: true,
+  });
+  releaseJsonStreams(transport);
+  const server = new Server({ name: "gw", version: "1" }, { capabilities: {} });
+  await server.connect(transport);
+  assert.equal(await b.initialize(transport, "s1", record, "http://b/mcp"), true);
+  assert.deepEqual(server.getClientCapabilities(), capabilities);
+  assert.equal(openStreamCount(transport), 0, "the discarded answer leaves no stream behind");
   await server.close();
   close();
 });
