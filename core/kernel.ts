@@ -382,6 +382,12 @@ export class Kernel implements OperatorHost {
     });
   }
 
+  /** Cluster mode: how often rate limits fell back to this replica's share (KV unreachable). */
+  get rateLimitFallbacks(): { fallbacks: number; outages: number } | undefined {
+    const stats = this.#sharedGovernance?.rateLimiter.stats();
+    return stats && { fallbacks: stats.fallbacks, outages: stats.outages };
+  }
+
   /** This replica's id (MCP_REPLICA_ID) in cluster mode; undefined for one process. */
   get replicaId(): string | undefined {
     return this.config.cluster?.replicaId;

@@ -28,6 +28,8 @@ export interface GatewayMetricsSources {
   subscribe(handler: EventHandler): () => void;
   upstreams(): HandleSnapshot[];
   approvalsPending(): number;
+  /** Cluster mode: rate-limit calls decided by this replica's share, and the outages behind them. */
+  rateLimitFallbacks?(): { fallbacks: number; outages: number } | undefined;
   /** The NATS bus's counters, or undefined when the bus is in process. */
   natsStats(): NatsBusStats | undefined;
   residentMemoryBytes(): number;
@@ -144,6 +146,15 @@ export class GatewayMetrics {
       name: "agent33_approvals_pending",
       help: "Approval requests waiting for an operator.",
     });
+    const rateLimitFallbacks = r.counter({
+      name: "agent33_rate_limit_fallbacks_total",
+      help: "Rate-limited calls decided by this replica's share of the limit because the shared " +
+        "counters (agent33_rate_limits) could not be reached; absent outside cluster mode.",
+    });
+    const rateLimitOutages = r.counter({
+      name: "agent33_rate_limit_outages_total",
+      help: "Times the shared rate-limit counters became unreachable; absent outside cluster mode.",
+    });
     const natsConnected = r.gauge({
       name: "agent33_nats_connected",
       help: "1 while the NATS event bus is connected, else 0; absent without NATS.",
@@ -218,6 +229,12 @@ export class GatewayMetrics {
         }
       }
       approvalsPending.set({}, sources.approvalsPending());
+      const fallbacks = sources.rateLimitFallbacks?.();
+      for (const family of [rateLimitFallbacks, rateLimitOutages]) family.reset();
+      if (fallbacks) {
+        rateLimitFallbacks.setTotal({}, fallbacks.fallbacks);
+        rateLimitOutages.setTotal({}, fallbacks.outages);
+      }
       const nats = sources.natsStats();
       for (const family of [natsConnected, natsDropped, natsReconnects]) family.reset();
       if (nats) {

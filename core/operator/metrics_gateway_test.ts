@@ -264,6 +264,22 @@ Deno.test("NATS metrics are absent without a NATS bus and mirror its stats with 
   metrics.close();
 });
 
+Deno.test("rate-limit fallback metrics are absent outside cluster mode and count the share's calls in it", () => {
+  const f = fake();
+  let stats: { fallbacks: number; outages: number } | undefined;
+  const metrics = new GatewayMetrics({ ...f.sources, rateLimitFallbacks: () => stats });
+  assert.doesNotMatch(metrics.render(), /agent33_rate_limit_/);
+  stats = { fallbacks: 12, outages: 1 };
+  const text = metrics.render();
+  assert.deepEqual(samples(text, "agent33_rate_limit_fallbacks_total"), [
+    "agent33_rate_limit_fallbacks_total 12",
+  ]);
+  assert.deepEqual(samples(text, "agent33_rate_limit_outages_total"), [
+    "agent33_rate_limit_outages_total 1",
+  ]);
+  metrics.close();
+});
+
 Deno.test("close() stops observing calls and events", () => {
   const f = fake();
   const metrics = new GatewayMetrics(f.sources);

@@ -19,6 +19,7 @@ export function kernelMetricsSources(kernel: OperatorHost): GatewayMetricsSource
     subscribe: (handler) => kernel.bus.subscribeLocal(handler),
     upstreams: () => kernel.proxy.status(),
     approvalsPending: () => kernel.approvals.list({ status: "pending" }).length,
+    rateLimitFallbacks: () => kernel.rateLimitFallbacks,
     natsStats: () => natsStatsOf(kernel.pluginsOf("bus")[0]),
     residentMemoryBytes: () => Deno.memoryUsage().rss,
     // performance.now() counts from the process's time origin, and never goes backwards.

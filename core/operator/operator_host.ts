@@ -38,6 +38,8 @@ export interface OperatorHost {
   readonly proxy: ProxyManager;
   readonly governance: ToolGovernance;
   readonly approvals: ApprovalQueue;
+  /** Cluster mode: how often rate limits fell back to this replica's share (KV unreachable). */
+  readonly rateLimitFallbacks?: { fallbacks: number; outages: number } | undefined;
   /** The scanner inside the gateway, once started. */
   readonly scanner: GatewayScanner | undefined;
   /** Discovery kept running (MCP_DISCOVERY), once started; absent while it is off. */

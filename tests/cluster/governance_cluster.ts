@@ -126,6 +126,27 @@ Deno.test("governance state holds across replicas", NEEDS_CLUSTER, async (t) => 
     );
 
     await t.step(
+      "two approvers deciding at once through B and C: one wins, the other gets a conflict",
+      async () => {
+        const refused = await onA.callTool({
+          name: "mutable__delete_fact",
+          arguments: { topic: "stars" },
+        }).catch((e: McpError) => e) as McpError;
+        const { id } = (refused.data as { request: { id: string } }).request;
+        const decisions = await Promise.all([
+          api(b.url, cluster.approverToken, `/v1/approvals/${id}/approve`, { method: "POST" }),
+          api(c.url, cluster.adminToken, `/v1/approvals/${id}/deny`, {
+            method: "POST",
+            body: JSON.stringify({ reason: "not now" }),
+          }),
+        ]);
+        assert.deepEqual(decisions.map((d) => d.status).sort(), [200, 409]);
+        const lost = decisions.find((d) => d.status === 409)!;
+        assert.equal(lost.body.code ?? lost.body.error?.code, "approval_not_pending");
+      },
+    );
+
+    await t.step(
       `a rate limit of ${PER_MINUTE}/min holds across replicas (exactly: tolerance 0 with the shared counters)`,
       async () => {
         const outcomes: string[] = [];
