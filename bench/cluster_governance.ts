@@ -101,7 +101,7 @@ try {
     await queue.approve(request.id, "operator");
   });
   queue.close();
-  console.log(JSON.stringify(
+  const report = JSON.stringify(
     {
       nats: "3 nodes, KV replicas 3, loopback",
       calls,
@@ -114,7 +114,8 @@ try {
     },
     null,
     2,
-  ));
+  );
+  Deno.stdout.writeSync(new TextEncoder().encode(report + "\n"));
 } finally {
   await Promise.all(states.map((state) => state.close()));
   await Promise.all(connections.map((nc) => nc.close()));

@@ -266,10 +266,10 @@ Deno.test("NATS metrics are absent without a NATS bus and mirror its stats with 
 
 Deno.test("rate-limit fallback metrics are absent outside cluster mode and count the share's calls in it", () => {
   const f = fake();
-  let stats: { fallbacks: number; outages: number } | undefined;
-  const metrics = new GatewayMetrics({ ...f.sources, rateLimitFallbacks: () => stats });
+  const limiter: { stats?: { fallbacks: number; outages: number } } = {};
+  const metrics = new GatewayMetrics({ ...f.sources, rateLimitFallbacks: () => limiter.stats });
   assert.doesNotMatch(metrics.render(), /agent33_rate_limit_/);
-  stats = { fallbacks: 12, outages: 1 };
+  limiter.stats = { fallbacks: 12, outages: 1 };
   const text = metrics.render();
   assert.deepEqual(samples(text, "agent33_rate_limit_fallbacks_total"), [
     "agent33_rate_limit_fallbacks_total 12",
