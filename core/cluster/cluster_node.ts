@@ -11,7 +11,9 @@ import type { EventBus } from "../bus/event_bus.ts";
 import type { SharedState } from "../bus/shared_state.ts";
 import type { GatewayConfig } from "../config/config.ts";
 import { type ReplicaRecord, ReplicaRegistry } from "./replica_registry.ts";
-import { SharedConfig, type SharedConfigTarget } from "./shared_config.ts";
+import { SharedConfig } from "./shared_config.ts";
+import { MountedConfig } from "./mounted_config.ts";
+import type { ClusterConfigSource, SharedConfigTarget } from "./config_source.ts";
 
 /** What the cluster section of `/v1/operator/status` shows. */
 export interface ClusterStatus {
@@ -36,23 +38,27 @@ export interface ClusterNodeOptions {
 
 /** One replica's part in the cluster. */
 export class ClusterNode {
-  readonly config: SharedConfig;
+  /** Where the fleet and policies come from: the shared bucket, or the mounted files. */
+  readonly config: ClusterConfigSource;
   readonly replicas: ReplicaRegistry;
   readonly replicaId: string;
 
   constructor(options: ClusterNodeOptions) {
     const { config, state, logger, clock } = options;
     this.replicaId = config.cluster!.replicaId;
-    this.config = new SharedConfig({
-      state,
-      replicaId: this.replicaId,
-      target: options.target,
-      bus: options.bus,
-      logger: logger.child("shared-config"),
-      clock,
+    const paths = {
       ...(config.proxy.configPath === undefined ? {} : { fleetPath: config.proxy.configPath }),
       policyPath: config.policyPath,
-    });
+    };
+    const source = { target: options.target, bus: options.bus, clock, ...paths };
+    this.config = config.cluster!.configSource === "mounted"
+      ? new MountedConfig({ ...source, logger: logger.child("mounted-config") })
+      : new SharedConfig({
+        ...source,
+        state,
+        replicaId: this.replicaId,
+        logger: logger.child("shared-config"),
+      });
     this.replicas = new ReplicaRegistry({
       state,
       replicaId: this.replicaId,
@@ -60,12 +66,13 @@ export class ClusterNode {
       logger: logger.child("replicas"),
       intervalMs: config.cluster!.heartbeatMs,
       snapshot: () => {
-        const rejected = this.config.rejected;
+        const { rejected, digests } = this.config;
         return {
           fleetRevision: this.config.fleetRevision,
           policyRevision: this.config.policyRevision,
           fleet: options.fleetSummary(),
           ...(rejected.fleet || rejected.policies ? { rejected } : {}),
+          ...(digests?.fleet || digests?.policies ? { digests } : {}),
         };
       },
     });

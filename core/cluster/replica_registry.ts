@@ -40,6 +40,12 @@ const replicaRecord = z.object({
   fleet: z.object({ servers: z.number(), ready: z.number(), failed: z.number() }),
   rejected: z.object({ fleet: revisionRejected.optional(), policies: revisionRejected.optional() })
     .optional(),
+  /** MCP_CLUSTER_CONFIG=mounted: digests of the fleet and policy text in force. */
+  digests: z.object({
+    fleet: z.string().max(80).optional(),
+    policies: z.string().max(80).optional(),
+  })
+    .optional(),
 });
 
 /** One replica as its heartbeat describes it. */
@@ -48,7 +54,7 @@ export type ReplicaRecord = z.infer<typeof replicaRecord>;
 /** What a heartbeat reports of the replica's own state, read at each beat. */
 export type ReplicaState = Pick<
   ReplicaRecord,
-  "fleetRevision" | "policyRevision" | "fleet" | "rejected"
+  "fleetRevision" | "policyRevision" | "fleet" | "rejected" | "digests"
 >;
 
 /** What {@link ReplicaRegistry} is built from. */

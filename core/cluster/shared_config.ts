@@ -13,12 +13,14 @@ import type { Logger } from "../support/logger.ts";
 import { GatewayError } from "../support/errors.ts";
 import type { EventBus } from "../bus/event_bus.ts";
 import type { SharedBucket, SharedChange, SharedState } from "../bus/shared_state.ts";
-import type { FleetConfig, FleetServer } from "../proxy/fleet_config.ts";
 import { editFleetText, type FleetEdit, FleetEditError } from "../proxy/fleet_writer.ts";
 import type { FleetStore, FleetStoreEditOptions, FleetStoreResult } from "../proxy/fleet_store.ts";
 import type { FleetDiff } from "../operator/operator_host.ts";
+
+export type { RejectedRevision, SharedConfigTarget } from "./config_source.ts";
 import { parsePolicies, readPolicyFiles } from "../governance/policy_loader.ts";
 import type { PolicySet } from "../governance/policy.ts";
+import type { ClusterConfigSource, RejectedRevision, SharedConfigTarget } from "./config_source.ts";
 import {
   CONFIG_BUCKET,
   decodeFleetDocument,
@@ -31,16 +33,6 @@ import {
   policyDocumentOf,
   policyFiles,
 } from "./config_documents.ts";
-
-/** What the shared config applies its documents to (the kernel). */
-export interface SharedConfigTarget {
-  /** Parses fleet text and checks every enabled server can be planned; throws `config_invalid`. */
-  checkFleet(text: string, origin: string): FleetConfig;
-  /** Applies a checked fleet (one application at a time); publishes `fleet.reloaded`. */
-  applyFleet(servers: readonly FleetServer[], origin: string): Promise<FleetDiff>;
-  /** Puts compiled policies in force; publishes `policy.reloaded`. */
-  applyPolicies(policies: PolicySet, origin: string): void;
-}
 
 /** What {@link SharedConfig} is built from. */
 export interface SharedConfigOptions {
@@ -56,12 +48,6 @@ export interface SharedConfigOptions {
   policyPath: string;
 }
 
-/** A revision that was refused, and why. */
-export interface RejectedRevision {
-  revision: number;
-  reason: string;
-}
-
 /** The text an edit starts from when the bucket has no fleet yet. */
 const EMPTY_FLEET =
   "# Upstream MCP servers (see docs/fleet.md), shared by the cluster.\nproxy_servers:\n";
@@ -75,7 +61,7 @@ const RECENT_APPLICATIONS = 8;
 const NO_CHANGE: FleetDiff = { added: [], removed: [], changed: [] };
 
 /** The cluster's shared fleet and policies, as one replica sees and applies them. */
-export class SharedConfig {
+export class SharedConfig implements ClusterConfigSource {
   readonly #options: SharedConfigOptions;
   #bucket: SharedBucket | undefined;
   #unwatch: (() => void) | undefined;

@@ -328,6 +328,7 @@ export function resolveConfig(
           replicaId: e.MCP_REPLICA_ID ?? defaultReplicaId(),
           kvReplicas: v.MCP_CLUSTER_KV_REPLICAS,
           heartbeatMs: v.MCP_CLUSTER_HEARTBEAT_MS,
+          configSource: v.MCP_CLUSTER_CONFIG,
         },
       }
       : {}),

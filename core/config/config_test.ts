@@ -529,7 +529,7 @@ Deno.test("cluster mode needs NATS_URL, names the fix, and defaults the replica 
       MCP_CLUSTER_KV_REPLICAS: "3",
       MCP_CLUSTER_HEARTBEAT_MS: "1000",
     }).cluster,
-    { replicaId: "gw-a", kvReplicas: 3, heartbeatMs: 1000 },
+    { replicaId: "gw-a", kvReplicas: 3, heartbeatMs: 1000, configSource: "shared" },
   );
   assert.match(configError({ MCP_REPLICA_ID: "a.b" }).message, /MCP_REPLICA_ID must be/);
 });

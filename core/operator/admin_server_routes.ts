@@ -279,6 +279,7 @@ async function mutate(
 export function fleetEditRefusal(error: FleetEditError): Response | undefined {
   if (error.kind === "not_found") return undefined;
   if (error.kind === "conflict") return jsonError(409, "conflict", error.message);
+  if (error.kind === "read_only") return jsonError(409, "fleet_read_only", error.message);
   if (error.kind === "revision_conflict") {
     return Response.json(
       { error: { code: "revision_conflict", message: error.message, revision: error.revision } },
@@ -303,7 +304,7 @@ export function expectedRevision(
     return jsonError(
       400,
       "invalid_request",
-      "If-Match needs cluster mode (MCP_CLUSTER=true): the fleet file has no revisions; send the edit without it",
+      "If-Match needs the shared fleet of cluster mode (MCP_CLUSTER=true, MCP_CLUSTER_CONFIG=shared): the fleet file has no revisions; send the edit without it",
     );
   }
   if (!match) {

@@ -15,9 +15,15 @@ import { GatewayError } from "../support/errors.ts";
 
 /**
  * Why an edit was refused: the result is invalid, the entry is not there, the id is taken, or
- * (cluster mode) the shared fleet moved past the revision the caller edited.
+ * (cluster mode) the shared fleet moved past the revision the caller edited, or the fleet is
+ * read from mounted files.
  */
-export type FleetEditFailure = "invalid" | "not_found" | "conflict" | "revision_conflict";
+export type FleetEditFailure =
+  | "invalid"
+  | "not_found"
+  | "conflict"
+  | "revision_conflict"
+  | "read_only";
 
 /** An edit that was refused; the file is unchanged. */
 export class FleetEditError extends Error {

@@ -5,7 +5,7 @@
  * @module
  */
 import { z } from "zod";
-import { bool, int, setting } from "./setting.ts";
+import { bool, int, oneOf, setting } from "./setting.ts";
 
 /** A replica id: what audit records, heartbeats and `/v1/operator/status` name a replica by. */
 const replicaId = z.string().optional().transform((value, ctx) => {
@@ -29,6 +29,8 @@ export interface ClusterConfig {
   kvReplicas: number;
   /** MCP_CLUSTER_HEARTBEAT_MS: milliseconds between this replica's heartbeats. */
   heartbeatMs: number;
+  /** MCP_CLUSTER_CONFIG: the fleet and policies from the shared bucket, or each replica's files. */
+  configSource: "shared" | "mounted";
 }
 
 /** The variables of cluster mode. */
@@ -59,5 +61,12 @@ export const CLUSTER_SETTINGS = {
     default: 5_000,
     meaning:
       "Milliseconds between a replica's heartbeats in `agent33_replicas`; a replica missing three is no longer listed",
+  }),
+  MCP_CLUSTER_CONFIG: setting({
+    group: "cluster",
+    schema: oneOf("MCP_CLUSTER_CONFIG", ["shared", "mounted"] as const),
+    default: "shared",
+    meaning:
+      "`shared`: the fleet and policies come from the `agent33_config` bucket and admin edits write it; `mounted`: each replica reads and watches its own files (a ConfigMap), and admin edits of the fleet are refused",
   }),
 };
