@@ -312,3 +312,25 @@ Deno.test("ARCHITECTURE.md's rooms table names every core room with what it impo
     );
   }
 });
+
+/** The names the original spec gives the main parts: each stays a class, named by ARCHITECTURE.md and its room's README. */
+const SEED_NAMES = [
+  "MCPServiceBridge",
+  "ProxyManager",
+  "ChildServerHandle",
+  "CircuitBreaker",
+  "ToolGovernance",
+  "ToolActivationManager",
+];
+
+Deno.test("the seed's names stay greppable: each a class, in ARCHITECTURE.md and its room's README", async () => {
+  const architecture = await Deno.readTextFile(`${ROOT}/ARCHITECTURE.md`);
+  for (const name of SEED_NAMES) {
+    const declaring = [...code].filter(([, text]) => text.includes(`export class ${name} `));
+    assert.equal(declaring.length, 1, `one file declares class ${name}`);
+    const room = roomOf(declaring[0]![0], NESTED_ROOMS);
+    assert.ok(architecture.includes(name), `ARCHITECTURE.md names ${name}`);
+    const readme = await Deno.readTextFile(`${ROOT}/${room}/README.md`);
+    assert.ok(readme.includes(name), `${room}/README.md names ${name}`);
+  }
+});
