@@ -6,6 +6,14 @@
  */
 import { initializeRequest, mcpHeaders } from "./gateway.ts";
 
+/**
+ * Every request on its own connection: Deno's fetch silently sends a request again when the
+ * pooled keep-alive connection it used closes under it, so a call whose replica died would be
+ * re-sent to a live one and its failure hidden (a duplicate execution, too). Seen in
+ * tests/cluster/faults_cluster.ts; real clients with keep-alive retries do the same.
+ */
+const ONE_CONNECTION_PER_REQUEST = Deno.createHttpClient({ poolMaxIdlePerHost: 0 });
+
 /** How one raw request ended. */
 export type RawOutcome =
   | { kind: "answer"; status: number; message: Record<string, unknown> }
@@ -37,6 +45,7 @@ export async function rawPost(
   let response: Response;
   try {
     response = await fetch(`${base}/mcp`, {
+      client: ONE_CONNECTION_PER_REQUEST,
       method: "POST",
       headers,
       body: JSON.stringify(message),

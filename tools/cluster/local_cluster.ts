@@ -127,19 +127,17 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       }));
     }
     // Settled, not all(): a failure must not leave the others starting while stop() runs.
-    const results = await Promise.allSettled([
-      ...replicas.map((r) => r.start()),
-      ...(options.haproxy === false ? [] : [
-        startHaproxy(
-          dir,
-          front,
-          replicas.map((r) => ({ id: r.id, address: `127.0.0.1:${r.port}` })),
-        )
-          .then((h) => void (haproxy = h)),
-      ]),
-    ]);
+    const results = await Promise.allSettled(replicas.map((r) => r.start()));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
     if (failed) throw failed.reason;
+    // After the replicas: their ports are final once they listen.
+    if (options.haproxy !== false) {
+      haproxy = await startHaproxy(
+        dir,
+        front,
+        replicas.map((r) => ({ id: r.id, address: `127.0.0.1:${r.port}` })),
+      );
+    }
   } catch (error) {
     await stop();
     throw error;

@@ -136,6 +136,20 @@ export async function startNatsCluster(nodes = 3, bin?: string): Promise<NatsClu
   if (!Number.isInteger(nodes) || nodes < 1) {
     throw new RangeError(`natsNodes must be a positive integer, got ${nodes}`);
   }
+  // A port found free can be taken (by any outgoing connection) before the node binds it.
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await startOnce(nodes, bin);
+    } catch (error) {
+      if (attempt >= PORT_ATTEMPTS || !PORT_TAKEN.test(String(error))) throw error;
+    }
+  }
+}
+
+const PORT_ATTEMPTS = 3;
+const PORT_TAKEN = /address already in use/i;
+
+async function startOnce(nodes: number, bin?: string): Promise<NatsCluster> {
   const storeRoot = await Deno.makeTempDir({ prefix: "agent33-nats-cluster-" });
   const ports = Array.from({ length: nodes }, () => ({
     client: freePort(),

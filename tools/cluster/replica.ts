@@ -39,41 +39,53 @@ export interface Replica {
 
 /** Creates (without starting) replica `id` with `env` on a free port. */
 export function createReplica(id: string, env: Record<string, string>): Replica {
-  const port = freePort();
-  const url = `http://${HOST}:${port}`;
+  let port = freePort();
   let process: ManagedProcess | undefined;
   let last: ManagedProcess | undefined;
+  let served = false;
+  const launch = async () => {
+    const url = `http://${HOST}:${port}`;
+    process = last = spawnProcess({
+      name: `replica ${id}`,
+      commands: [Deno.execPath()],
+      args: ["run", "-A", `${ROOT}main.ts`, "serve", "--transport", "http", "--port", String(port)],
+      cwd: ROOT,
+      env: { ...env, MCP_REPLICA_ID: id, MCP_SERVER_HOST: HOST },
+    });
+    await waitUntil(
+      `replica ${id} at ${url}/readyz`,
+      async () => ((await getJson(`${url}/readyz`)) as { status?: string })?.status === "ready",
+      READY_TIMEOUT_MS,
+      process,
+    );
+  };
   const replica: Replica = {
     id,
-    url,
-    port,
+    get url() {
+      return `http://${HOST}:${port}`;
+    },
+    get port() {
+      return port;
+    },
     running: () => process !== undefined && !process.exited(),
     pid: () => replica.running() ? process?.pid : undefined,
     log: () => (process ?? last)?.stderrTail() ?? "",
     async start() {
       if (replica.running()) return;
-      process = last = spawnProcess({
-        name: `replica ${id}`,
-        commands: [Deno.execPath()],
-        args: [
-          "run",
-          "-A",
-          `${ROOT}main.ts`,
-          "serve",
-          "--transport",
-          "http",
-          "--port",
-          String(port),
-        ],
-        cwd: ROOT,
-        env: { ...env, MCP_REPLICA_ID: id, MCP_SERVER_HOST: HOST },
-      });
-      await waitUntil(
-        `replica ${id} at ${url}/readyz`,
-        async () => ((await getJson(`${url}/readyz`)) as { status?: string })?.status === "ready",
-        READY_TIMEOUT_MS,
-        process,
-      );
+      // Before its first start nothing knows its port yet: one found free but taken before the
+      // replica bound it is replaced. Afterwards it must come back where the load balancer looks.
+      for (let attempt = 1;; attempt++) {
+        try {
+          await launch();
+          served = true;
+          return;
+        } catch (error) {
+          if (served || attempt >= 3 || !/AddrInUse|address already in use/i.test(String(error))) {
+            throw error;
+          }
+          port = freePort();
+        }
+      }
     },
     async kill(signal = "SIGKILL") {
       const current = process;
