@@ -46,7 +46,13 @@ export interface ClusterResult {
   /** SharedSessions.load on a replica that never saw the session: one KV read, validated. */
   cold: MicroFigures;
   /** Sequential lean HTTP calls (median ms) to one replica with and without cluster mode. */
-  endToEnd: { clusterMs: number; singleMs: number; addedUs: number };
+  endToEnd: {
+    clusterMs: number;
+    singleMs: number;
+    addedUs: number;
+    /** Messages the NATS nodes received per call (the bus's event, KV operations, heartbeats). */
+    natsMessagesPerCall: { cluster: number; single: number };
+  };
   concurrency: number;
   /** How the client reached the replicas. */
   spread: string;
@@ -167,20 +173,50 @@ async function sessionsOn(cluster: LocalCluster, count: number) {
   return { call, close: () => Promise.all(clients.map((c) => c.close())) };
 }
 
-/** Median sequential latency (ms) of one replica, with the given extra env. */
-async function oneReplicaLatency(env: Record<string, string>, calls: number, rounds: number) {
-  const cluster = await deployment(1, false, env);
+/** Messages the NATS nodes of a deployment received so far (clients and routes, /varz). */
+async function natsMessages(cluster: LocalCluster): Promise<number> {
+  const counts = await Promise.all(cluster.nats.nodes.map(async (node) => {
+    const response = await fetch(`${node.monitorUrl}/varz`);
+    return ((await response.json()) as { in_msgs: number }).in_msgs;
+  }));
+  return counts.reduce((a, b) => a + b, 0);
+}
+
+/**
+ * Median sequential latency (ms) of one replica in cluster mode and of the same replica with
+ * MCP_CLUSTER off (NATS bus on in both), both running at once and taking turns each round, so
+ * the machine's other work weighs on both alike.
+ */
+async function oneReplicaLatencies(calls: number, rounds: number) {
+  const deployments = await Promise.all([
+    deployment(1, false),
+    deployment(1, false, { MCP_CLUSTER: "false" }),
+  ]);
   try {
-    const lanes = await sessionsOn(cluster, 1);
-    const medians: number[] = [];
+    const lanes = await Promise.all(deployments.map((d) => sessionsOn(d, 1)));
+    const medians: [number[], number[]] = [[], []];
+    const messages: [number, number] = [0, 0];
     for (let round = 0; round < rounds; round++) {
-      const result = await bounded(latencyRound(lanes.call, 100, calls), 120_000, "latency");
-      medians.push(result.medianMs);
+      for (const side of [0, 1] as const) {
+        const before = await natsMessages(deployments[side]!);
+        const result = await bounded(
+          latencyRound(lanes[side]!.call, 100, calls),
+          120_000,
+          "latency",
+        );
+        messages[side] += (await natsMessages(deployments[side]!)) - before;
+        medians[side].push(result.medianMs);
+      }
     }
-    await lanes.close();
-    return median(medians);
+    await Promise.all(lanes.map((l) => l.close()));
+    const perCall = (n: number) => n / (rounds * (calls + 100));
+    return {
+      clusterMs: median(medians[0]),
+      singleMs: median(medians[1]),
+      natsMessagesPerCall: { cluster: perCall(messages[0]), single: perCall(messages[1]) },
+    };
   } finally {
-    await cluster.stop();
+    await Promise.all(deployments.map((d) => d.stop()));
   }
 }
 
@@ -220,10 +256,8 @@ export async function benchCluster(
   progress("cluster: shared session state over a 3-node NATS cluster, in process");
   const { hit, cold } = await sharedStateCosts(quick ? 200 : 1_000, rounds);
   const calls = quick ? 300 : 1_500;
-  progress("cluster: one replica in cluster mode, sequential calls");
-  const clusterMs = await oneReplicaLatency({}, calls, rounds);
-  progress("cluster: the same replica with MCP_CLUSTER off, sequential calls");
-  const singleMs = await oneReplicaLatency({ MCP_CLUSTER: "false" }, calls, rounds);
+  progress("cluster: one replica with and without MCP_CLUSTER, sequential calls, taking turns");
+  const { clusterMs, singleMs, natsMessagesPerCall } = await oneReplicaLatencies(calls, rounds);
   const throughput: ClusterThroughput[] = [];
   for (const replicas of [1, 3]) {
     progress(`cluster: throughput of ${replicas} replica(s), ${concurrency} calls in flight`);
@@ -234,7 +268,7 @@ export async function benchCluster(
     kvReplicas: 3,
     hit,
     cold,
-    endToEnd: { clusterMs, singleMs, addedUs: (clusterMs - singleMs) * 1000 },
+    endToEnd: { clusterMs, singleMs, addedUs: (clusterMs - singleMs) * 1000, natsMessagesPerCall },
     concurrency,
     spread: "16 sessions through HAProxy round-robin",
     throughput,

@@ -304,7 +304,8 @@ function renderCluster(c: ClusterResult): string {
     } ms ` +
     `against ${ms(c.endToEnd.singleMs)} ms with MCP_CLUSTER off (${
       c.endToEnd.addedUs.toFixed(0)
-    } µs added)`,
+    } µs added); NATS messages per call ${c.endToEnd.natsMessagesPerCall.cluster.toFixed(2)} ` +
+    `against ${c.endToEnd.natsMessagesPerCall.single.toFixed(2)}`,
     `Cluster throughput, ${c.concurrency} in flight (${c.spread}): ` +
     c.throughput.map((t) =>
       `${t.replicas} replica${t.replicas === 1 ? "" : "s"} ${

@@ -17,6 +17,7 @@ import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { ClusterRole } from "kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole";
 import { ClusterRoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
+import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
 import { parseFleetConfig } from "../../core/proxy/fleet_config.ts";
 import { parsePolicies } from "../../core/governance/policy_loader.ts";
 import { resolveConfig } from "../../core/config/config.ts";
@@ -35,6 +36,7 @@ const OPENAPI: Record<string, new (data: never) => { validate(): void }> = {
   "rbac.authorization.k8s.io/v1 ClusterRole": ClusterRole,
   "rbac.authorization.k8s.io/v1 ClusterRoleBinding": ClusterRoleBinding,
   "networking.k8s.io/v1 NetworkPolicy": NetworkPolicy,
+  "policy/v1 PodDisruptionBudget": PodDisruptionBudget,
 };
 
 /** Every document of the files kustomization.yaml lists, with its file. */
@@ -73,6 +75,7 @@ const TYPES: Record<string, [string, string]> = {
   "rbac.authorization.k8s.io/v1 ClusterRole": ["rbac/v1", "ClusterRole"],
   "rbac.authorization.k8s.io/v1 ClusterRoleBinding": ["rbac/v1", "ClusterRoleBinding"],
   "networking.k8s.io/v1 NetworkPolicy": ["networking/v1", "NetworkPolicy"],
+  "policy/v1 PodDisruptionBudget": ["policy/v1", "PodDisruptionBudget"],
 };
 
 const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
@@ -140,8 +143,9 @@ Deno.test("kustomization.yaml lists every manifest in deploy/kubernetes", async 
     .map((e) => e.name)
     .filter((n) => n.endsWith(".yaml") && n !== "kustomization.yaml");
   assert.deepEqual(files.sort(), [...listed].sort());
+  // Every kind has its validators; the PodDisruptionBudget is the cluster overlay's.
   assert.deepEqual(
-    (await manifests()).map(({ doc }) => doc.kind).sort(),
+    [...(await manifests()).map(({ doc }) => doc.kind), "PodDisruptionBudget"].sort(),
     Object.keys(OPENAPI).map((k) => k.split(" ")[1]).sort(),
   );
 });
@@ -315,4 +319,135 @@ Deno.test("the ConfigMap's fleet and policy parse with the gateway's own parsers
   assert.deepEqual(fleet.servers.map((s) => s.id), ["weather"]);
   const policies = parsePolicies([{ path: policyPath, text: file(policyPath) }]);
   assert.ok(policies.connectors.has("weather"));
+});
+
+// --- the cluster overlay (deploy/kubernetes/cluster) -------------------------------------
+
+const CLUSTER_DIR = new URL("cluster/", DIR);
+
+type PatchOp = { op: string; path: string; value?: unknown };
+
+/** Applies RFC 6902 `add` and `replace` operations (all the overlay uses) to a copy of `doc`. */
+function applyJsonPatch(doc: Doc, ops: PatchOp[]): Doc {
+  const out = structuredClone(doc) as Record<string, unknown>;
+  for (const { op, path, value } of ops) {
+    assert.ok(op === "add" || op === "replace", `unsupported patch op ${op} at ${path}`);
+    const keys = path.split("/").slice(1).map((k) => k.replaceAll("~1", "/").replaceAll("~0", "~"));
+    const last = keys.pop()!;
+    let parent: unknown = out;
+    for (const key of keys) {
+      parent = (parent as Record<string, unknown>)[key];
+      assert.ok(parent !== undefined, `patch path ${path} does not exist`);
+    }
+    if (Array.isArray(parent)) {
+      if (last === "-") parent.push(value);
+      else parent.splice(Number(last), op === "replace" ? 1 : 0, value);
+    } else {
+      const target = parent as Record<string, unknown>;
+      assert.ok(op === "add" || last in target, `replace of a missing ${path}`);
+      target[last] = value;
+    }
+  }
+  return out as Doc;
+}
+
+/** What `kubectl kustomize deploy/kubernetes/cluster` renders: the base, patched, and more. */
+async function clusterManifests(): Promise<{ file: string; doc: Doc }[]> {
+  const text = await Deno.readTextFile(new URL("kustomization.yaml", CLUSTER_DIR));
+  const kustomization = parseAllDocuments(text)[0]!.toJS() as {
+    namespace: string;
+    resources: string[];
+    patches: { path: string; target: { kind: string; name: string } }[];
+  };
+  assert.equal(kustomization.resources[0], "../", "the overlay builds on the base");
+  let out = await manifests();
+  for (const patch of kustomization.patches) {
+    const ops = await readYaml(`cluster/${patch.path}`);
+    out = out.map(({ file, doc }) => {
+      const meta = doc.metadata as { name: string };
+      const hit = doc.kind === patch.target.kind && meta.name === patch.target.name;
+      return { file, doc: hit ? applyJsonPatch(doc, ops[0] as PatchOp[]) : doc };
+    });
+  }
+  for (const file of kustomization.resources.slice(1)) {
+    for (const doc of await readYaml(`cluster/${file}`)) {
+      const typed = doc as Doc & { metadata: { namespace?: string } };
+      assert.equal(typed.metadata.namespace, kustomization.namespace, file);
+      out.push({ file: `cluster/${file}`, doc: typed });
+    }
+  }
+  return out;
+}
+
+Deno.test("the cluster overlay lists its files, and everything it renders validates strictly against the Kubernetes API", async () => {
+  const text = await Deno.readTextFile(new URL("kustomization.yaml", CLUSTER_DIR));
+  const kustomization = parseAllDocuments(text)[0]!.toJS() as {
+    resources: string[];
+    patches: { path: string }[];
+  };
+  const listed = [...kustomization.resources.slice(1), ...kustomization.patches.map((p) => p.path)];
+  const files = [...Deno.readDirSync(CLUSTER_DIR)].map((e) => e.name)
+    .filter((n) => n.endsWith(".yaml") && n !== "kustomization.yaml");
+  assert.deepEqual(files.sort(), listed.sort());
+  const rendered = await clusterManifests();
+  for (const { file, doc } of rendered) {
+    assert.equal(openApiError(doc), undefined, `${file} ${doc.kind}`);
+  }
+  const errors = await strictErrors({ cluster: rendered.map(({ doc }) => doc) });
+  assert.deepEqual(errors.cluster, []);
+});
+
+Deno.test("the cluster overlay runs 3 replicas in cluster mode: NATS_URL, KV replicas 3, the pod name as replica id, a PDB and egress to NATS", async () => {
+  const rendered = (await clusterManifests()).map(({ doc }) => doc);
+  const deployment = rendered.find((d) => d.kind === "Deployment") as unknown as
+    & DeploymentDoc
+    & { spec: { replicas: number } };
+  assert.equal(deployment.spec.replicas, 3);
+  const pod = deployment.spec.template.spec;
+  const gateway = pod.containers[0]! as Container & {
+    env: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+  };
+  const byName = new Map(gateway.env.map((e) => [e.name, e]));
+  assert.deepEqual(byName.get("MCP_REPLICA_ID")?.valueFrom, {
+    fieldRef: { fieldPath: "metadata.name" },
+  });
+  const env: Record<string, string> = {};
+  for (const entry of gateway.env) {
+    env[entry.name] = entry.value ??
+      (entry.valueFrom?.fieldRef
+        ? "agent33-gateway-7d9f8c6b5d-x2z9q"
+        : [...crypto.getRandomValues(new Uint8Array(32))].map((b) =>
+          b.toString(16).padStart(2, "0")
+        )
+          .join(""));
+  }
+  const config = resolveConfig(env);
+  assert.deepEqual(
+    { ...config.cluster, heartbeatMs: undefined },
+    {
+      replicaId: "agent33-gateway-7d9f8c6b5d-x2z9q",
+      kvReplicas: 3,
+      heartbeatMs: undefined,
+      configSource: "mounted",
+    },
+  );
+  assert.match(config.natsUrl ?? "", /^nats:\/\/nats\.nats\.svc\.cluster\.local:4222$/);
+  const labels = deployment.spec.template.metadata.labels;
+  const matches = (selector: Record<string, string>) =>
+    Object.entries(selector).every(([k, v]) => labels[k] === v);
+  const pdb = rendered.find((d) => d.kind === "PodDisruptionBudget") as unknown as {
+    spec: { maxUnavailable: number; selector: { matchLabels: Record<string, string> } };
+  };
+  assert.equal(pdb.spec.maxUnavailable, 1);
+  assert.ok(matches(pdb.spec.selector.matchLabels));
+  const nats = rendered.find((d) =>
+    d.kind === "NetworkPolicy" && (d.metadata as { name: string }).name === "agent33-gateway-nats"
+  ) as unknown as {
+    spec: {
+      podSelector: { matchLabels: Record<string, string> };
+      egress: { ports: { port: number }[] }[];
+    };
+  };
+  assert.ok(matches(nats.spec.podSelector.matchLabels));
+  assert.equal(nats.spec.egress[0]!.ports[0]!.port, Number(new URL(config.natsUrl!).port));
 });
