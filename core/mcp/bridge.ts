@@ -6,13 +6,13 @@
  * method group on it — tools_handlers.ts, resources_handlers.ts, prompts_handlers.ts,
  * completion_handlers.ts, logging_handlers.ts — each given a {@link SessionContext} and the few
  * services it needs. The bridge keeps the live sessions, the notifications fanned out to all of
- * them and the count of tool calls in flight. The caller was authenticated by the transport
+ * them; the session gate counts the tool calls in flight. The caller was authenticated by the transport
  * before `serve` is called.
  * @module
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { type Clock, settlesWithin } from "../support/clock.ts";
+import type { Clock } from "../support/clock.ts";
 import type { DefinitionRegistry } from "./definition_registry.ts";
 import { GatewayError } from "../support/errors.ts";
 import type { EventBus } from "../bus/event_bus.ts";
@@ -22,7 +22,9 @@ import type { CallPipeline } from "./call_pipeline.ts";
 import type { CatalogView, ProxyManager } from "../proxy/proxy_manager.ts";
 import type { ToolDiscovery } from "./tool_discovery.ts";
 import type { ToolRegistry } from "./tool_registry.ts";
-import { installToolCallLane, type ToolCallHandler, type ToolCallLane } from "./tool_call_lane.ts";
+import { type ToolCallHandler, ToolCallLane } from "./tool_call_lane.ts";
+import type { SessionStage } from "../plugin_api/session_stage.ts";
+import { compose } from "./session_pipeline.ts";
 import type { InboundSession } from "./upstream_context.ts";
 import { GATEWAY_INFO } from "../support/version.ts";
 import { passthroughBearer } from "../proxy/passthrough_bearer.ts";
@@ -73,6 +75,8 @@ export interface MCPServiceBridgeOptions {
   observer?: BridgeObserver;
   /** Spans of inbound requests, when tracing is on (its tracer is set once tracing started). */
   tracing?: Tracing;
+  /** The gateway's one count of tool calls in flight (the session gate's). */
+  callsInFlight?: () => number;
 }
 
 interface LiveSession {
@@ -94,9 +98,6 @@ export class MCPServiceBridge {
   #startedAt: number;
   #engine: EngineCatalog;
   #unsubscribe: (() => void)[] = [];
-  /** Tool calls being served, and who waits for them to reach zero (shutdown). */
-  #inFlight = 0;
-  #idleWaiters: (() => void)[] = [];
 
   constructor(options: MCPServiceBridgeOptions) {
     this.#options = options;
@@ -143,8 +144,15 @@ export class MCPServiceBridge {
     };
   }
 
-  /** Serves one MCP session over `transport` for an authenticated caller. */
-  async serve(transport: Transport, info: SessionInfo): Promise<ServedSession> {
+  /**
+   * Serves one MCP session over `transport` for an authenticated caller: its SDK `Server` behind
+   * the session pipeline's `stages` (transport side first) and the tool-call lane.
+   */
+  async serve(
+    transport: Transport,
+    info: SessionInfo,
+    stages: readonly SessionStage[] = [],
+  ): Promise<ServedSession> {
     const id = crypto.randomUUID();
     const live = { id, info, subscriptions: new Map() } as unknown as LiveSession;
     const server = this.#createServer(live);
@@ -165,8 +173,8 @@ export class MCPServiceBridge {
       this.#options.logger.debug("session transport error", { session: id, error: error.message });
     this.#sessions.set(id, live);
     if (info.state?.initial) this.#restore(live, info.state.initial, false);
-    await server.connect(transport);
-    live.lane = installToolCallLane(transport, server, live.callTool);
+    live.lane = new ToolCallLane(server, live.callTool);
+    await server.connect(compose(transport, [...stages, live.lane]));
     this.#options.bus.publish({
       type: "session.opened",
       sessionId: id,
@@ -199,40 +207,9 @@ export class MCPServiceBridge {
     }
   }
 
-  /** Tool calls being served right now, across every session. */
+  /** Tool calls received and not yet answered, across every session (the session gate counts). */
   get inFlightCalls(): number {
-    return this.#inFlight;
-  }
-
-  /**
-   * Resolves once no tool call is in flight, or after `timeoutMs`; says which, and how many were
-   * still running (shutdown drains before it closes sessions).
-   */
-  async drain(timeoutMs: number): Promise<{ drained: boolean; pending: number }> {
-    if (this.#inFlight === 0) return { drained: true, pending: 0 };
-    let wake: (() => void) | undefined;
-    const idle = new Promise<void>((resolve) => {
-      wake = resolve;
-      this.#idleWaiters.push(wake);
-    });
-    try {
-      const drained = await settlesWithin(this.#options.clock, timeoutMs, idle);
-      return { drained, pending: this.#inFlight };
-    } finally {
-      // A drain that timed out must not stay registered (shutdown polls it repeatedly).
-      this.#idleWaiters = this.#idleWaiters.filter((w) => w !== wake);
-    }
-  }
-
-  #callStarted(): void {
-    this.#inFlight++;
-  }
-
-  #callEnded(): void {
-    if (--this.#inFlight > 0) return;
-    const waiters = this.#idleWaiters;
-    this.#idleWaiters = [];
-    for (const wake of waiters) wake();
+    return this.#options.callsInFlight?.() ?? 0;
   }
 
   /** Closes every session. */
@@ -307,8 +284,6 @@ export class MCPServiceBridge {
       spans,
       logger: o.logger,
       ...(o.observer ? { observer: o.observer } : {}),
-      callStarted: () => this.#callStarted(),
-      callEnded: () => this.#callEnded(),
     });
     registerResourceHandlers({
       ...session,

@@ -9,11 +9,11 @@
  * to the call (so Streamable HTTP routes them to the call's stream), and the caller's auth. The
  * reply is the SDK's reply byte for byte: a result, or `{ code, message, data }` from the error.
  * Everything else — the handshake, lists, malformed calls — still goes through the SDK `Server`.
+ * The lane is the last stage of the session pipeline (core/mcp/session_pipeline.ts).
  * @module
  */
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
   type CallToolResult,
   ErrorCode,
@@ -24,6 +24,7 @@ import {
   type ServerRequest,
 } from "@modelcontextprotocol/sdk/types.js";
 import { isMeta, isObject, isRequestId } from "../support/jsonrpc_shape.ts";
+import type { MessageExtra, Receive, SessionStage } from "../plugin_api/session_stage.ts";
 
 /** The context a request handler receives (the SDK's type). */
 export type HandlerExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
@@ -45,27 +46,54 @@ export type ToolCallHandler = (
   extra: HandlerExtra,
 ) => Promise<CallToolResult>;
 
-/** The lane on one session. */
-export interface ToolCallLane {
-  /** Calls being served by the lane right now. */
-  readonly inFlight: number;
-  /** Aborts every call of the lane (the session closed); none of them is answered. */
-  abortAll(): void;
-}
-
 /**
- * Wraps `transport.onmessage` (after `server.connect(transport)`) so that `tools/call` reaches
- * `handler` directly; returns the lane.
+ * The lane on one session: the stage of its pipeline just before the SDK `Server`, which takes
+ * `tools/call` (and cancellations of the calls it runs) to `handler` directly.
  */
-export function installToolCallLane(
-  transport: Transport,
-  server: Server,
-  handler: ToolCallHandler,
-): ToolCallLane {
-  const controllers = new Map<RequestId, AbortController>();
-  const sdk = transport.onmessage;
+export class ToolCallLane implements SessionStage {
+  readonly #server: Server;
+  readonly #handler: ToolCallHandler;
+  readonly #controllers = new Map<RequestId, AbortController>();
 
-  const run = (id: RequestId, params: ToolCallRequest["params"], info: MessageInfo) => {
+  constructor(server: Server, handler: ToolCallHandler) {
+    this.#server = server;
+    this.#handler = handler;
+  }
+
+  /** Calls being served by the lane right now. */
+  get inFlight(): number {
+    return this.#controllers.size;
+  }
+
+  /** Aborts every call of the lane (the session closed); none of them is answered. */
+  abortAll(): void {
+    for (const controller of this.#controllers.values()) controller.abort("the session closed");
+    this.#controllers.clear();
+  }
+
+  receive(message: JSONRPCMessage, info: MessageInfo, next: Receive): void {
+    const m = message as { id?: unknown; method?: unknown; params?: unknown };
+    if (m.method === "tools/call" && isRequestId(m.id) && !this.#controllers.has(m.id)) {
+      if (isCallParams(m.params)) return this.#run(m.id, m.params, info);
+    } else if (m.method === "notifications/cancelled" && m.id === undefined) {
+      const requestId = (m.params as { requestId?: unknown } | undefined)?.requestId;
+      const controller = isRequestId(requestId) ? this.#controllers.get(requestId) : undefined;
+      if (controller) {
+        this.#controllers.delete(requestId as RequestId);
+        const reason = (m.params as { reason?: unknown }).reason;
+        controller.abort(typeof reason === "string" ? reason : "cancelled by the client");
+        return;
+      }
+    }
+    // Everything else, including a call the lane cannot vouch for, gets the SDK's handling.
+    next(message, info);
+  }
+
+  #run(id: RequestId, params: ToolCallRequest["params"], info: MessageInfo): void {
+    const server = this.#server;
+    // The Server's own transport: a reply leaves the way the Server's replies leave.
+    const transport = server.transport!;
+    const controllers = this.#controllers;
     const controller = new AbortController();
     controllers.set(id, controller);
     const { signal } = controller;
@@ -100,7 +128,7 @@ export function installToolCallLane(
       notified
         ? notified.then(() => signal.aborted ? undefined : transport.send(message))
         : transport.send(message);
-    handler({ method: "tools/call", params }, extra)
+    this.#handler({ method: "tools/call", params }, extra)
       .then(
         (result) => signal.aborted ? undefined : reply({ jsonrpc: "2.0", id, result }),
         (error) => signal.aborted ? undefined : reply({ jsonrpc: "2.0", id, error: wire(error) }),
@@ -109,38 +137,10 @@ export function installToolCallLane(
       .finally(() => {
         if (controllers.get(id) === controller) controllers.delete(id);
       });
-  };
-
-  transport.onmessage = (message, info) => {
-    const m = message as { id?: unknown; method?: unknown; params?: unknown };
-    if (m.method === "tools/call" && isRequestId(m.id) && !controllers.has(m.id)) {
-      if (isCallParams(m.params)) return run(m.id, m.params, info);
-    } else if (m.method === "notifications/cancelled" && m.id === undefined) {
-      const requestId = (m.params as { requestId?: unknown } | undefined)?.requestId;
-      const controller = isRequestId(requestId) ? controllers.get(requestId) : undefined;
-      if (controller) {
-        controllers.delete(requestId as RequestId);
-        const reason = (m.params as { reason?: unknown }).reason;
-        controller.abort(typeof reason === "string" ? reason : "cancelled by the client");
-        return;
-      }
-    }
-    // Everything else, including a call the lane cannot vouch for, gets the SDK's handling.
-    sdk?.(message as JSONRPCMessage, info);
-  };
-
-  return {
-    get inFlight() {
-      return controllers.size;
-    },
-    abortAll() {
-      for (const controller of controllers.values()) controller.abort("the session closed");
-      controllers.clear();
-    },
-  };
+  }
 }
 
-type MessageInfo = Parameters<NonNullable<Transport["onmessage"]>>[1];
+type MessageInfo = MessageExtra | undefined;
 
 /** The SDK's error reply: the error's integer code (else InternalError), message and data. */
 function wire(error: unknown): { code: number; message: string; data?: unknown } {

@@ -18,11 +18,11 @@ import {
 import { GatewayError } from "../support/errors.ts";
 import {
   type HandlerExtra,
-  installToolCallLane,
   type ToolCallHandler,
-  type ToolCallLane,
+  ToolCallLane,
   type ToolCallRequest,
 } from "./tool_call_lane.ts";
+import { compose } from "./session_pipeline.ts";
 
 /** Leak sanitizers on (Deno 2.9 has them off by default): every timer cleared, every transport closed. */
 const SANITIZED = { sanitizeOps: true, sanitizeResources: true };
@@ -85,7 +85,7 @@ interface Session {
 
 /**
  * A real SDK Server (tools capability) and Client over the SDK's in-memory pair, with the lane
- * installed after `server.connect` unless `handler` is undefined.
+ * composed in front of the Server unless `handler` is undefined.
  */
 async function session(options: {
   handler: ToolCallHandler | undefined;
@@ -114,10 +114,8 @@ async function session(options: {
   };
   const serverErrors: string[] = [];
   server.onerror = (error) => serverErrors.push(error.message);
-  await server.connect(serverTransport);
-  const lane = options.handler
-    ? installToolCallLane(serverTransport, server, options.handler)
-    : undefined;
+  const lane = options.handler ? new ToolCallLane(server, options.handler) : undefined;
+  await server.connect(lane ? compose(serverTransport, [lane]) : serverTransport);
 
   const received: Message[] = [];
   const waiting = new Map<unknown, PromiseWithResolvers<Message>>();

@@ -64,9 +64,6 @@ export interface ToolHandlersContext extends SessionContext {
   spans: SessionSpans;
   logger: Logger;
   observer?: BridgeObserver;
-  /** Told when a call starts and ends (the bridge's in-flight count, which shutdown drains). */
-  callStarted(): void;
-  callEnded(): void;
 }
 
 /** The tools a session's caller may see, native and proxied. */
@@ -164,7 +161,6 @@ function observedToolCall(ctx: ToolHandlersContext, callTool: SpannedToolCall): 
     const started = performance.now();
     let outcome: ToolCallOutcome = "error";
     const span = ctx.spans.toolCall(called, request.params._meta, extra);
-    ctx.callStarted();
     try {
       const result = await callTool(request, extra, span);
       outcome = result.isError ? "tool_error" : "ok";
@@ -176,7 +172,6 @@ function observedToolCall(ctx: ToolHandlersContext, callTool: SpannedToolCall): 
       span?.fail(errorType(error), error instanceof Error ? error.message : String(error));
       throw error;
     } finally {
-      ctx.callEnded();
       const name = request.params.name;
       const upstream = native && ctx.toolRegistry.has(name)
         ? undefined

@@ -15,17 +15,13 @@ import type { PluginKind } from "../plugin_api/mod.ts";
 import type { PluginInstance } from "../plugin_host/plugin_instances.ts";
 import type { FleetConfig, FleetServer } from "../proxy/fleet_config.ts";
 import type { FleetStore } from "../proxy/fleet_store.ts";
+import type { FleetDiff } from "../proxy/fleet_reloader.ts";
 import type { ProxyManager } from "../proxy/proxy_manager.ts";
 import type { GatewayScanner } from "../scanner/gateway_scanner.ts";
 import type { DiscoveryService } from "../sync/discovery_service.ts";
 import type { SwitchableEventBus } from "../bus/switchable_event_bus.ts";
 
-/** What applying a fleet changed, by server id. */
-export interface FleetDiff {
-  added: string[];
-  removed: string[];
-  changed: string[];
-}
+export type { FleetDiff };
 
 /** The running gateway as the operator routes see it (implemented by the Kernel). */
 export interface OperatorHost {

@@ -18,6 +18,7 @@ import type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../proxy/w
 
 import type { HttpRoute } from "../http/http_route.ts";
 import type { SharedSessions } from "../mcp/shared_sessions.ts";
+import type { SessionStage } from "./session_stage.ts";
 
 export type { TokenPayload } from "../auth/token_payload.ts";
 export { deadline, every, pause, settlesWithin, systemClock } from "./clock.ts";
@@ -40,6 +41,7 @@ export { MAX_SESSION_ID_LENGTH } from "../mcp/shared_sessions.ts";
 export { SessionCache } from "../mcp/session_cache.ts";
 export { newSessionRecord } from "../mcp/session_record.ts";
 export type { SessionRecord } from "../mcp/session_record.ts";
+export type { MessageExtra, Receive, Send, SessionStage, StageLink } from "./session_stage.ts";
 export type { Logger } from "../support/logger.ts";
 export { GatewayError } from "../support/errors.ts";
 export type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../proxy/worker_protocol.ts";
@@ -202,8 +204,16 @@ export interface StdioStreams {
 /** What a transport plugin receives. */
 export interface TransportContext extends PluginContext {
   settings: TransportSettings;
-  /** Serves MCP over `transport` for the given (already authenticated) caller. */
-  serve(transport: Transport, session: SessionInfo): Promise<ServedSession>;
+  /**
+   * Serves MCP over `transport` for the given (already authenticated) caller. The transport's own
+   * `stages` (transport side first) come first in the session's pipeline, before the gateway's;
+   * the pipeline takes over the transport's `onmessage`, `onclose` and `onerror` slots.
+   */
+  serve(
+    transport: Transport,
+    session: SessionInfo,
+    stages?: readonly SessionStage[],
+  ): Promise<ServedSession>;
   /** Cluster mode (MCP_CLUSTER): opens this replica's view of the shared session records. */
   openSharedSessions?: () => Promise<SharedSessions>;
   /** Process stdio (or test streams). */

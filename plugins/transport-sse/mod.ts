@@ -12,6 +12,7 @@ import {
   sessionLimitResponse,
   type TokenPayload,
 } from "../../core/plugin_api/mod.ts";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { SseSessionTransport } from "./sse_session_transport.ts";
 
 interface Session {
@@ -24,6 +25,60 @@ const decoder = new TextDecoder();
 
 function error(status: number, code: string, message: string): Response {
   return Response.json({ error: { code, message } }, { status });
+}
+
+/** The POSTed JSON-RPC message, or the answer refusing it (type, size, parse, shape). */
+async function readMessage(
+  request: Request,
+  body: Uint8Array | null | undefined,
+  max: number,
+): Promise<JSONRPCMessage | Response> {
+  if (
+    !(request.headers.get("content-type") ?? "").toLowerCase().startsWith("application/json")
+  ) {
+    return error(
+      415,
+      "unsupported_media_type",
+      "Send the JSON-RPC message with Content-Type: application/json",
+    );
+  }
+  // The listener read the body (bounded, with a deadline); in-process callers may not have.
+  const bytes = body ?? new Uint8Array(await request.arrayBuffer());
+  if (bytes.length > max) {
+    return error(
+      413,
+      "payload_too_large",
+      `Message exceeds ${max} bytes (MCP_MAX_MESSAGE_BYTES)`,
+    );
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(decoder.decode(bytes));
+  } catch (e) {
+    return Response.json(
+      {
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: -32700, message: `Parse error: ${(e as Error).message}` },
+      },
+      { status: 400 },
+    );
+  }
+  // The structural check agrees with the SDK's JSONRPCMessageSchema, without a zod parse.
+  if (!isJsonRpcMessage(json)) {
+    return Response.json(
+      {
+        jsonrpc: "2.0",
+        id: null,
+        error: {
+          code: -32600,
+          message: 'Invalid Request: expected one JSON-RPC 2.0 message with "jsonrpc": "2.0"',
+        },
+      },
+      { status: 400 },
+    );
+  }
+  return json;
 }
 
 export default definePlugin({
@@ -51,7 +106,7 @@ export default definePlugin({
           auth,
           sessionId: transport.sessionId,
           ...(bearer === undefined ? {} : { bearer }),
-        });
+        }, [{ closed: () => void sessions.delete(transport.sessionId) }]);
       } catch (error) {
         await transport.close();
         if (error instanceof GatewayError && error.code === "session_limit") {
@@ -66,14 +121,8 @@ export default definePlugin({
             (limit === "bytes" ? "(MCP_SSE_MAX_QUEUE_BYTES)" : "(MCP_SSE_MAX_QUEUE_MESSAGES)"),
           { session: transport.sessionId, tenant: auth.tenant, subject: auth.subject },
         );
+      // Forgotten by the stage served with it, as the transport closes.
       sessions.set(transport.sessionId, { transport, owner: auth, served });
-      // Chained, not replaced: the SDK Server installed its own onclose in connect(), and the
-      // bridge's session (its calls, subscriptions, session.closed event) ends through it.
-      const closed = transport.onclose;
-      transport.onclose = () => {
-        sessions.delete(transport.sessionId);
-        closed?.();
-      };
       return new Response(transport.stream, {
         headers: {
           "content-type": "text/event-stream",
@@ -107,51 +156,8 @@ export default definePlugin({
           "This session belongs to another caller; open your own with GET /sse",
         );
       }
-      if (
-        !(request.headers.get("content-type") ?? "").toLowerCase().startsWith("application/json")
-      ) {
-        return error(
-          415,
-          "unsupported_media_type",
-          "Send the JSON-RPC message with Content-Type: application/json",
-        );
-      }
-      // The listener read the body (bounded, with a deadline); in-process callers may not have.
-      const bytes = body ?? new Uint8Array(await request.arrayBuffer());
-      if (bytes.length > max) {
-        return error(
-          413,
-          "payload_too_large",
-          `Message exceeds ${max} bytes (MCP_MAX_MESSAGE_BYTES)`,
-        );
-      }
-      let json: unknown;
-      try {
-        json = JSON.parse(decoder.decode(bytes));
-      } catch (e) {
-        return Response.json(
-          {
-            jsonrpc: "2.0",
-            id: null,
-            error: { code: -32700, message: `Parse error: ${(e as Error).message}` },
-          },
-          { status: 400 },
-        );
-      }
-      // The structural check agrees with the SDK's JSONRPCMessageSchema, without a zod parse.
-      if (!isJsonRpcMessage(json)) {
-        return Response.json(
-          {
-            jsonrpc: "2.0",
-            id: null,
-            error: {
-              code: -32600,
-              message: 'Invalid Request: expected one JSON-RPC 2.0 message with "jsonrpc": "2.0"',
-            },
-          },
-          { status: 400 },
-        );
-      }
+      const json = await readMessage(request, body, max);
+      if (json instanceof Response) return json;
       session.transport.receive(json);
       return new Response("Accepted", { status: 202 });
     }

@@ -18,7 +18,6 @@ export default definePlugin({
     const transport = new StreamTransport(ctx.stdio.stdin, ctx.stdio.stdout, {
       maxMessageBytes: ctx.settings.maxMessageBytes,
     });
-    transport.onerror = (error) => ctx.logger.warn("bad frame on stdin", { error: error.message });
     let session: { close(): Promise<void> } | undefined;
     return {
       mode: "stdio",
@@ -26,7 +25,7 @@ export default definePlugin({
         session = await ctx.serve(transport, {
           transport: "stdio",
           auth: { tenant: ctx.settings.stdioTenant, scopes: ["admin"], subject: "stdio-parent" },
-        });
+        }, [{ error: (error) => ctx.logger.warn("bad frame on stdin", { error: error.message }) }]);
       },
       get done() {
         return transport.finished;

@@ -6,15 +6,18 @@
  * object, zod-parses the message, opens a response stream or promise, and on the way out scans
  * every request in flight to find which ones share the HTTP response: for a `tools/call`, most of
  * the gateway's CPU per call. What MCP clients send after the handshake is almost always one
- * request per POST; such a POST goes straight to the session's message handler (the one the SDK
- * would call, so the kernel's shutdown gate, the tool-call lane and the SDK `Server` behind it see
+ * request per POST; such a POST goes straight into the session's pipeline where the SDK transport
+ * would hand it (so the session gate, the tool-call lane and the SDK `Server` behind them see
  * exactly what they see otherwise), and the answer is written the way the SDK writes it: a JSON
  * body in JSON response mode, an SSE stream with the request's notifications and then its answer
  * in SSE mode. The handshake, batches, notifications, responses and unusual headers keep the
  * SDK's handling.
  * @module
  */
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type {
+  Transport,
+  TransportSendOptions,
+} from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
   ErrorCode,
   type JSONRPCMessage,
@@ -26,7 +29,12 @@ import {
   isJsonRpcMessage,
   isObject,
   isRequestId,
+  type MessageExtra,
+  type Receive,
+  type Send,
   serializeMessage,
+  type SessionStage,
+  type StageLink,
   type TimerHandle,
   type UnreadLimits,
   UnreadOutput,
@@ -63,18 +71,23 @@ const encoder = new TextEncoder();
 /** Called when a request's SSE stream was cut off because its client did not read it. */
 export type CutOff = (id: RequestId, overflow: UnreadOverflow) => void;
 
-/** Direct requests of one session. */
-export class DirectRequests {
+/**
+ * Direct requests of one session: a stage of its pipeline, transport side of the gateway's own
+ * stages, which takes the messages that belong to a direct request on their way out.
+ */
+export class DirectRequests implements SessionStage {
   readonly #transport: Transport;
   readonly #mode: ResponseMode;
   readonly #clock: Clock;
   readonly #limits: UnreadLimits;
   readonly #cutOff: CutOff;
   readonly #waiters = new Map<RequestId, Waiter>();
+  /** Where a direct request enters the session: the stages after this one. */
+  #receive: Receive | undefined;
 
   /**
-   * Takes over `transport.send` for messages that belong to a direct request; call it before the
-   * session is served, so the kernel's own wrappers see every answer first. An SSE stream's
+   * The direct requests of `transport`'s session; put it in the stages the session is served
+   * with, before the gateway's, so the gateway's stages see every answer first. An SSE stream's
    * unread output is bounded by `limits`; past them the stream is cut and `cutOff` is called
    * (its waiter is gone by then: the caller cancels the request).
    */
@@ -90,19 +103,29 @@ export class DirectRequests {
     this.#clock = clock;
     this.#limits = limits;
     this.#cutOff = cutOff;
-    const send = transport.send.bind(transport);
-    transport.send = (message, options) => {
-      const m = message as { id?: unknown; method?: unknown };
-      const answer = m.method === undefined && isRequestId(m.id);
-      const id = answer ? m.id as RequestId : options?.relatedRequestId;
-      const waiter = id === undefined ? undefined : this.#waiters.get(id);
-      if (!waiter) return send(message, options);
-      if (answer) {
-        this.#waiters.delete(id!);
-        waiter.answer(message);
-      } else waiter.related(message);
-      return Promise.resolve();
-    };
+  }
+
+  attach(link: StageLink): void {
+    this.#receive = link.receive;
+  }
+
+  /** Takes an outbound message that belongs to a direct request; passes every other one on. */
+  send(message: JSONRPCMessage, options: TransportSendOptions | undefined, next: Send) {
+    const m = message as { id?: unknown; method?: unknown };
+    const answer = m.method === undefined && isRequestId(m.id);
+    const id = answer ? m.id as RequestId : options?.relatedRequestId;
+    const waiter = id === undefined ? undefined : this.#waiters.get(id);
+    if (!waiter) return next(message, options);
+    if (answer) {
+      this.#waiters.delete(id!);
+      waiter.answer(message);
+    } else waiter.related(message);
+    return Promise.resolve();
+  }
+
+  /** Hands an inbound message to the session (the stages after this one), as the transport would. */
+  deliver(message: JSONRPCMessage, extra?: MessageExtra): void {
+    this.#receive?.(message, extra);
   }
 
   /** Direct requests not yet answered. */
@@ -144,7 +167,7 @@ export class DirectRequests {
           abandon: (reason) => resolve(jsonResponse(closedError(message.id, reason), sessionId)),
           cancelled: () => resolve(new Response(null, { status: 202 })),
         });
-        this.#transport.onmessage?.(message, { requestInfo });
+        this.deliver(message, { requestInfo });
       });
     }
     return new Promise((resolve) => this.#serveSse(message, sessionId, requestInfo, resolve));
@@ -216,7 +239,7 @@ export class DirectRequests {
     };
     this.#waiters.set(message.id, waiter);
     timer = this.#clock.setTimeout(openStream, HOLD_MS);
-    this.#transport.onmessage?.(message, { requestInfo });
+    this.deliver(message, { requestInfo });
   }
 
   /**

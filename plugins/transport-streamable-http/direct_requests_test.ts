@@ -7,6 +7,7 @@ import {
   type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 import { ManualClock } from "../../core/support/clock.ts";
+import { compose } from "../../core/mcp/session_pipeline.ts";
 import type { UnreadLimits, UnreadOverflow } from "../../core/plugin_api/mod.ts";
 import { initializeRequest } from "../../tests/support/gateway.ts";
 import { DirectRequests, type ResponseMode } from "./direct_requests.ts";
@@ -17,7 +18,7 @@ const HEADERS = {
   "mcp-protocol-version": "2025-11-25",
 };
 
-/** One session: the SDK transport and Server, with DirectRequests installed as the plugin does. */
+/** One session: the SDK transport and Server, with DirectRequests composed as the plugin does. */
 async function session(
   mode: ResponseMode,
   clock = new ManualClock(),
@@ -69,7 +70,7 @@ async function session(
     if (request.params.name === "fail") throw new Error("it failed");
     return { content: [{ type: "text", text: `${request.params.name}:${extra.requestId}` }] };
   });
-  await server.connect(transport);
+  await server.connect(compose(transport, [direct]));
   const init = await transport.handleRequest(post(initializeRequest("2025-11-25", 0)));
   await init.text(); // read, not cancelled: in SSE mode the answer is still being written
   const id = init.headers.get("mcp-session-id")!;

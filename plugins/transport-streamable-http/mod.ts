@@ -20,6 +20,7 @@ import {
   SessionCache,
   sessionLimitResponse,
   type SessionRecord,
+  type SessionStage,
   type TimerHandle,
   type TokenPayload,
   unreadLimitName,
@@ -57,6 +58,8 @@ interface Session {
   lastSeen: number;
   /** Open GET streams: a client listening is not idle. */
   streams: number;
+  /** This transport's own stages of its pipeline (direct requests, response tracking, relay). */
+  stages: SessionStage[];
   /** Cluster mode: see {@link SharedCopies}. */
   unsubscribe?: () => void;
   deliver?: (message: JSONRPCMessage) => Promise<void>;
@@ -149,7 +152,7 @@ export default definePlugin({
       );
       for (const id of ids) {
         session.inFlight.delete(id);
-        session.transport.onmessage?.({
+        session.direct.deliver({
           jsonrpc: "2.0",
           method: "notifications/cancelled",
           params: {
@@ -296,10 +299,7 @@ export default definePlugin({
         limits,
         (id, overflow) => cutOff(session as Session, [id], overflow),
       );
-      trackResponses(transport, session.inFlight!);
-      // Outermost: a request to the client is renamed for the way back (the direct path too).
-      shared?.relay(session as Session);
-      transport.onclose = () => {
+      const closed = () => {
         if (transport.sessionId) {
           if (sessions.peek(transport.sessionId) === session) sessions.delete(transport.sessionId);
           shared?.store.forget(transport.sessionId);
@@ -307,6 +307,9 @@ export default definePlugin({
         session.unsubscribe?.();
         direct.abandonAll("it was closed before the call was answered");
       };
+      // Outermost of these, the relay renames a request to the client for the way back (direct too).
+      session.stages = [direct, trackResponses(session.inFlight!, closed)];
+      if (shared) session.stages.push(shared.relay(session as Session));
       return session as Session;
     }
 
@@ -328,7 +331,7 @@ export default definePlugin({
       };
       for (let attempt = 0;; attempt++) {
         try {
-          session.served = await ctx.serve(session.transport, info);
+          session.served = await ctx.serve(session.transport, info, session.stages);
           return undefined;
         } catch (error) {
           // Full: in cluster mode a copy no one uses makes room (it can be rebuilt), once.

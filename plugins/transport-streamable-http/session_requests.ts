@@ -3,8 +3,7 @@
  * upstream, the bounded body, and the ids whose answers have left.
  * @module
  */
-import type { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { isRequestId } from "../../core/plugin_api/mod.ts";
+import { isRequestId, type SessionStage } from "../../core/plugin_api/mod.ts";
 import type { DirectRequests } from "./direct_requests.ts";
 
 /** `/mcp` → undefined; `/mcp/<server_id>` → the id; anything else → null. */
@@ -27,17 +26,22 @@ export async function readLimited(
 
 const decoder = new TextDecoder();
 
-/** Forgets a request id once its response leaves, so the id may be reused. */
+/**
+ * The session's stage after its direct requests: forgets a request id once its response leaves
+ * (so the id may be reused), and runs `closed` when the transport closes.
+ */
 export function trackResponses(
-  transport: WebStandardStreamableHTTPServerTransport,
   inFlight: Set<string | number>,
-): void {
-  const send = transport.send.bind(transport);
-  transport.send = (message, options) => {
-    if ("id" in message && ("result" in message || "error" in message)) {
-      inFlight.delete(message.id as string | number);
-    }
-    return send(message, options);
+  closed: () => void,
+): SessionStage {
+  return {
+    send(message, options, next) {
+      if ("id" in message && ("result" in message || "error" in message)) {
+        inFlight.delete(message.id as string | number);
+      }
+      return next(message, options);
+    },
+    closed,
   };
 }
 

@@ -28,6 +28,7 @@ import {
   type ServedSession,
   type SessionChange,
   type SessionRecord,
+  type SessionStage,
   type SessionState,
   type SessionStateHooks,
   type SharedSessions,
@@ -45,7 +46,7 @@ export interface SharedCopy {
   inFlight: Set<string | number>;
   /** While a GET stream is open here: stops hearing the session's subject. */
   unsubscribe?: () => void;
-  /** Writes to the GET stream here (the transport's own send, before {@link SharedCopies.relay}). */
+  /** Writes to the GET stream here (the pipeline past {@link SharedCopies.relay}'s stage). */
   deliver?: (message: JSONRPCMessage) => Promise<void>;
 }
 
@@ -304,25 +305,27 @@ export class SharedCopies {
   }
 
   /**
-   * Routes what a copy sends outside any request: to its GET stream when one is open here, else
-   * (list_changed aside, see the module's rule) over the session's subject.
+   * The copy's stage of its session's pipeline, outermost of the transport's own: routes what a
+   * copy sends outside any request to its GET stream when one is open here, else (list_changed
+   * aside, see the module's rule) over the session's subject.
    */
-  relay(copy: SharedCopy): void {
+  relay(copy: SharedCopy): SessionStage {
     const transport = copy.transport;
-    const send = transport.send.bind(transport);
-    transport.send = (message: JSONRPCMessage, options) => {
-      // A request to the client: its id names this replica, so its answer finds the way back.
-      if ("method" in message && "id" in message) {
-        return send({ ...message, id: `${this.#askPrefix}${message.id}` }, options);
-      }
-      if (
-        copy.streams > 0 || options?.relatedRequestId !== undefined || "id" in message ||
-        !("method" in message) || transport.sessionId === undefined
-      ) return send(message, options);
-      if (!LIST_CHANGED.test(message.method)) this.store.publish(transport.sessionId, message);
-      return Promise.resolve();
+    return {
+      attach: (link) => void (copy.deliver = (message) => link.send(message)),
+      send: (message: JSONRPCMessage, options, next) => {
+        // A request to the client: its id names this replica, so its answer finds the way back.
+        if ("method" in message && "id" in message) {
+          return next({ ...message, id: `${this.#askPrefix}${message.id}` }, options);
+        }
+        if (
+          copy.streams > 0 || options?.relatedRequestId !== undefined || "id" in message ||
+          !("method" in message) || transport.sessionId === undefined
+        ) return next(message, options);
+        if (!LIST_CHANGED.test(message.method)) this.store.publish(transport.sessionId, message);
+        return Promise.resolve();
+      },
     };
-    copy.deliver = (message) => send(message);
   }
 
   /**

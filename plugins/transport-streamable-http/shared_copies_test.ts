@@ -53,7 +53,7 @@ function copy(copies: SharedCopies): SharedCopy & { written: JSONRPCMessage[] } 
   });
   const written: JSONRPCMessage[] = [];
   transport.sessionId = "s1";
-  transport.send = (message) => (written.push(message), Promise.resolve());
+  const write = (message: JSONRPCMessage) => (written.push(message), Promise.resolve());
   const made = {
     transport,
     owner: alice,
@@ -61,7 +61,10 @@ function copy(copies: SharedCopies): SharedCopy & { written: JSONRPCMessage[] } 
     inFlight: new Set<string | number>(),
     written,
   };
-  copies.relay(made);
+  // The relay stage as the session pipeline composes it, in front of the recording send.
+  const relay = copies.relay(made);
+  relay.attach?.({ receive: () => {}, send: write });
+  transport.send = (message, options) => relay.send!(message, options, write);
   return made;
 }
 
