@@ -301,7 +301,40 @@ export class SharedCopies {
     const ack = await transport.handleRequest(post({ "mcp-session-id": id }), {
       parsedBody: { jsonrpc: "2.0", method: "notifications/initialized" },
     });
-    return ack.status === 202;
+    if (ack.status !== 202) return false;
+    await this.#resubscribe(transport, id, record, () => post({ "mcp-session-id": id }));
+    return true;
+  }
+
+  /**
+   * Subscriptions the record says this replica holds, while it has no copy: this process is a new
+   * one (a restart), whose upstreams never heard of them. They are made again, as the client made
+   * them; one its upstream now refuses is dropped from the record.
+   */
+  async #resubscribe(
+    transport: WebStandardStreamableHTTPServerTransport,
+    id: string,
+    record: SessionRecord,
+    post: () => Request,
+  ): Promise<void> {
+    for (const [i, uri] of this.stateOf(record).subscriptions.entries()) {
+      const answer = await transport.handleRequest(post(), {
+        parsedBody: {
+          jsonrpc: "2.0",
+          id: `${SYNTHETIC_ID}-${i}`,
+          method: "resources/subscribe",
+          params: { uri },
+        },
+      });
+      if (/"result"\s*:/.test(await answer.text())) continue;
+      this.#logger.info(
+        "dropped a subscription its upstream refused when its session was rebuilt",
+        {
+          uri: uri.slice(0, 256),
+        },
+      );
+      await this.store.change(id, (r) => this.#apply(r, { unsubscribed: uri })).catch(() => {});
+    }
   }
 
   /**

@@ -407,6 +407,51 @@ Deno.test("Streamable HTTP sessions are served by any replica", NEEDS_CLUSTER, a
     });
 
     await t.step(
+      "a replica restarted makes the subscriptions it held again when it rebuilds the session",
+      async () => {
+        const session = await initialize(b.url, cluster.token);
+        const listed = await post(b.url, cluster.token, session, {
+          id: 50,
+          method: "resources/list",
+        });
+        const uri = (listed.answer?.result as { resources: { uri: string; name: string }[] })
+          .resources.find((r) => r.uri.includes("sampling") && r.name === "state")?.uri;
+        assert.ok(uri);
+        const subscribed = await post(b.url, cluster.token, session, {
+          id: 51,
+          method: "resources/subscribe",
+          params: { uri },
+        });
+        assert.deepEqual(subscribed.answer?.result, {});
+        await b.kill("SIGKILL");
+        await b.start();
+        const stream = await fetch(`${c.url}/mcp`, {
+          headers: {
+            Authorization: `Bearer ${cluster.token}`,
+            Accept: "text/event-stream",
+            "Mcp-Session-Id": session,
+          },
+        });
+        assert.equal(stream.status, 200);
+        let heard: () => void = () => {};
+        const methods = listen(stream.body!, new Promise<void>((resolve) => heard = resolve));
+        // The first request on the new process rebuilds the copy, subscribing its upstream again.
+        const touched = await post(b.url, cluster.token, session, {
+          id: 52,
+          method: "tools/call",
+          params: { name: "sampling__touch", arguments: { marker: "after restart" } },
+        });
+        assert.equal(touched.status, 200);
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        heard();
+        assert.ok(
+          (await methods).includes("notifications/resources/updated"),
+          "C's stream heard the update from the restarted replica's upstream",
+        );
+      },
+    );
+
+    await t.step(
       "a session outlives the replica that opened it: SIGKILLed, the others serve it through HAProxy",
       async () => {
         const session = await initialize(a.url, cluster.token);
