@@ -198,8 +198,11 @@ export class SharedConfig implements ClusterConfigSource {
     const { policyPath, logger, replicaId, clock } = this.#options;
     if (!entry) {
       const files = await readPolicyFiles(policyPath);
+      // A replica without policy files (a missing mount) seeds nothing: it must not hand the
+      // others the permissive built-in default; it runs that default until a document appears.
+      if (files.length === 0) return undefined;
       // Checked before it is shared: a seed never hands the others what they would refuse.
-      if (files.length > 0) parsePolicies(files, policyPath);
+      parsePolicies(files, policyPath);
       const document = policyDocumentOf(files, replicaId, clock.now());
       const revision = await bucket.create(POLICIES_KEY, encodeDocument(document));
       if (revision !== null) {

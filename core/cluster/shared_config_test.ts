@@ -296,3 +296,21 @@ Deno.test("an edit after the shared fleet was deleted starts from the fleet that
   one.config.close();
   two.config.close();
 });
+
+Deno.test("a replica without policy files seeds nothing, and adopts the policies a later replica seeds", async () => {
+  await using bare = await files(fleetText("alpha"));
+  await using full = await files(fleetText("alpha"), {
+    "acme.yaml": 'tenants:\n  acme:\n    allow: ["alpha__*"]\n',
+  });
+  const state = new MemorySharedState();
+  const first = new Replica(state, "a", bare.paths);
+  await first.start();
+  assert.equal(first.policies, undefined, "the built-in default, not shared");
+  assert.equal(await (await state.bucket(CONFIG_BUCKET)).get(POLICIES_KEY), null);
+  const second = new Replica(state, "b", full.paths);
+  await second.start();
+  await settle();
+  assert.deepEqual([...first.policies!.tenants.keys()], ["acme"]);
+  first.config.close();
+  second.config.close();
+});
