@@ -39,6 +39,15 @@ function live(entry: KvEntry | null): entry is KvEntry {
   return entry !== null && entry.operation === "PUT";
 }
 
+/**
+ * Whether nats-server `version` refuses every write of a compare-and-set race on a replicated
+ * stream but one: before 2.9.21 the expected-revision check ran before replication only.
+ */
+export function serializesCompareAndSet(version: string): boolean {
+  const [major = 0, minor = 0, patch = 0] = version.split(/[.-]/).map((n) => Number(n) || 0);
+  return major > 2 || (major === 2 && (minor > 9 || (minor === 9 && patch >= 21)));
+}
+
 /** One JetStream KV bucket as a {@link SharedBucket}. */
 class NatsBucket implements SharedBucket {
   readonly name: string;
@@ -141,6 +150,15 @@ export class NatsSharedState implements SharedState {
     this.#nc = nc;
     this.#replicas = options.replicas ?? 1;
     this.#logger = options.logger;
+    const version = nc.info?.version;
+    if (this.#replicas > 1 && version !== undefined && !serializesCompareAndSet(version)) {
+      this.#logger.warn(
+        `nats-server ${version} does not serialize compare-and-set on replicated buckets ` +
+          "(nats-io/nats-server#4320): two replicas writing one key at the same moment may both " +
+          "succeed (an approval decided twice, a rate-limit token taken twice); run nats-server " +
+          "2.9.21 or later",
+      );
+    }
   }
 
   bucket(name: string, options: SharedBucketOptions = {}): Promise<SharedBucket> {

@@ -8,6 +8,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { APPROVAL_TOKEN_META_KEY } from "../../core/governance/tool_governance.ts";
+import { serializesCompareAndSet } from "../../plugins/bus-nats/nats_shared_state.ts";
 import { NEEDS_CLUSTER, startCluster, type TestCluster } from "../support/cluster.ts";
 import { eventually, fixtureCommand } from "../support/fleet.ts";
 
@@ -27,12 +28,6 @@ async function connect(url: string, token: string): Promise<Client> {
     }),
   );
   return client;
-}
-
-/** Whether nats-server `version` serializes concurrent expected-last-subject-sequence writes. */
-function serializesCas(version: string): boolean {
-  const [major = 0, minor = 0, patch = 0] = version.split(/[.-]/).map(Number);
-  return major > 2 || (major === 2 && (minor > 9 || (minor === 9 && patch >= 21)));
 }
 
 function codeOf(error: unknown): string | undefined {
@@ -136,9 +131,9 @@ Deno.test("governance state holds across replicas", NEEDS_CLUSTER, async (t) => 
     const version = (await (await fetch(`${cluster.nats[0]!.monitorUrl}/varz`)).json()).version;
     await t.step({
       name: `two approvers deciding at once through B and C: one wins, the other gets a conflict${
-        serializesCas(version) ? "" : ` (skipped: nats-server ${version} < 2.9.21)`
+        serializesCompareAndSet(version) ? "" : ` (skipped: nats-server ${version} < 2.9.21)`
       }`,
-      ignore: !serializesCas(version),
+      ignore: !serializesCompareAndSet(version),
       fn: async () => {
         const refused = await onA.callTool({
           name: "mutable__delete_fact",
