@@ -122,6 +122,31 @@ async function killUnderLoad(cluster: TestCluster): Promise<void> {
   await everySessionAnswers(cluster, sessions);
 }
 
+async function drainUnderLoad(cluster: TestCluster): Promise<void> {
+  const sessions = await sessionsThroughHaproxy(cluster, 6);
+  const victim = cluster.replicas[2]!;
+  const slow = sessions.flatMap((headers) =>
+    [1, 2, 3, 4].map(() => rawToolCall(cluster.url, headers, "fixture__slow", { ms: 1_500 }))
+  );
+  await eventually(
+    async () => (await inFlightOn(victim.url)) > 0,
+    `calls in flight on ${victim.id}`,
+  );
+  let exited = false;
+  const stopping = victim.kill("SIGTERM").then(() => void (exited = true));
+  // Calls sent while it drains: HAProxy sends its 503s (never run) to another replica.
+  const during: RawOutcome[] = [];
+  for (let i = 0; !exited; i++) {
+    during.push(await rawToolCall(cluster.url, sessions[i % sessions.length]!, "fixture__ok"));
+  }
+  await stopping;
+  assert.deepEqual((await Promise.all(slow)).map(resultText), slow.map(() => "slept 1500"));
+  assert.ok(during.length > 0);
+  assert.deepEqual(during.map(resultText), during.map(() => "ok"), JSON.stringify(during));
+  await victim.start();
+  await everySessionAnswers(cluster, sessions);
+}
+
 /** What a client sees of a call its replica died under: HAProxy's 502 Bad Gateway, at once. */
 function assertClearFailure(outcome: RawOutcome): void {
   assert.equal(outcome.kind, "http_error", JSON.stringify(outcome));
@@ -175,6 +200,11 @@ Deno.test(
           "HAProxy to use r2",
         );
       });
+
+      await t.step(
+        "SIGTERM of a replica under load (a rolling restart): its calls finish, every new call lands elsewhere, none fails",
+        () => drainUnderLoad(cluster),
+      );
 
       await t.step(
         "a NATS node stopped: no call fails, KV keeps working (replication factor 3); started again it rejoins and catches up",

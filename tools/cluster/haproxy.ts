@@ -1,6 +1,6 @@
 /**
  * HAProxy in front of the gateway replicas: HTTP mode, round-robin on every request, no
- * stickiness, a health check on `/healthz`, and timeouts long enough for SSE GET streams. The
+ * stickiness, a health check on `/readyz`, and timeouts long enough for SSE GET streams. The
  * config is written to a temp dir; {@link haproxyConfig} is also the example docs/scale-out.md shows.
  * @module
  */
@@ -21,9 +21,8 @@ export interface Backend {
 
 /**
  * The HAProxy config: every request balanced on its own (no cookie, no `prefer-last-server`),
- * a replica out of rotation after two failed checks 500 ms apart, and a request whose connection
- * is refused retried on another replica (`option redispatch`), which is safe since it never
- * reached a gateway.
+ * a replica out of rotation after two failed checks 500 ms apart, and a request that never ran
+ * (refused connection, or a gateway's 503) retried on another replica.
  */
 export function haproxyConfig(bind: string, backends: readonly Backend[]): string {
   return [
@@ -39,7 +38,10 @@ export function haproxyConfig(bind: string, backends: readonly Backend[]): strin
     "  timeout server 1h",
     "  timeout tunnel 1h",
     "  timeout http-keep-alive 30s",
+    // A refused connection and a gateway's 503 (draining, or its shared state unreachable) never
+    // ran the request: both are safe to send to another replica. Nothing else is retried.
     "  retries 2",
+    "  retry-on conn-failure 503",
     "  option redispatch 1",
     "",
     "frontend mcp",
@@ -48,7 +50,8 @@ export function haproxyConfig(bind: string, backends: readonly Backend[]): strin
     "",
     "backend replicas",
     "  balance roundrobin",
-    "  option httpchk GET /healthz",
+    // /readyz, not /healthz: a draining or still-starting replica leaves the rotation.
+    "  option httpchk GET /readyz",
     "  http-check expect status 200",
     "  default-server inter 500ms fall 2 rise 1",
     ...backends.map((b) => `  server ${b.id} ${b.address} check`),
