@@ -60,6 +60,7 @@ import { benchToolsList } from "./tools_list.ts";
 import { benchCluster } from "./cluster.ts";
 import { binaryInstalled } from "../tests/support/needs_binary.ts";
 import { natsServerCommands } from "../tools/cluster/nats_cluster.ts";
+import { haproxyCommands } from "../tools/cluster/haproxy.ts";
 import {
   type LeanClient,
   leanEchoCall,
@@ -719,10 +720,12 @@ async function main(): Promise<number> {
       );
     }
     if (settings.scenarios.includes("cluster")) {
-      if (binaryInstalled(natsServerCommands())) {
+      if (binaryInstalled(natsServerCommands()) && binaryInstalled(haproxyCommands())) {
         results.cluster = await benchCluster(settings.quick, settings.rounds, progress);
       } else {
-        progress("cluster: skipped, nats-server is not installed (apt-get install -y nats-server)");
+        progress(
+          "cluster: skipped, nats-server or haproxy is missing (apt-get install -y nats-server haproxy)",
+        );
       }
     }
   } catch (error) {
