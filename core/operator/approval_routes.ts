@@ -9,6 +9,8 @@
  * - `POST /v1/approvals/{id}/deny` (admin, approver), optional body `{ "reason": "…" }`.
  *
  * The requester of an approval can never decide it (the queue refuses with `self_approval`).
+ * Shared by replicas (cluster mode), a decision another replica made first answers 409
+ * `approval_not_pending`, and an unreachable shared bucket 503 `internal`.
  * @module
  */
 import { hasScope } from "../auth/token_payload.ts";
