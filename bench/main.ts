@@ -55,6 +55,7 @@ import {
 } from "./stats.ts";
 import { benchGovernance } from "./governance.ts";
 import { benchTracing } from "./tracing.ts";
+import { benchTracingCost } from "./tracing_cost.ts";
 import { benchScanner } from "./scanner.ts";
 import { benchToolsList } from "./tools_list.ts";
 import { benchCluster } from "./cluster.ts";
@@ -93,6 +94,7 @@ const ALL = [
   "memory",
   "governance",
   "tracing",
+  "tracing-cost",
   "tools-list",
   "scanner",
   "cluster",
@@ -130,7 +132,8 @@ Scenarios: ${ALL.join(", ")}
   (a gateway latency scenario also runs its baseline: "direct" for the SDK client, "direct-lean"
    for the lean raw JSON-RPC client; "throughput" runs ${THROUGHPUT.join(", ")}
    — or, beside latency scenarios, only those and their baselines
-   with ${CONCURRENCY.join(" and ")} calls in flight)
+   with ${CONCURRENCY.join(" and ")} calls in flight; "tracing-cost" runs untraced and traced
+   gateways side by side in alternating rounds and reports the difference of their CPU per call)
 
 Options:
   --quick              fewer calls and rounds
@@ -709,6 +712,19 @@ async function main(): Promise<number> {
       results.tracing = {
         ...results.tracing,
         inProcess: await benchTracing(settings.rounds, settings.quick ? 5_000 : 50_000),
+      };
+    }
+    if (settings.scenarios.includes("tracing-cost")) {
+      results.tracing = {
+        ...results.tracing,
+        endToEnd: await benchTracingCost({
+          // Short rounds, many of them: each round's difference is one sample of the cost.
+          rounds: settings.rounds * 4,
+          calls: settings.calls,
+          concurrency: 16,
+          processes: settings.quick ? 1 : 2,
+          progress,
+        }),
       };
     }
     if (settings.scenarios.includes("governance")) {

@@ -287,6 +287,26 @@ export async function cpuMicros(pid: number): Promise<number | undefined> {
   }
 }
 
+/**
+ * CPU time `pid`'s live threads have run, in nanoseconds (the scheduler's own accounting in
+ * /proc/<pid>/task/<tid>/schedstat, so a short round is measured to the microsecond, not to
+ * /proc/<pid>/stat's 10 ms tick); undefined off Linux or when the process is gone.
+ */
+export async function cpuNanos(pid: number): Promise<number | undefined> {
+  try {
+    let ns = 0;
+    for await (const task of Deno.readDir(`/proc/${pid}/task`)) {
+      // A thread that ended between listing and reading has nothing more to add.
+      const stat = await Deno.readTextFile(`/proc/${pid}/task/${task.name}/schedstat`)
+        .catch(() => "0");
+      ns += Number(stat.split(" ")[0]);
+    }
+    return ns;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Sum of VmRSS over every descendant of `pid`, with how many were counted. */
 export async function descendantsRssKiB(pid: number): Promise<{ kib: number; count: number }> {
   let kib = 0;

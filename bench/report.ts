@@ -5,6 +5,7 @@
 import type { LatencyRound, ThroughputRound } from "./stats.ts";
 import type { ScannerResult } from "./scanner.ts";
 import type { ClusterResult } from "./cluster.ts";
+import type { TracingCostResult } from "./tracing_cost.ts";
 
 /** One latency scenario: medians over rounds of the per-round median and p99. */
 export interface ScenarioResult {
@@ -51,6 +52,8 @@ export interface Results {
     spansBytesReceived?: number;
     exports?: number;
     inProcess?: { protobufUsPerCall: number; jsonUsPerCall: number; rounds: unknown[] };
+    /** The gateway's CPU per call with tracing off and on, end to end (bench/tracing_cost.ts). */
+    endToEnd?: TracingCostResult;
   };
   throughput?: {
     concurrency: number[];
@@ -263,6 +266,31 @@ export function renderTable(results: Results): string {
         `${t.protobufUsPerCall.toFixed(1)} µs CPU with http/protobuf, ` +
         `${t.jsonUsPerCall.toFixed(1)} µs with http/json`,
     );
+  }
+  if (results.tracing?.endToEnd) {
+    const t = results.tracing.endToEnd;
+    parts.push("");
+    parts.push(
+      `Tracing end to end: gateway CPU per tools/call (every thread), lean client, ` +
+        `${t.concurrency} in flight, ${t.processes} gateway(s) per kind, ${t.rounds} rounds × ` +
+        `${t.callsPerRound} calls; median of each round's traced − untraced difference`,
+    );
+    for (
+      const [label, r] of [
+        ["stdio", t.stdio],
+        ["Streamable HTTP (JSON)", t.http],
+        ["stdio, one gateway switched", t.toggled.stdio],
+        ["HTTP, one gateway switched", t.toggled.http],
+      ] as const
+    ) {
+      parts.push(
+        `  ${label.padEnd(27)} off ${r.offUsPerCall.toFixed(1)} µs, on ${
+          r.onUsPerCall.toFixed(1)
+        } µs: +${r.diffUsPerCall.toFixed(1)} µs (quartiles ${r.diffQuartilesUs[0].toFixed(1)}..${
+          r.diffQuartilesUs[1].toFixed(1)
+        }) = ${r.percent.toFixed(1)} %`,
+      );
+    }
   }
   if (results.governance) {
     const g = results.governance;
