@@ -7,6 +7,7 @@
 import type { SharedState } from "../bus/shared_state.ts";
 import { SharedSessions } from "../mcp/shared_sessions.ts";
 import { type ClusterNode, type ClusterNodeOptions, createClusterNode } from "./cluster_node.ts";
+import { retryStart } from "./start_retry.ts";
 
 /** One replica's part in the cluster, opened at start and closed at stop. */
 export class ClusterMembership {
@@ -21,15 +22,20 @@ export class ClusterMembership {
     this.node = createClusterNode(options);
   }
 
-  /** The shared Streamable HTTP session records, opened once. */
+  /**
+   * The shared Streamable HTTP session records, opened once (tried again while the shared state
+   * fails: replicas starting together on a fresh NATS cluster can time out creating the bucket,
+   * and a transport whose factory fails is skipped, leaving a replica without /mcp).
+   */
   sessions(): Promise<SharedSessions> {
     const { config, clock, logger } = this.#options;
-    return this.#sessions ??= SharedSessions.open(this.state, {
-      ttlMs: config.server.httpSessionIdleMs,
-      replicaId: config.cluster!.replicaId,
-      clock,
-      logger: logger.child("sessions"),
-    });
+    return this.#sessions ??= retryStart("session records", () =>
+      SharedSessions.open(this.state, {
+        ttlMs: config.server.httpSessionIdleMs,
+        replicaId: config.cluster!.replicaId,
+        clock,
+        logger: logger.child("sessions"),
+      }), { clock, logger });
   }
 
   /** Waits for `draining` (the heartbeat said so), then stops the node: no longer listed. */

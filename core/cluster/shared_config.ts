@@ -8,9 +8,8 @@
  * bucket with compare-and-set on the revision ({@link SharedConfig.fleetStore}).
  * @module
  */
-import { type Clock, pause } from "../support/clock.ts";
+import type { Clock } from "../support/clock.ts";
 import type { Logger } from "../support/logger.ts";
-import { GatewayError } from "../support/errors.ts";
 import type { EventBus } from "../bus/event_bus.ts";
 import type { SharedBucket, SharedChange, SharedState } from "../bus/shared_state.ts";
 import { editFleetText, type FleetEdit, FleetEditError } from "../proxy/fleet_writer.ts";
@@ -33,6 +32,7 @@ import {
   policyDocumentOf,
   policyFiles,
 } from "./config_documents.ts";
+import { retryStart } from "./start_retry.ts";
 
 /** What {@link SharedConfig} is built from. */
 export interface SharedConfigOptions {
@@ -53,9 +53,6 @@ const EMPTY_FLEET =
   "# Upstream MCP servers (see docs/fleet.md), shared by the cluster.\nproxy_servers:\n";
 /** Edits without an `If-Match` retry this many times when another replica wrote in between. */
 const EDIT_ATTEMPTS = 3;
-/** Start steps try the shared state this many times, waiting 1, 2, 3… × START_RETRY_MS between. */
-const START_ATTEMPTS = 5;
-const START_RETRY_MS = 500;
 /** How many fleet applications are remembered, so a revision is applied once however it comes. */
 const RECENT_APPLICATIONS = 8;
 const NO_CHANGE: FleetDiff = { added: [], removed: [], changed: [] };
@@ -171,25 +168,9 @@ export class SharedConfig implements ClusterConfigSource {
     return this.#retried("policies", () => this.#startPolicies());
   }
 
-  /**
-   * Runs a start step again when the shared state fails (not when a document is invalid): on a
-   * fresh NATS cluster, replicas starting together create the bucket at once and the first reads
-   * can time out while its stream elects a leader.
-   */
-  async #retried<T>(what: string, step: () => Promise<T>): Promise<T> {
-    for (let attempt = 1;; attempt++) {
-      try {
-        return await step();
-      } catch (error) {
-        if (error instanceof GatewayError || attempt >= START_ATTEMPTS) throw error;
-        this.#options.logger.warn(
-          `reading the shared ${what} failed (attempt ${attempt} of ${START_ATTEMPTS}); trying again`,
-          { error: String(error) },
-        );
-        this.#bucket = undefined;
-        await pause(this.#options.clock, START_RETRY_MS * attempt);
-      }
-    }
+  #retried<T>(what: string, step: () => Promise<T>): Promise<T> {
+    const { clock, logger } = this.#options;
+    return retryStart(what, step, { clock, logger, onRetry: () => this.#bucket = undefined });
   }
 
   async #startPolicies(): Promise<PolicySet | undefined> {
