@@ -106,20 +106,19 @@ export class GatedSession implements SessionStage {
     next(message, extra);
   }
 
-  async send(
+  send(
     message: JSONRPCMessage,
     options: TransportSendOptions | undefined,
     next: Send,
   ): Promise<void> {
     const m = message as { id?: unknown; method?: unknown };
-    try {
-      return await next(message, options);
-    } finally {
-      // Only once the transport has taken the answer: closing it sooner can lose it.
-      if (m.method === undefined && (typeof m.id === "string" || typeof m.id === "number")) {
-        this.answered(m.id);
-      }
+    // Notifications and requests to the client (a call's progress floods) pass straight through.
+    if (m.method !== undefined || (typeof m.id !== "string" && typeof m.id !== "number")) {
+      return next(message, options);
     }
+    const id = m.id;
+    // Only once the transport has taken the answer: closing it sooner can lose it.
+    return next(message, options).finally(() => this.answered(id));
   }
 
   closed(): void {
