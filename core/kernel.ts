@@ -84,7 +84,7 @@ export interface StartInfo {
   oauth?: { issuer: string; resource: string; metadataUrl: string };
   /** Plugins that failed to load, with why. */
   pluginFailures: PluginFailure[];
-  /** The fleet file and the enabled upstreams starting in the background. */
+  /** Where the fleet came from (its file, or the shared revision) and the enabled upstreams starting. */
   fleet?: { path: string; servers: string[] };
 }
 
@@ -371,7 +371,7 @@ export class Kernel implements OperatorHost {
       shared ? reloader.text(shared.text, shared.origin) : undefined,
     );
 
-    const path = this.config.proxy.configPath;
+    const path = shared?.origin ?? this.config.proxy.configPath;
     const info: StartInfo = { transport: server.transport, pluginFailures: this.#plugins.failures };
     if (path) info.fleet = { path, servers: fleet.filter((s) => s.enabled).map((s) => s.id) };
     if (server.transport === "stdio") {
