@@ -42,7 +42,7 @@ export interface FleetReloaderOptions {
   path: string | undefined;
   proxy: ProxyManager;
   /** Checks each enabled server can be planned (its adapter loaded, its command allowed). */
-  upstreams: UpstreamTransports;
+  upstreams: Pick<UpstreamTransports, "plan">;
   /** The resolved environment fleet files interpolate (read at each load). */
   env: () => Record<string, string | undefined>;
   /** MCP_DATA_DIR, which fleet files may name as `${MCP_DATA_DIR}`. */
@@ -150,7 +150,7 @@ export class FleetReloader {
         this.#options.bus.publish({ type: "fleet.reload_failed", path: source.path, reason });
         throw error;
       }
-      return await this.#apply(servers);
+      return await this.#apply(servers, source.path);
     });
   }
 
