@@ -161,7 +161,11 @@ async function serve(args: string[]): Promise<number> {
         say(`Cannot start: ${error.message}`);
         return 1;
       }
-      throw error;
+      // Anything else is unexpected (a bug, or a backend failing in a way not yet named): say so
+      // in one line a person can act on, with the stack after it for the report.
+      say(`Cannot start: ${error instanceof Error ? error.message : String(error)}`);
+      if (error instanceof Error && error.stack) say(error.stack);
+      return 1;
     }
     started = true;
     if (received > 0) void kernel.stop(received > 1 ? { immediate: true } : {});

@@ -345,14 +345,9 @@ export class Kernel implements OperatorHost {
     });
     if (sharing.nonces) this.#governanceRoom.approvals.useNonceStore(sharing.nonces);
     if (sharing.shared) {
-      await this.#governanceRoom.shared?.open(sharing.shared);
-      const { bus, logger, clock } = this;
-      const fleet = () => fleetSummary(this.proxy.status());
-      const options = { config: this.config, target: this, bus, logger, clock };
-      this.#cluster = new ClusterMembership({
-        ...options,
-        state: sharing.shared,
-        fleetSummary: fleet,
+      this.#cluster = await ClusterMembership.join(this, sharing.shared, {
+        fleetSummary: () => fleetSummary(this.proxy.status()),
+        governance: this.#governanceRoom.shared,
       });
     }
     // The demo (and any fleet naming ${MCP_DATA_DIR}) writes there: it must exist before they start.

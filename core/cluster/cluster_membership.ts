@@ -16,6 +16,39 @@ export class ClusterMembership {
   readonly #options: ClusterNodeOptions;
   #sessions: Promise<SharedSessions> | undefined;
 
+  /**
+   * Joins the cluster at start: opens the shared governance state, then the session records,
+   * each tried again while the shared state fails (replicas starting together on a fresh NATS
+   * cluster time out creating the same buckets). A failure fails the start: a replica that cannot
+   * hold sessions or share approvals must not serve.
+   */
+  static async join(
+    gateway:
+      & Pick<ClusterNodeOptions, "config" | "bus" | "logger" | "clock">
+      & ClusterNodeOptions["target"],
+    state: SharedState,
+    parts: Pick<ClusterNodeOptions, "fleetSummary"> & {
+      governance?: { open(state: SharedState): Promise<void> } | undefined;
+    },
+  ): Promise<ClusterMembership> {
+    const { config, bus, logger, clock } = gateway;
+    if (parts.governance) {
+      const governance = parts.governance;
+      await retryStart("governance state", () => governance.open(state), { clock, logger });
+    }
+    const membership = new ClusterMembership({
+      config,
+      target: gateway,
+      bus,
+      logger,
+      clock,
+      state,
+      fleetSummary: parts.fleetSummary,
+    });
+    await membership.sessions();
+    return membership;
+  }
+
   constructor(options: ClusterNodeOptions) {
     this.#options = options;
     this.state = options.state;

@@ -75,6 +75,8 @@ export function createClusterGovernance(options: ClusterGovernanceOptions): Clus
   const { clock, logger } = options;
   let replicas = 1;
   let pins: SharedPins | undefined;
+  let approvalsShared = false;
+  let rateLimitsShared = false;
   let timer: TimerHandle | undefined;
   let closed = false;
   const rateLimiter = new SharedRateLimiter({
@@ -104,19 +106,27 @@ export function createClusterGovernance(options: ClusterGovernanceOptions): Clus
             "approved on one replica must verify on the others",
         );
       }
-      await options.approvals.share(
-        await SharedApprovalBackend.open(shared, {
-          requestTtlMs: options.approvalTtlMs,
-          tokenTtlMs: options.approvalTtlMs,
-          logger: logger.child("approvals"),
-        }),
-      );
-      await rateLimiter.open(shared);
-      pins = await SharedPins.open(shared, {
+      // Each part is opened once: a start that failed half way (a bucket timing out on a fresh
+      // NATS cluster) opens only what is still missing when it is tried again.
+      if (!approvalsShared) {
+        await options.approvals.share(
+          await SharedApprovalBackend.open(shared, {
+            requestTtlMs: options.approvalTtlMs,
+            tokenTtlMs: options.approvalTtlMs,
+            logger: logger.child("approvals"),
+          }),
+        );
+        approvalsShared = true;
+      }
+      if (!rateLimitsShared) {
+        await rateLimiter.open(shared);
+        rateLimitsShared = true;
+      }
+      pins ??= await SharedPins.open(shared, {
         logger: logger.child("pins"),
         replica: options.replicaId,
       });
-      await count();
+      if (timer === undefined) await count();
     },
     close() {
       closed = true;

@@ -98,3 +98,32 @@ Deno.test("in cluster mode every audit line and decision event names the replica
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("an open that failed half way (a bucket timing out) opens only what is missing when tried again", async () => {
+  const clock = new ManualClock(1_700_000_000_000);
+  const state = new MemorySharedState({ clock });
+  const opened: string[] = [];
+  let failPins = true;
+  const flaky: typeof state = Object.create(state);
+  flaky.bucket = (name, options) => {
+    opened.push(name);
+    if (name === "agent33_pins" && failPins) {
+      failPins = false;
+      return Promise.reject(
+        new Error('Cannot open the JetStream KV bucket "agent33_pins": TIMEOUT'),
+      );
+    }
+    return state.bucket(name, options);
+  };
+  const shared = governance(clock);
+  await assert.rejects(shared.open(flaky), /TIMEOUT/);
+  assert.equal(shared.pins, undefined);
+  await shared.open(flaky);
+  try {
+    assert.ok(shared.pins, "the pins are open after the retry");
+    assert.equal(opened.filter((name) => name === "agent33_approvals").length, 1, "approvals once");
+    assert.equal(opened.filter((name) => name === "agent33_rate_limits").length, 1, "limits once");
+  } finally {
+    shared.close();
+  }
+});
