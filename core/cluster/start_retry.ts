@@ -1,8 +1,9 @@
 /**
  * Start steps that read or open the shared state, tried again when it fails: on a fresh NATS
  * cluster, replicas starting together create the same buckets at once, and the first reads can
- * time out while a bucket's stream elects its leader. A `GatewayError` (an invalid document) is
- * never retried: reading it again changes nothing.
+ * time out while a bucket's stream elects its leader. A `GatewayError` is retried only when it
+ * says the shared state is unreachable (`internal`); any other (an invalid document, a missing
+ * secret) is not: trying again changes nothing.
  * @module
  */
 import { type Clock, pause } from "../support/clock.ts";
@@ -23,7 +24,8 @@ export async function retryStart<T>(
     try {
       return await step();
     } catch (error) {
-      if (error instanceof GatewayError || attempt >= START_ATTEMPTS) throw error;
+      const final = error instanceof GatewayError && error.code !== "internal";
+      if (final || attempt >= START_ATTEMPTS) throw error;
       context.logger.warn(
         `reading the shared ${what} failed (attempt ${attempt} of ${START_ATTEMPTS}); trying again`,
         { error: String(error) },

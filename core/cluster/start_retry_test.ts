@@ -55,3 +55,19 @@ Deno.test("an invalid document is not read again, and an outage gives up after t
   );
   assert.equal(tries, START_ATTEMPTS);
 });
+
+Deno.test("a GatewayError saying the shared state is unreachable (internal) is tried again", async () => {
+  const clock = new ManualClock();
+  let tries = 0;
+  const value = await driven(
+    clock,
+    retryStart("governance state", () => {
+      tries++;
+      return tries < 2
+        ? Promise.reject(new GatewayError("internal", 'bucket "agent33_approvals": TIMEOUT'))
+        : Promise.resolve("open");
+    }, { clock, logger: silentLogger }),
+  );
+  assert.equal(value, "open");
+  assert.equal(tries, 2);
+});
