@@ -85,6 +85,25 @@ async function initialize(url: string, token: string): Promise<string> {
 }
 
 /** Reads an SSE body until `want` matches one of its messages or `ms` pass; every method seen. */
+/** Opens a session's GET stream on a replica; `methods` is what it hears until `heard()`. */
+async function openStream(
+  url: string,
+  token: string,
+  session: string,
+): Promise<{ methods: Promise<string[]>; heard: () => void }> {
+  const stream = await fetch(`${url}/mcp`, {
+    headers: {
+      Authorization: `Bearer ${token}`,
+      Accept: "text/event-stream",
+      "Mcp-Session-Id": session,
+    },
+  });
+  assert.equal(stream.status, 200);
+  let heard: () => void = () => {};
+  const methods = listen(stream.body!, new Promise<void>((resolve) => heard = resolve));
+  return { methods, heard: () => heard() };
+}
+
 async function listen(
   body: ReadableStream<Uint8Array>,
   until: Promise<unknown>,
@@ -172,17 +191,7 @@ Deno.test("Streamable HTTP sessions are served by any replica", NEEDS_CLUSTER, a
       "a GET stream on replica C hears tools/list_changed, once, for an activation made through replica A",
       async () => {
         const session = await initialize(a.url, cluster.token);
-        const stream = await fetch(`${c.url}/mcp`, {
-          headers: {
-            Authorization: `Bearer ${cluster.token}`,
-            Accept: "text/event-stream",
-            "Mcp-Session-Id": session,
-          },
-        });
-        assert.equal(stream.status, 200);
-        let heard: () => void = () => {};
-        const done = new Promise<void>((resolve) => heard = resolve);
-        const methods = listen(stream.body!, done);
+        const { methods, heard } = await openStream(c.url, cluster.token, session);
         const activated = await post(a.url, cluster.token, session, {
           id: 1,
           method: "tools/call",
@@ -211,16 +220,7 @@ Deno.test("Streamable HTTP sessions are served by any replica", NEEDS_CLUSTER, a
       "a GET stream on replica C hears tools/list_changed for a fleet edit made through replica A",
       async () => {
         const session = await initialize(b.url, cluster.token);
-        const stream = await fetch(`${c.url}/mcp`, {
-          headers: {
-            Authorization: `Bearer ${cluster.token}`,
-            Accept: "text/event-stream",
-            "Mcp-Session-Id": session,
-          },
-        });
-        assert.equal(stream.status, 200);
-        let heard: () => void = () => {};
-        const methods = listen(stream.body!, new Promise<void>((resolve) => heard = resolve));
+        const { methods, heard } = await openStream(c.url, cluster.token, session);
         const added = await fetch(`${a.url}/v1/mcp/proxy/servers`, {
           method: "POST",
           headers: {
@@ -301,16 +301,7 @@ Deno.test("Streamable HTTP sessions are served by any replica", NEEDS_CLUSTER, a
           params: { uri },
         });
         assert.deepEqual(subscribed.answer?.result, {});
-        const stream = await fetch(`${c.url}/mcp`, {
-          headers: {
-            Authorization: `Bearer ${cluster.token}`,
-            Accept: "text/event-stream",
-            "Mcp-Session-Id": session,
-          },
-        });
-        assert.equal(stream.status, 200);
-        let heard: () => void = () => {};
-        const methods = listen(stream.body!, new Promise<void>((resolve) => heard = resolve));
+        const { methods, heard } = await openStream(c.url, cluster.token, session);
         const touched = await post(a.url, cluster.token, session, {
           id: 32,
           method: "tools/call",
@@ -425,16 +416,7 @@ Deno.test("Streamable HTTP sessions are served by any replica", NEEDS_CLUSTER, a
         assert.deepEqual(subscribed.answer?.result, {});
         await b.kill("SIGKILL");
         await b.start();
-        const stream = await fetch(`${c.url}/mcp`, {
-          headers: {
-            Authorization: `Bearer ${cluster.token}`,
-            Accept: "text/event-stream",
-            "Mcp-Session-Id": session,
-          },
-        });
-        assert.equal(stream.status, 200);
-        let heard: () => void = () => {};
-        const methods = listen(stream.body!, new Promise<void>((resolve) => heard = resolve));
+        const { methods, heard } = await openStream(c.url, cluster.token, session);
         // The first request on the new process rebuilds the copy, subscribing its upstream again.
         const touched = await post(b.url, cluster.token, session, {
           id: 52,
