@@ -40,7 +40,7 @@ const connections = await Promise.all(
   nats.nodes.map((node) => connect({ servers: node.url })),
 );
 const states = connections.map((nc) =>
-  new NatsSharedState(nc, { replicas: 3, logger: silentLogger })
+  new NatsSharedState(nc, { replicas: 3, logger: silentLogger, clock: systemClock })
 );
 try {
   const limiters = await Promise.all(states.map(async (state) => {

@@ -22,6 +22,7 @@ import {
   subjectOf,
   systemClock,
 } from "../../core/plugin_api/mod.ts";
+import { openKvBucket } from "./kv_bucket.ts";
 
 /** Options for {@link NatsEventBus.connect}. */
 export interface NatsEventBusOptions {
@@ -285,19 +286,11 @@ export class NatsEventBus implements EventBus {
     let kv: KV;
     let keptMs: number;
     const replicas = options.replicas ?? 1;
-    const open = () =>
-      this.#nc.jetstream().views.kv(bucket, { history: 1, ttl: retentionMs, replicas });
     try {
-      try {
-        kv = await open();
-      } catch (error) {
-        // Two replicas creating the bucket at once: the loser's create overlaps the winner's
-        // stream, which now exists, so opening again binds to it.
-        if (!/overlap|already in use/i.test(error instanceof Error ? error.message : "")) {
-          throw error;
-        }
-        kv = await open();
-      }
+      kv = await openKvBucket(this.#nc, bucket, { history: 1, ttl: retentionMs, replicas }, {
+        clock: this.#clock,
+        logger: this.#logger,
+      });
       keptMs = (await kv.status()).ttl;
     } catch (error) {
       throw new Error(
@@ -346,7 +339,7 @@ export class NatsEventBus implements EventBus {
   async sharedState(options: { replicas?: number } = {}): Promise<SharedState> {
     if (this.#closed) throw new Error("The NATS bus is closed; no shared state can be opened");
     const { NatsSharedState } = await import("./nats_shared_state.ts");
-    return new NatsSharedState(this.#nc, { logger: this.#logger, ...options });
+    return new NatsSharedState(this.#nc, { logger: this.#logger, clock: this.#clock, ...options });
   }
 
   /** Counters and connection state. */

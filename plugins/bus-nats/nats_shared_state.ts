@@ -8,6 +8,7 @@ import type { KV, KvEntry, NatsConnection, Subscription } from "nats";
 import {
   assertBucketName,
   assertSharedKey,
+  type Clock,
   type Logger,
   type SharedBucket,
   type SharedBucketOptions,
@@ -15,6 +16,7 @@ import {
   type SharedEntry,
   type SharedState,
 } from "../../core/plugin_api/mod.ts";
+import { openKvBucket } from "./kv_bucket.ts";
 
 /** Where raw shared subjects live on the NATS server. */
 export const SHARED_SUBJECT_PREFIX = "agent33.shared";
@@ -28,6 +30,8 @@ export interface NatsSharedStateOptions {
   /** JetStream replicas of each bucket this state creates (1, 3 or 5). */
   replicas?: number;
   logger: Logger;
+  /** Paces the retries of a bucket's open while a fresh cluster forms. */
+  clock: Clock;
 }
 
 function isWrongLastSequence(error: unknown): boolean {
@@ -142,6 +146,7 @@ export class NatsSharedState implements SharedState {
   readonly #nc: NatsConnection;
   readonly #replicas: number;
   readonly #logger: Logger;
+  readonly #clock: Clock;
   readonly #buckets = new Map<string, Promise<SharedBucket>>();
   readonly #watches = new Set<() => void>();
   readonly #subscriptions = new Set<Subscription>();
@@ -150,6 +155,7 @@ export class NatsSharedState implements SharedState {
     this.#nc = nc;
     this.#replicas = options.replicas ?? 1;
     this.#logger = options.logger;
+    this.#clock = options.clock;
     const version = nc.info?.version;
     if (this.#replicas > 1 && version !== undefined && !serializesCompareAndSet(version)) {
       this.#logger.warn(
@@ -175,24 +181,17 @@ export class NatsSharedState implements SharedState {
 
   async #open(name: string, options: SharedBucketOptions): Promise<SharedBucket> {
     const maxValueBytes = options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES;
-    const open = () =>
-      this.#nc.jetstream().views.kv(name, {
+    let kv: KV;
+    try {
+      kv = await openKvBucket(this.#nc, name, {
         history: 1,
         replicas: this.#replicas,
         maxValueSize: maxValueBytes,
         ...(options.ttlMs ? { ttl: options.ttlMs } : {}),
+      }, {
+        clock: this.#clock,
+        logger: this.#logger,
       });
-    let kv: KV;
-    try {
-      try {
-        kv = await open();
-      } catch (error) {
-        // Two replicas creating the bucket at once: the loser's create overlaps the winner's.
-        if (!/overlap|already in use/i.test(error instanceof Error ? error.message : "")) {
-          throw error;
-        }
-        kv = await open();
-      }
     } catch (error) {
       throw new Error(
         `Cannot open the JetStream KV bucket "${name}": ` +

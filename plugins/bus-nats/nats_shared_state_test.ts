@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { connect } from "nats";
+import { systemClock } from "../../core/support/clock.ts";
 import { silentLogger } from "../../core/support/logger.ts";
 import { NEEDS_NATS, startNatsServer } from "../../tests/support/nats_server.ts";
 import { sharedStateContract } from "../../tests/support/shared_state_contract.ts";
@@ -12,8 +13,8 @@ sharedStateContract("JetStream", async () => {
     connect({ servers: server.url }),
     connect({ servers: server.url }),
   ]);
-  const a = new NatsSharedState(ca, { logger: silentLogger });
-  const b = new NatsSharedState(cb, { logger: silentLogger });
+  const a = new NatsSharedState(ca, { logger: silentLogger, clock: systemClock });
+  const b = new NatsSharedState(cb, { logger: silentLogger, clock: systemClock });
   return {
     a,
     b,
