@@ -423,13 +423,14 @@ export class Kernel implements OperatorHost {
 
   async #stop(): Promise<void> {
     this.#ready = false;
-    this.#mcp.gate.refuseNew();
-    this.#listener?.beginStopping();
+    // The listener refuses new HTTP requests at its door; stdio has only the gate to refuse them.
+    if (this.#listener) this.#listener.beginStopping();
+    else this.#mcp.gate.refuseNew();
     this.bus.publish({ type: "gateway.stopping" });
     // The heartbeat says draining while calls finish (bounded by the shared state's own timeouts).
     const draining = this.#cluster?.node.draining();
     try {
-      await this.#mcp.gate.drain();
+      await this.#mcp.gate.drain(this.#listener);
       await Promise.allSettled(this.#transports.map((t) => t.close()));
       // Calls answered and streams closed: the cluster stops listing this replica (before the
       // bus plugin closes the connection the heartbeat is deleted over).

@@ -138,6 +138,9 @@ export class HttpListener {
   /** Requests whose response has not been fully written yet. */
   #inFlight = 0;
   #idle: (() => void)[] = [];
+  /** Of those, requests that are not GET or HEAD (not streams or probes), taken before a stop. */
+  #requests = 0;
+  #requestsSettled: PromiseWithResolvers<void> | undefined;
   #stopping = false;
 
   constructor(options: HttpListenerOptions) {
@@ -204,9 +207,30 @@ export class HttpListener {
     this.#stopping = true;
   }
 
+  /**
+   * Requests taken before a stop (other than GET and HEAD: streams and probes) whose response is
+   * not written yet: a stop's drain waits for them, since they may not have reached a session yet.
+   */
+  get requestsInFlight(): number {
+    return this.#requests;
+  }
+
+  /** Resolves once {@link requestsInFlight} is 0 (one promise for every caller until then). */
+  requestsSettled(): Promise<void> {
+    if (this.#requests === 0) return Promise.resolve();
+    this.#requestsSettled ??= Promise.withResolvers<void>();
+    return this.#requestsSettled.promise;
+  }
+
   #serve(request: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>): Promise<Response> {
     this.#inFlight++;
+    const counted = !this.#stopping && request.method !== "GET" && request.method !== "HEAD";
+    if (counted) this.#requests++;
     const done = () => {
+      if (counted && --this.#requests === 0) {
+        this.#requestsSettled?.resolve();
+        this.#requestsSettled = undefined;
+      }
       if (--this.#inFlight > 0) return;
       for (const wake of this.#idle.splice(0)) wake();
     };

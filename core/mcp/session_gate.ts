@@ -34,6 +34,16 @@ export interface SessionGateLimits extends SessionLimits {
   shutdownGraceMs: number;
 }
 
+/**
+ * The listener in front of HTTP sessions: it refuses new requests itself once a stop begins, and
+ * tells of those it took before, which the drain waits for even when they reach a session late
+ * (a body still arriving, a session record still being read).
+ */
+export interface DrainDoor {
+  readonly requestsInFlight: number;
+  requestsSettled(): Promise<void>;
+}
+
 /** How often the drain looks whether a second signal asked to stop at once. */
 const DRAIN_SLICE_MS = 100;
 /** How long cut-off answers get to reach the wire before the transports close. */
@@ -187,7 +197,10 @@ export class SessionGate {
     return this.#closing;
   }
 
-  /** A stop begins: every new request is refused with `shutting_down` from now on. */
+  /**
+   * A stop begins with no listener in front (stdio): every new request is refused with
+   * `shutting_down` from now on. Behind a listener, the drain refuses them once it is over.
+   */
   refuseNew(): void {
     this.#closing = true;
   }
@@ -198,14 +211,16 @@ export class SessionGate {
   }
 
   /**
-   * Waits for tool calls in flight, up to the grace (or until a second signal), then answers
-   * every request still waiting with a `shutting_down` error so their clients are not left
-   * guessing.
+   * Waits for tool calls in flight and for the requests `door` took before the stop, up to the
+   * grace (or until a second signal), then refuses every new request and answers every one still
+   * waiting with a `shutting_down` error so their clients are not left guessing.
    */
-  async drain(): Promise<void> {
+  async drain(door?: DrainDoor): Promise<void> {
     const graceMs = this.limits.shutdownGraceMs;
     const inFlight = this.#calls;
-    if (inFlight === 0) {
+    const taken = door?.requestsInFlight ?? 0;
+    if (inFlight === 0 && taken === 0) {
+      this.#closing = true;
       // Other requests (a prompt or resource read forwarded upstream) are not waited for.
       const cut = await this.#cutOff(graceMs);
       this.logger.info(
@@ -215,16 +230,18 @@ export class SessionGate {
       return;
     }
     this.logger.warn(
-      `stopping: waiting up to ${graceMs} ms for ${inFlight} tool call(s) in flight ` +
-        "(MCP_SHUTDOWN_GRACE_MS); send the signal again to stop at once",
+      `stopping: waiting up to ${graceMs} ms for ${inFlight} tool call(s) in flight` +
+        (taken > 0 ? ` and ${taken} HTTP request(s) taken before the stop` : "") +
+        " (MCP_SHUTDOWN_GRACE_MS); send the signal again to stop at once",
     );
     const deadline = performance.now() + graceMs;
     // In slices, so a second signal takes effect at once and no timer outlives the stop.
     while (!this.#immediate) {
       const left = deadline - performance.now();
       if (left <= 0) break;
-      if (await this.#idleWithin(Math.min(left, DRAIN_SLICE_MS))) break;
+      if (await this.#idleWithin(Math.min(left, DRAIN_SLICE_MS), door)) break;
     }
+    this.#closing = true;
     const running = this.#calls;
     const cut = await this.#cutOff(graceMs);
     const how = this.#immediate ? "stopped at once by a second signal" : `grace of ${graceMs} ms`;
@@ -254,16 +271,23 @@ export class SessionGate {
     this.#sessions.delete(session);
   }
 
-  /** Resolves true once no tool call is in flight, false after `timeoutMs`. */
-  async #idleWithin(timeoutMs: number): Promise<boolean> {
-    if (this.#calls === 0) return true;
+  /** Resolves true once no tool call (nor request `door` took) is in flight, false after `timeoutMs`. */
+  async #idleWithin(timeoutMs: number, door: DrainDoor | undefined): Promise<boolean> {
+    const idle = () => this.#calls === 0 && (door?.requestsInFlight ?? 0) === 0;
+    if (idle()) return true;
     let wake: (() => void) | undefined;
-    const idle = new Promise<void>((resolve) => {
+    const calls = this.#calls === 0 ? Promise.resolve() : new Promise<void>((resolve) => {
       wake = resolve;
       this.#idle.push(wake);
     });
     try {
-      return await settlesWithin(this.#clock, timeoutMs, idle);
+      await settlesWithin(
+        this.#clock,
+        timeoutMs,
+        Promise.all([calls, door?.requestsSettled()]),
+      );
+      // A request the door took may have started a call as it settled: look again.
+      return idle();
     } finally {
       // A slice that timed out must not stay registered (the drain polls repeatedly).
       this.#idle = this.#idle.filter((w) => w !== wake);

@@ -151,3 +151,53 @@ Deno.test("a drain waits for the tool calls in flight to be answered", async () 
     await s.client.close();
   }
 });
+
+/** A listener's door as the gate sees it: requests taken before the stop, settled by hand. */
+function door() {
+  let taken = 0;
+  let settled = Promise.withResolvers<void>();
+  return {
+    get requestsInFlight() {
+      return taken;
+    },
+    requestsSettled: () => taken === 0 ? Promise.resolve() : settled.promise,
+    take: () => void taken++,
+    finish: () => {
+      if (--taken > 0) return;
+      settled.resolve();
+      settled = Promise.withResolvers<void>();
+    },
+  };
+}
+
+Deno.test("behind a listener, a request it took before the stop is served even when it reaches the session during the drain", async () => {
+  const s = await gated();
+  const listener = door();
+  try {
+    listener.take();
+    const drained = s.gate.drain(listener);
+    // Its body arrived only now: the gate lets it in, the drain waits for its answer.
+    await s.request(1);
+    assert.deepEqual(s.delivered.map((m) => m.id), [1]);
+    await s.answer(1);
+    listener.finish();
+    await drained;
+    assert.deepEqual(s.received.map((m) => m.error === undefined), [true], "answered, not refused");
+    assert.ok(s.logs.some((l) => l.includes("1 HTTP request(s) taken before the stop")));
+  } finally {
+    await s.client.close();
+  }
+});
+
+Deno.test("behind a listener, once the drain is over every new request is refused with shutting_down", async () => {
+  const s = await gated();
+  try {
+    await s.gate.drain(door());
+    await s.request(1);
+    assert.equal(s.delivered.length, 0);
+    const refused = s.received.find((m) => m.id === 1);
+    assert.equal((refused?.error?.data as { code?: string })?.code, "shutting_down");
+  } finally {
+    await s.client.close();
+  }
+});

@@ -134,16 +134,26 @@ async function drainUnderLoad(cluster: TestCluster): Promise<void> {
   );
   let exited = false;
   const stopping = victim.kill("SIGTERM").then(() => void (exited = true));
-  // Calls sent while it drains: HAProxy sends its 503s (never run) to another replica.
-  const during: RawOutcome[] = [];
-  for (let i = 0; !exited; i++) {
-    during.push(await rawToolCall(cluster.url, sessions[i % sessions.length]!, "fixture__ok"));
+  try {
+    // Calls sent while it drains: HAProxy sends its 503s (never run) to another replica.
+    const during: RawOutcome[] = [];
+    for (let i = 0; !exited; i++) {
+      during.push(await rawToolCall(cluster.url, sessions[i % sessions.length]!, "fixture__ok"));
+    }
+    await stopping;
+    const answers = await Promise.all(slow);
+    assert.deepEqual(
+      answers.map(resultText),
+      slow.map(() => "slept 1500"),
+      JSON.stringify(answers.filter((a) => resultText(a) !== "slept 1500")),
+    );
+    assert.ok(during.length > 0);
+    assert.deepEqual(during.map(resultText), during.map(() => "ok"), JSON.stringify(during));
+  } finally {
+    // The next steps need all three, whatever this one found.
+    await stopping;
+    await victim.start();
   }
-  await stopping;
-  assert.deepEqual((await Promise.all(slow)).map(resultText), slow.map(() => "slept 1500"));
-  assert.ok(during.length > 0);
-  assert.deepEqual(during.map(resultText), during.map(() => "ok"), JSON.stringify(during));
-  await victim.start();
   await everySessionAnswers(cluster, sessions);
 }
 

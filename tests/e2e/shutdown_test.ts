@@ -227,6 +227,59 @@ Deno.test("SIGTERM with three calls in flight: all three answer, new work is ref
   });
 });
 
+Deno.test("SIGTERM while a request's body is still arriving: the request was taken before the stop, so it is served, not refused", async () => {
+  await withFleet(`proxy_servers:${slowServer("slow")}`, async (fleet) => {
+    const gateway = await spawnHttpGateway({
+      MCP_PROXY_CONFIG_PATH: fleet.path,
+      MCP_SHUTDOWN_GRACE_MS: "10000",
+    });
+    try {
+      const session = await openSession(gateway.url);
+      const body = new TextEncoder().encode(JSON.stringify({
+        jsonrpc: "2.0",
+        id: nextId++,
+        method: "tools/call",
+        params: { name: "slow__slow", arguments: { ms: 300 } },
+      }));
+      const half = Math.floor(body.length / 2);
+      const { promise: rest, resolve: sendRest } = Promise.withResolvers<void>();
+      const trickled = fetch(`${gateway.url}/mcp`, {
+        method: "POST",
+        headers: { ...session, "Content-Length": String(body.length) },
+        body: new ReadableStream<Uint8Array>({
+          async start(controller) {
+            controller.enqueue(body.slice(0, half));
+            await rest;
+            controller.enqueue(body.slice(half));
+            controller.close();
+          },
+        }),
+      });
+      // The request's head and half its body are on the wire before the signal.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      gateway.signal("SIGTERM");
+      await eventually(
+        async () => (await readyz(gateway.url)).body.status === "stopping",
+        "/readyz to say stopping",
+        5_000,
+      );
+      sendRest();
+      const answer = await trickled;
+      const rpc = await answer.json();
+      assert.equal(answer.status, 200, JSON.stringify(rpc));
+      assert.deepEqual(
+        rpc.result?.content,
+        [{ type: "text", text: "slept 300" }],
+        JSON.stringify(rpc),
+      );
+      assert.equal((await gateway.status).code, 0, gateway.log());
+      assert.match(gateway.log(), /1 HTTP request\(s\) taken before the stop/);
+    } finally {
+      await gateway.close();
+    }
+  });
+});
+
 Deno.test("A call longer than the grace is cut off with a clear error and the gateway still exits 0; a second SIGTERM stops at once", async () => {
   await withFleet(`proxy_servers:${slowServer("slow")}`, async (fleet) => {
     const gateway = await spawnHttpGateway({
