@@ -27,6 +27,14 @@ export function useGatewayRoot(dir: string): void {
   gatewayRoot = dir.endsWith("/") ? dir : `${dir}/`;
 }
 
+/** Extra `deno run` flags for every gateway the bench starts (the profiler's `--inspect`). */
+let gatewayFlags: string[] = [];
+
+/** Starts every later gateway with `flags` added to its `deno run` (before the script). */
+export function useGatewayFlags(flags: string[]): void {
+  gatewayFlags = [...flags];
+}
+
 /** The checkout being benchmarked (ends with "/"). */
 export function getGatewayRoot(): string {
   return gatewayRoot;
@@ -118,6 +126,7 @@ const gatewayArgs = () => [
   "run",
   "-A",
   "--v8-flags=--max-semi-space-size=2",
+  ...gatewayFlags,
   `${gatewayRoot}main.ts`,
   "serve",
 ];
