@@ -13,7 +13,7 @@ import type { Clock } from "../support/clock.ts";
 import type { EventBus } from "../bus/event_bus.ts";
 import type { GatewayEvent } from "../bus/events.ts";
 import type { Logger } from "../support/logger.ts";
-import { redact, redactDeep } from "../support/redact.ts";
+import { redactDeep, redactRepeated } from "../support/redact.ts";
 import type { EffectClass } from "./policy.ts";
 
 /** The governance outcome of one call. */
@@ -196,7 +196,7 @@ export class AuditLog {
       verdict: entry.verdict,
       ...(entry.code === undefined ? {} : { code: entry.code }),
       // The one free-text field: decision events skip the bus's redaction.
-      ...(entry.rule === undefined ? {} : { rule: redact(entry.rule) }),
+      ...(entry.rule === undefined ? {} : { rule: redactRepeated(entry.rule) }),
       argumentsHash: entry.argumentsHash,
       ...(entry.replica === undefined ? {} : { replica: entry.replica }),
     };

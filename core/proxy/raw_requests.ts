@@ -18,6 +18,7 @@ import {
   type Progress,
 } from "@modelcontextprotocol/sdk/types.js";
 import { type Clock, systemClock, type TimerHandle } from "../support/clock.ts";
+import { TimeoutQueue } from "../support/timeout_queue.ts";
 import { isObject } from "../support/jsonrpc_shape.ts";
 
 /** How one raw request is bounded and observed. */
@@ -42,7 +43,8 @@ interface Pending {
 /** Raw request/response correlation on one upstream connection. */
 export class RawRequests {
   readonly #transport: Transport;
-  readonly #clock: Clock;
+  /** Every request's timeouts on one timer: a pair of runtime timers per call cost ~8 µs. */
+  readonly #timeouts: TimeoutQueue;
   readonly #pending = new Map<string, Pending>();
   #next = 0;
   #closed = false;
@@ -53,7 +55,7 @@ export class RawRequests {
    */
   constructor(transport: Transport, clock: Clock = systemClock) {
     this.#transport = transport;
-    this.#clock = clock;
+    this.#timeouts = new TimeoutQueue(clock);
     const deliver = transport.onmessage;
     transport.onmessage = (message, extra) => {
       if (!this.#take(message)) deliver?.(message, extra);
@@ -103,7 +105,7 @@ export class RawRequests {
     };
     const restartTimer = () => {
       timer?.cancel();
-      timer = this.#clock.setTimeout(() => {
+      timer = this.#timeouts.add(() => {
         settle();
         cancel(`no answer within ${timeout} ms`);
         reject(new McpError(ErrorCode.RequestTimeout, "Request timed out", { timeout }));
@@ -118,7 +120,7 @@ export class RawRequests {
     signal.addEventListener("abort", onAbort, { once: true });
     restartTimer();
     if (maxTotalTimeout !== undefined) {
-      total = this.#clock.setTimeout(() => {
+      total = this.#timeouts.add(() => {
         settle();
         cancel(`no answer within ${maxTotalTimeout} ms in all`);
         reject(

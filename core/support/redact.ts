@@ -48,6 +48,8 @@ const SCHEME_CREDENTIALS =
 const owners = new Map<unknown, Set<string>>();
 let matcher: RegExp | null = null;
 let matcherStale = false;
+/** Bumped whenever the registered secrets change: what {@link redactRepeated} keeps is then stale. */
+let generation = 0;
 
 /**
  * Registers `values` as secrets under `owner`, replacing what that owner registered before (so a
@@ -65,11 +67,15 @@ export function registerSecrets(owner: unknown, values: Iterable<string>): void 
   if (set.size === 0) owners.delete(owner);
   else owners.set(owner, set);
   matcherStale = true;
+  generation++;
 }
 
 /** Forgets the secrets `owner` registered (a stopped gateway). */
 export function forgetSecrets(owner: unknown): void {
-  if (owners.delete(owner)) matcherStale = true;
+  if (owners.delete(owner)) {
+    matcherStale = true;
+    generation++;
+  }
 }
 
 function secretMatcher(): RegExp | null {
@@ -220,5 +226,28 @@ export function serverSecrets(server: {
     else if (isSecretArg(args, i)) out.push(arg);
     if (arg.includes("://")) out.push(...urlSecrets(arg.slice(arg.indexOf("=") + 1)));
   });
+  return out;
+}
+
+const REPEATED_MAX = 1_024;
+const repeated = new Map<string, string>();
+let repeatedGeneration = 0;
+
+/**
+ * {@link redact} for a text that comes back call after call (the policy rule of each decision):
+ * the result is kept until the registered secrets change, for at most 1,024 texts. Six regular
+ * expressions over the same rule on every call were ~4 µs of each call's CPU.
+ */
+export function redactRepeated(text: string): string {
+  if (repeatedGeneration !== generation) {
+    repeated.clear();
+    repeatedGeneration = generation;
+  }
+  let out = repeated.get(text);
+  if (out === undefined) {
+    out = redact(text);
+    if (repeated.size >= REPEATED_MAX) repeated.delete(repeated.keys().next().value!);
+    repeated.set(text, out);
+  }
   return out;
 }

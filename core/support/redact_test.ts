@@ -6,6 +6,7 @@ import {
   redactCut,
   redactDeep,
   REDACTED,
+  redactRepeated,
   registerSecrets,
   serverSecrets,
 } from "./redact.ts";
@@ -137,6 +138,20 @@ Deno.test("redactCut redacts before cutting, and a cut text's trailing secret be
     assert.equal(redactCut("abc Qv7Zk2", 100, true), "abc [redacted]");
     // Not cut before: an ending that merely resembles a secret stays.
     assert.equal(redactCut("abc Qv7Zk2", 100), "abc Qv7Zk2");
+  } finally {
+    forgetSecrets(owner);
+  }
+});
+
+Deno.test("A repeated text is redacted like any other, and again once the registered secrets change", () => {
+  const owner = {};
+  try {
+    const rule = "allow tools/* for key-ABCDEFGH1234";
+    assert.equal(redactRepeated(rule), redact(rule));
+    registerSecrets(owner, ["key-ABCDEFGH1234"]);
+    assert.equal(redactRepeated(rule), "allow tools/* for [redacted]");
+    forgetSecrets(owner);
+    assert.equal(redactRepeated(rule), rule);
   } finally {
     forgetSecrets(owner);
   }
