@@ -23,6 +23,9 @@ import {
 } from "./policy.ts";
 import { rateLimitKey, type RateLimits } from "./rate_limiter.ts";
 
+/** A rate limit that refused a call, and when its bucket has a token again. */
+type Limited = { rule: GlobRule; retryAfterMs: number };
+
 /** Who is calling: an inbound client's token payload, or an agent's run context. */
 export interface CallContext {
   tenant: string;
@@ -316,7 +319,7 @@ export class ToolGovernance {
     const problems = facts.denied || !facts.tenantKnown
       ? []
       : this.#argumentProblems(target, policy, args);
-    let limited: { rule: GlobRule; retryAfterMs: number } | undefined;
+    let limited: Limited | undefined;
     const early = precedence({
       ...facts,
       invalidArguments: problems.length > 0,
@@ -324,7 +327,9 @@ export class ToolGovernance {
       token: "none",
     });
     if (early.action !== "deny" && !options.dryRun) {
-      limited = await this.#rateLimit(ctx, target, policy);
+      // The in-process limiter answers at once: awaited only when a shared one goes to NATS.
+      const taken = this.#rateLimit(ctx, target, policy);
+      limited = taken instanceof Promise ? await taken : taken;
     }
 
     let tokenFailure: { code: DenyCode; reason: string } | undefined;
@@ -604,14 +609,29 @@ export class ToolGovernance {
     return problems;
   }
 
-  async #rateLimit(ctx: CallContext, target: ToolTarget, policy: TenantPolicy | undefined) {
-    for (const rule of policy?.rateLimits ?? []) {
+  /** The first rate limit that refuses the call (rules from `from` on); a promise only when shared. */
+  #rateLimit(
+    ctx: CallContext,
+    target: ToolTarget,
+    policy: TenantPolicy | undefined,
+    from = 0,
+  ): Limited | undefined | Promise<Limited | undefined> {
+    const rules = policy?.rateLimits ?? [];
+    for (let i = from; i < rules.length; i++) {
+      const rule = rules[i]!;
       if (!rule.match(target.name)) continue;
-      const taken = await this.#options.rateLimiter.take(
+      const taken = this.#options.rateLimiter.take(
         rateLimitKey(ctx.tenant, rule.glob, target.name),
         rule.perMinute,
         rule.burst,
       );
+      if (taken instanceof Promise) {
+        return taken.then((t) =>
+          t.ok
+            ? this.#rateLimit(ctx, target, policy, i + 1)
+            : { rule, retryAfterMs: t.retryAfterMs }
+        );
+      }
       if (!taken.ok) return { rule, retryAfterMs: taken.retryAfterMs };
     }
     return undefined;

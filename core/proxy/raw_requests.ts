@@ -18,7 +18,6 @@ import {
   type Progress,
 } from "@modelcontextprotocol/sdk/types.js";
 import { type Clock, systemClock, type TimerHandle } from "../support/clock.ts";
-import { TimeoutQueue } from "../support/timeout_queue.ts";
 import { isObject } from "../support/jsonrpc_shape.ts";
 
 /** How one raw request is bounded and observed. */
@@ -43,8 +42,7 @@ interface Pending {
 /** Raw request/response correlation on one upstream connection. */
 export class RawRequests {
   readonly #transport: Transport;
-  /** Every request's timeouts on one timer: a pair of runtime timers per call cost ~8 µs. */
-  readonly #timeouts: TimeoutQueue;
+  readonly #clock: Clock;
   readonly #pending = new Map<string, Pending>();
   #next = 0;
   #closed = false;
@@ -55,7 +53,7 @@ export class RawRequests {
    */
   constructor(transport: Transport, clock: Clock = systemClock) {
     this.#transport = transport;
-    this.#timeouts = new TimeoutQueue(clock);
+    this.#clock = clock;
     const deliver = transport.onmessage;
     transport.onmessage = (message, extra) => {
       if (!this.#take(message)) deliver?.(message, extra);
@@ -105,7 +103,7 @@ export class RawRequests {
     };
     const restartTimer = () => {
       timer?.cancel();
-      timer = this.#timeouts.add(() => {
+      timer = this.#clock.setTimeout(() => {
         settle();
         cancel(`no answer within ${timeout} ms`);
         reject(new McpError(ErrorCode.RequestTimeout, "Request timed out", { timeout }));
@@ -120,7 +118,7 @@ export class RawRequests {
     signal.addEventListener("abort", onAbort, { once: true });
     restartTimer();
     if (maxTotalTimeout !== undefined) {
-      total = this.#timeouts.add(() => {
+      total = this.#clock.setTimeout(() => {
         settle();
         cancel(`no answer within ${maxTotalTimeout} ms in all`);
         reject(

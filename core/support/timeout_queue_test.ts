@@ -64,3 +64,30 @@ Deno.test("a timeout added while another fires is kept", () => {
   assert.deepEqual(fired, [15]);
   assert.equal(clock.pendingTimers, 0);
 });
+
+Deno.test("a timeout that throws does not keep the others from running", async () => {
+  const clock = new ManualClock();
+  const queue = new TimeoutQueue(clock);
+  const fired: string[] = [];
+  const uncaught = Promise.withResolvers<unknown>();
+  const onError = (event: ErrorEvent) => {
+    event.preventDefault();
+    uncaught.resolve(event.error);
+  };
+  globalThis.addEventListener("error", onError);
+  try {
+    queue.add(() => {
+      throw new Error("boom");
+    }, 10);
+    queue.add(() => fired.push("after"), 10);
+    clock.advance(10);
+    assert.deepEqual(fired, ["after"]);
+    assert.match(
+      String(await uncaught.promise),
+      /boom/,
+      "reported as uncaught, as a timer's would be",
+    );
+  } finally {
+    globalThis.removeEventListener("error", onError);
+  }
+});

@@ -21,14 +21,24 @@ export interface ForwardedRequest {
  * Sends `send(ctx)` inside a client span under `parent` (when tracing is on), with `ctx.trace`
  * set to that span's context; the parent gets the upstream and its breaker's state as it was sent.
  */
-export async function forwardTraced<T>(
+export function forwardTraced<T>(
   parent: TraceSpan | undefined,
   route: Route,
   request: ForwardedRequest,
   ctx: UpstreamCallContext,
   send: (ctx: UpstreamCallContext) => Promise<T>,
 ): Promise<T> {
-  if (parent === undefined) return await send(ctx);
+  // Untraced, no async frame of its own: one promise and closure fewer on every call.
+  return parent === undefined ? send(ctx) : sendInSpan(parent, route, request, ctx, send);
+}
+
+async function sendInSpan<T>(
+  parent: TraceSpan,
+  route: Route,
+  request: ForwardedRequest,
+  ctx: UpstreamCallContext,
+  send: (ctx: UpstreamCallContext) => Promise<T>,
+): Promise<T> {
   const server = route.handle.id;
   parent.set("agent33.upstream", server);
   parent.set("agent33.breaker.state", route.handle.breaker.state);
