@@ -5,7 +5,12 @@
  * costs; the `.cpuprofile` opens in Chrome DevTools.
  *
  *     deno run -A bench/profile.ts [--root <checkout>] [--transport stdio|http] [--in-flight 16]
- *       [--calls 20000] [--top 30] [--out gateway.cpuprofile] [--traced] [--heap]
+ *       [--calls 20000] [--top 30] [--out gateway.cpuprofile] [--traced] [--heap | --threads]
+ *       [--env NAME=VALUE]...
+ *
+ * `--threads` attaches no inspector and reports CPU per call by thread instead (from
+ * /proc/<pid>/task/<tid>/schedstat, grouped by thread name: the main thread, the upstream's relay
+ * worker, V8's helper threads, Tokio's), for costs the main thread's profile does not see.
  *
  * `--heap` samples allocations instead (every 4 KiB, collected objects included): bytes allocated
  * per call by function and by file, for what the garbage collector's share comes from.
@@ -93,6 +98,22 @@ async function inspectorSession(port: number) {
   };
 }
 
+/** CPU each live thread of `pid` has run (ns), with its name, by thread id. */
+async function threadNanos(pid: number): Promise<Map<string, { name: string; ns: number }>> {
+  const threads = new Map<string, { name: string; ns: number }>();
+  for await (const task of Deno.readDir(`/proc/${pid}/task`)) {
+    try {
+      const dir = `/proc/${pid}/task/${task.name}`;
+      const name = (await Deno.readTextFile(`${dir}/comm`)).trim().replace(/[0-9]+$/, "#");
+      const ns = Number((await Deno.readTextFile(`${dir}/schedstat`)).split(" ")[0]);
+      threads.set(task.name, { name, ns });
+    } catch {
+      // Ended between the listing and the read: nothing more to add.
+    }
+  }
+  return threads;
+}
+
 /** Self time per key (µs), from the samples and their time deltas. */
 function selfTimes(profile: CpuProfile, key: (frame: CallFrame) => string): Map<string, number> {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -140,6 +161,8 @@ async function main(): Promise<void> {
       out: { type: "string" },
       traced: { type: "boolean", default: false },
       heap: { type: "boolean", default: false },
+      threads: { type: "boolean", default: false },
+      env: { type: "string", multiple: true },
     },
   });
   if (values.root) useGatewayRoot(values.root);
@@ -148,17 +171,24 @@ async function main(): Promise<void> {
   const inFlight = Number(values["in-flight"]);
   const top = Number(values.top);
   const port = freePort();
-  useGatewayFlags([`--inspect=127.0.0.1:${port}`]);
+  if (!values.threads) useGatewayFlags([`--inspect=127.0.0.1:${port}`]);
   const fleet = await writeFleet([EVERYTHING]);
   let sink: OtlpSink | undefined;
   // Export on, to a sink in this process (as the bench's traced scenarios do).
+  // More of the gateway's environment (`--env OTEL_TRACES_SAMPLER=traceidratio`).
+  const extra = Object.fromEntries(
+    (values.env ?? []).map((
+      pair,
+    ) => [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)]),
+  );
   const env = (): Record<string, string> =>
     values.traced
       ? {
         OTEL_EXPORTER_OTLP_ENDPOINT: (sink ??= startOtlpSink()).url,
         OTEL_SERVICE_NAME: "agent33-profile",
+        ...extra,
       }
-      : {};
+      : extra;
   try {
     const { client, pid } = values.transport === "http"
       ? await (async () => {
@@ -176,6 +206,26 @@ async function main(): Promise<void> {
     await leanWaitForTool(client, "everything__echo", "profiled gateway", 60_000);
     const call = leanEchoCall(client, "everything__echo");
     await throughputRound(call, inFlight, 2_000, 500);
+    if (values.threads) {
+      const before = await threadNanos(pid);
+      const round = await throughputRound(call, inFlight, calls, 0);
+      const after = await threadNanos(pid);
+      await client.close();
+      const spent = new Map<string, number>();
+      for (const [tid, { name, ns }] of after) {
+        const was = before.get(tid)?.ns ?? 0;
+        spent.set(name, (spent.get(name) ?? 0) + (ns - was) / 1000);
+      }
+      const total = [...spent.values()].reduce((a, b) => a + b, 0);
+      out(
+        `${root}: ${calls} calls at ${inFlight} in flight over ${values.transport}, ` +
+          `${Math.round(round.callsPerSecond)} calls/s, ${
+            (total / calls).toFixed(1)
+          } µs CPU per call`,
+      );
+      printTable("by thread", spent, total, calls, top, "µs per call");
+      return;
+    }
     const session = await inspectorSession(port);
     if (values.heap) {
       await session.send("HeapProfiler.enable");

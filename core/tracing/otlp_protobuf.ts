@@ -143,6 +143,15 @@ class ProtoWriter {
 
   /** One `KeyValue` (field tag `tag` of the enclosing message). */
   attribute(tag: number, key: string, value: SpanValue): void {
+    if (tag === SPAN_ATTRIBUTE && typeof value === "string") {
+      const encoded = repeatedPair(key, value);
+      if (encoded !== undefined) return this.bytes(encoded);
+    }
+    this.encodeAttribute(tag, key, value);
+  }
+
+  /** One `KeyValue`, encoded field by field. */
+  encodeAttribute(tag: number, key: string, value: SpanValue): void {
     const kv = this.open(tag, 1);
     this.bytes(keyField(key));
     const any = this.open(0x12, 1); // KeyValue.value
@@ -188,6 +197,40 @@ function keyField(key: string): Uint8Array {
   return field;
 }
 
+/** The field tag of `Span.attributes` (field 9, length-delimited). */
+const SPAN_ATTRIBUTE = 0x4a;
+/**
+ * Span attributes whose string value repeats (a tool, an upstream, a verdict, a method), each
+ * `KeyValue` encoded once: most of a span's bytes, and most of the encoder's time. A key seen
+ * with more than {@link MAX_VALUES_PER_KEY} values (a request id) is never kept (null).
+ */
+const PAIRS = new Map<string, Map<string, Uint8Array> | null>();
+const MAX_PAIR_KEYS = 256;
+const MAX_VALUES_PER_KEY = 64;
+const MAX_PAIR_VALUE = 256;
+
+/** The encoded `Span.attributes` entry of `key` = `value`, if it is one that repeats. */
+function repeatedPair(key: string, value: string): Uint8Array | undefined {
+  let values = PAIRS.get(key);
+  if (values === null || value.length > MAX_PAIR_VALUE) return undefined;
+  if (values === undefined) {
+    if (PAIRS.size >= MAX_PAIR_KEYS) return undefined;
+    PAIRS.set(key, values = new Map());
+  }
+  let encoded = values.get(value);
+  if (encoded === undefined) {
+    if (values.size >= MAX_VALUES_PER_KEY) {
+      PAIRS.set(key, null);
+      return undefined;
+    }
+    const w = new ProtoWriter(32 + key.length * 3 + value.length * 3);
+    w.encodeAttribute(SPAN_ATTRIBUTE, key, value);
+    encoded = w.buf.slice(0, w.pos);
+    values.set(value, encoded);
+  }
+  return encoded;
+}
+
 /** Attributes as `KeyValue` fields numbered `field`, for spans to embed ({@link FinishedSpan.shared}). */
 export function encodeAttributes(
   field: number,
@@ -228,7 +271,7 @@ function writeSpan(w: ProtoWriter, span: FinishedSpan): void {
   w.nanos(0x39, span.startMs);
   w.nanos(0x41, span.endMs);
   if (span.shared) w.bytes(span.shared.proto);
-  w.attributes(0x4a, span.attributes);
+  w.attributes(SPAN_ATTRIBUTE, span.attributes);
   if (span.error !== undefined) {
     const status = w.open(0x7a, 1); // field 15
     w.string(0x12, span.error);

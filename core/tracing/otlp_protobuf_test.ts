@@ -205,3 +205,20 @@ Deno.test("The JSON encoding carries the same span as the protobuf one", () => {
   );
   assert.deepEqual(fromJson.status, { code: 2, message: "boom" });
 });
+
+Deno.test("An attribute whose value repeats decodes the same every time, and so does one whose value never does", () => {
+  const batch = new ProtobufBatch(RESOURCE);
+  for (let i = 0; i < 200; i++) {
+    batch.add(
+      span({ attributes: { "agent33.upstream": "everything", "jsonrpc.request.id": `${i}` } }),
+    );
+  }
+  const spans = spansOf(batch.take());
+  assert.equal(spans.length, 200);
+  spans.forEach((s, i) =>
+    assert.deepEqual(s.attributes, [
+      { key: "agent33.upstream", value: { stringValue: "everything" } },
+      { key: "jsonrpc.request.id", value: { stringValue: `${i}` } },
+    ])
+  );
+});
