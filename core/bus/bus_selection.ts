@@ -4,7 +4,7 @@
  * @module
  */
 import { GatewayError } from "../support/errors.ts";
-import type { NonceStore } from "../governance/nonce_store.ts";
+import type { NonceStore } from "./nonce_store.ts";
 import type { EventBus } from "./event_bus.ts";
 import type { SharedState } from "./shared_state.ts";
 import type { SwitchableEventBus } from "./switchable_event_bus.ts";

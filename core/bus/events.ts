@@ -4,7 +4,12 @@
  * Subjects are listed here and nowhere else; a NATS bus publishes each event on its subject.
  * @module
  */
-import type { EffectClass } from "../governance/policy.ts";
+
+/**
+ * What a call may do, least to most: the effect class a policy gives each tool, and every
+ * governance event names. Declared with the events (the lowest room that needs it).
+ */
+export type EffectClass = "read" | "write" | "destructive";
 
 /** Events the gateway publishes. */
 export type GatewayEvent =

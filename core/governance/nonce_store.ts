@@ -4,17 +4,10 @@
  * provides one on JetStream KV) so two replicas cannot both honour the same token.
  * @module
  */
+import type { NonceStore } from "../bus/nonce_store.ts";
 import type { Clock } from "../support/clock.ts";
 
-/** Remembers consumed nonces until they expire. */
-export interface NonceStore {
-  /**
-   * Marks `nonce` used; true the first time only. `expiresAt` (epoch ms) is when the token
-   * carrying it expires: the store must remember the nonce at least until then. Rejects when
-   * the store cannot decide (e.g. unreachable): callers must then refuse the token.
-   */
-  consume(nonce: string, expiresAt: number): Promise<boolean>;
-}
+export type { NonceStore } from "../bus/nonce_store.ts";
 
 /** Options for {@link MemoryNonceStore}. */
 export interface MemoryNonceStoreOptions {

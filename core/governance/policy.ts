@@ -3,10 +3,11 @@
  * matcher functions and every rule remembers where it came from, so a decision can name the rule.
  * @module
  */
+import type { EffectClass } from "../bus/events.ts";
 import type { GlobMatcher } from "../support/glob.ts";
 
 /** How much a call can change: the seed's effect classes, least to most. */
-export type EffectClass = "read" | "write" | "destructive";
+export type { EffectClass } from "../bus/events.ts";
 
 /** Effect classes in order of strictness. */
 export const EFFECT_CLASSES: readonly EffectClass[] = ["read", "write", "destructive"];

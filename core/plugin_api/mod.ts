@@ -19,6 +19,7 @@ import type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../proxy/w
 import type { HttpRoute } from "../http/http_route.ts";
 import type { SharedSessions } from "../mcp/shared_sessions.ts";
 import type { SessionStage } from "./session_stage.ts";
+import type { StdioStreams } from "../support/stdio_pipes.ts";
 
 export type { TokenPayload } from "../auth/token_payload.ts";
 export { deadline, every, pause, settlesWithin, systemClock } from "./clock.ts";
@@ -26,7 +27,7 @@ export type { Clock, Deadline, TimerHandle } from "./clock.ts";
 export type { EventBus, EventHandler } from "../bus/event_bus.ts";
 export { SUBJECT_PREFIX, subjectOf } from "../bus/events.ts";
 export type { GatewayEvent } from "../bus/events.ts";
-export type { NonceStore } from "../governance/nonce_store.ts";
+export type { NonceStore } from "../bus/nonce_store.ts";
 export { assertBucketName, assertSharedKey } from "../bus/shared_state.ts";
 export type {
   SharedBucket,
@@ -43,6 +44,7 @@ export { newSessionRecord } from "../mcp/session_record.ts";
 export type { SessionRecord } from "../mcp/session_record.ts";
 export type { MessageExtra, Receive, Send, SessionStage, StageLink } from "./session_stage.ts";
 export type { Logger } from "../support/logger.ts";
+export type { StdioStreams } from "../support/stdio_pipes.ts";
 export { GatewayError } from "../support/errors.ts";
 export type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../proxy/worker_protocol.ts";
 
@@ -193,12 +195,6 @@ export interface ServedSession {
   close(): Promise<void>;
   /** Applies a state another replica's copy of the session changed to (tools list_changed when its tools changed). */
   restore?(state: SessionState): void;
-}
-
-/** Byte streams for stdio; injectable so tests can drive a transport in process. */
-export interface StdioStreams {
-  stdin: ReadableStream<Uint8Array>;
-  stdout: WritableStream<Uint8Array>;
 }
 
 /** What a transport plugin receives. */

@@ -11,7 +11,12 @@
  */
 import { fstatSync } from "node:fs";
 import { Socket } from "node:net";
-import type { StdioStreams } from "../plugin_api/mod.ts";
+
+/** Byte streams for stdio; injectable so tests can drive a transport in process. */
+export interface StdioStreams {
+  stdin: ReadableStream<Uint8Array>;
+  stdout: WritableStream<Uint8Array>;
+}
 
 /** stdin and stdout of this process, on the event loop where the fds allow it. */
 export function processStdio(): StdioStreams {
