@@ -22,7 +22,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { Clock } from "../support/clock.ts";
-import { quoteOutside } from "../sync/outside_text.ts";
+import { quoteOutside } from "../support/outside_text.ts";
 
 /** What the upstream advertises, refreshed on its list_changed notifications. */
 export interface UpstreamCatalog {

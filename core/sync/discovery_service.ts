@@ -18,7 +18,7 @@ import {
   isOutsideText,
   OutsideTextError,
   quoteOutside,
-} from "./outside_text.ts";
+} from "../support/outside_text.ts";
 import { privateAddressOf } from "./private_address.ts";
 import { type SyncProposal, withYaml } from "./sync_plan.ts";
 

@@ -19,7 +19,7 @@ import {
   isOutsideText,
   OutsideTextError,
   quoteOutside,
-} from "./outside_text.ts";
+} from "../support/outside_text.ts";
 import type {
   RegistryArgument,
   RegistryEnvVar,

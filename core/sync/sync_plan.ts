@@ -9,7 +9,7 @@ import { parse } from "yaml";
 import { compileGlobs } from "../support/glob.ts";
 import { SYNC_MARKER } from "../proxy/fleet_origin.ts";
 import { entryText } from "../proxy/fleet_writer.ts";
-import { isOutsideText, quoteOutside } from "./outside_text.ts";
+import { isOutsideText, quoteOutside } from "../support/outside_text.ts";
 import type { RegistryListing } from "./registry_client.ts";
 import type { RegistryServer } from "./registry_types.ts";
 import { slugOf, toFleetEntry, uniqueId } from "./registry_mapping.ts";
