@@ -52,7 +52,7 @@ export function sessionSpans(
     const tracer = tracing?.tracer;
     return tracer === undefined ? undefined : tracer.request(
       `tools/call ${called}`,
-      { meta, headers: extra.requestInfo?.headers },
+      { meta, requestInfo: extra.requestInfo },
       sessionAttributes(tracer),
       { ...spanAttributes("tools/call", extra), "gen_ai.tool.name": called },
     );
@@ -65,7 +65,7 @@ export function sessionSpans(
     const p = params as { _meta?: unknown; uri?: unknown; name?: unknown } | undefined;
     const span = tracer.request(
       method,
-      { meta: p?._meta, headers: extra.requestInfo?.headers },
+      { meta: p?._meta, requestInfo: extra.requestInfo },
       sessionAttributes(tracer),
       spanAttributes(method, extra),
     );

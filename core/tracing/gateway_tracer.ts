@@ -36,12 +36,22 @@ export interface TraceSpan {
   end(): void;
 }
 
+/**
+ * The HTTP request of an inbound MCP request as the SDK's `requestInfo` has it: its headers as a
+ * plain object, and where the transport can read one header without building that object (the
+ * Streamable HTTP transport's direct path), `header(name)`.
+ */
+export interface InboundRequestInfo {
+  readonly headers?: Record<string, string | string[] | undefined>;
+  header?(name: string): string | undefined;
+}
+
 /** Where an inbound request's trace context may come from. */
 export interface InboundContext {
   /** The request's `params._meta` (MCP clients put `traceparent` there). */
   meta?: unknown;
-  /** The HTTP request's headers (lower-case names), when the transport is HTTP. */
-  headers?: Record<string, string | string[] | undefined>;
+  /** The HTTP request, when the transport is HTTP. */
+  requestInfo?: InboundRequestInfo;
 }
 
 /** Attributes shared by many spans (a session's), encoded once; made by {@link GatewayTracer.shared}. */

@@ -129,9 +129,11 @@ function parentOf(inbound: InboundContext): ParentContext | undefined {
     const parent = parseTraceparent(meta.traceparent, meta.tracestate);
     if (parent) return parent;
   }
-  const headers = inbound.headers;
-  if (headers === undefined) return undefined;
-  return parseTraceparent(first(headers.traceparent), first(headers.tracestate));
+  const info = inbound.requestInfo;
+  if (info === undefined) return undefined;
+  // Two headers, not all of them: copying a request's headers into an object was ~13 µs a call.
+  if (info.header) return parseTraceparent(info.header("traceparent"), info.header("tracestate"));
+  return parseTraceparent(first(info.headers?.traceparent), first(info.headers?.tracestate));
 }
 
 function first(value: string | string[] | undefined): string | undefined {

@@ -281,8 +281,13 @@ function closedError(id: RequestId, reason: string): JSONRPCMessage {
   };
 }
 
-/** The SDK's `requestInfo` (headers as a plain object, the URL), built only if a handler reads it. */
-function lazyRequestInfo(request: Request): { headers: Record<string, string>; url: URL } {
+/**
+ * The SDK's `requestInfo` (headers as a plain object, the URL), built only if a handler reads it;
+ * `header(name)` reads one header without building the object (the tracer's `traceparent`).
+ */
+function lazyRequestInfo(
+  request: Request,
+): { headers: Record<string, string>; url: URL; header(name: string): string | undefined } {
   let headers: Record<string, string> | undefined;
   let url: URL | undefined;
   return {
@@ -292,5 +297,6 @@ function lazyRequestInfo(request: Request): { headers: Record<string, string>; u
     get url() {
       return url ??= new URL(request.url);
     },
+    header: (name) => request.headers.get(name) ?? undefined,
   };
 }
