@@ -24,7 +24,7 @@ import type { ToolDiscovery } from "./tool_discovery.ts";
 import type { ToolRegistry } from "./tool_registry.ts";
 import { type ToolCallHandler, ToolCallLane } from "./tool_call_lane.ts";
 import type { SessionStage } from "../plugin_api/session_stage.ts";
-import { compose } from "./session_pipeline.ts";
+import { compose } from "../plugin_api/stage_pipeline.ts";
 import type { InboundSession } from "./upstream_context.ts";
 import { GATEWAY_INFO } from "../support/version.ts";
 import { passthroughBearer } from "../proxy/passthrough_bearer.ts";

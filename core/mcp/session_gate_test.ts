@@ -7,7 +7,7 @@ import { createLogger } from "../support/logger.ts";
 import type { SessionInfo } from "../plugin_api/mod.ts";
 import type { GatedSession, SessionGateLimits } from "./session_gate.ts";
 import { SessionGate } from "./session_gate.ts";
-import { compose } from "./session_pipeline.ts";
+import { compose } from "../plugin_api/stage_pipeline.ts";
 
 const LIMITS: SessionGateLimits = {
   maxSessions: 2,

@@ -22,7 +22,7 @@ import {
   ToolCallLane,
   type ToolCallRequest,
 } from "./tool_call_lane.ts";
-import { compose } from "./session_pipeline.ts";
+import { compose } from "../plugin_api/stage_pipeline.ts";
 
 /** Leak sanitizers on (Deno 2.9 has them off by default): every timer cleared, every transport closed. */
 const SANITIZED = { sanitizeOps: true, sanitizeResources: true };

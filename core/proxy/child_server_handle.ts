@@ -33,6 +33,8 @@ import { CircuitBreaker } from "./circuit_breaker.ts";
 import { counted, failureClass, isFailedResult, isUpstreamFault } from "./failure_class.ts";
 import type { FleetServer } from "./fleet_config.ts";
 import { RawRequests } from "./raw_requests.ts";
+import { compose } from "../plugin_api/stage_pipeline.ts";
+import type { SessionStage } from "../plugin_api/session_stage.ts";
 import { takeRelated } from "./related_request.ts";
 import type {
   HandleChange,
@@ -227,9 +229,12 @@ export class ChildServerHandle implements UpstreamHandle {
     try {
       const transport = this.#options.createTransport();
       this.#transport = transport;
-      this.#trackSends(transport);
+      // Composed once: sends are attributed to their call, the raw table takes its answers
+      // before the Client, and nothing reassigns a slot of the transport afterwards.
+      const raw = new RawRequests(this.#options.clock);
+      const connection = compose(transport, [this.#sendTracking(), raw]);
       await withTimeout(
-        client.connect(transport),
+        client.connect(connection),
         connectMs,
         this.#options.clock,
         `Upstream "${this.id}" did not complete the MCP handshake within ${connectMs} ms; ` +
@@ -237,7 +242,7 @@ export class ChildServerHandle implements UpstreamHandle {
         { server: this.id },
       );
       this.#client = client;
-      this.#raw = new RawRequests(transport, this.#options.clock);
+      this.#raw = raw;
       this.#catalog = await this.#fetchCatalog(client, deadline);
     } catch (error) {
       this.#client = undefined;
@@ -504,20 +509,24 @@ export class ChildServerHandle implements UpstreamHandle {
     }
   }
 
-  /** Records which call each outgoing request belongs to, so HTTP streams can be attributed. */
-  #trackSends(transport: Transport): void {
-    const send = transport.send.bind(transport);
-    transport.send = (message, options) => {
-      const id = (message as { id?: unknown; method?: unknown }).id;
-      const sending = this.#sending;
-      if (sending && (message as { method?: unknown }).method !== undefined) {
-        if (typeof id === "string" || typeof id === "number") {
-          const key = requestKey(id);
-          sending.keys.push(key);
-          this.#byRequest.set(key, sending.ctx);
+  /**
+   * The connection's first stage: records which call each outgoing request belongs to (the
+   * Client's and the raw table's alike), so HTTP streams can be attributed.
+   */
+  #sendTracking(): SessionStage {
+    return {
+      send: (message, options, next) => {
+        const id = (message as { id?: unknown; method?: unknown }).id;
+        const sending = this.#sending;
+        if (sending && (message as { method?: unknown }).method !== undefined) {
+          if (typeof id === "string" || typeof id === "number") {
+            const key = requestKey(id);
+            sending.keys.push(key);
+            this.#byRequest.set(key, sending.ctx);
+          }
         }
-      }
-      return send(message, options);
+        return next(message, options);
+      },
     };
   }
 

@@ -3,14 +3,14 @@
  *
  * A relayed `tools/call` result is only passed on: the inbound client validates it against the
  * tool's schemas anyway, so parsing it here with zod (and the SDK's dispatch guards) was most of
- * the gateway's per-call cost. This table shares the `Client`'s transport: it sends requests under
- * ids of its own (strings, never the SDK's integers) and takes their responses and progress
- * notifications before the `Client` sees them; everything else flows to the `Client` unchanged.
+ * the gateway's per-call cost. This table shares the `Client`'s transport, as a stage before it:
+ * it sends requests under ids of its own (strings, never the SDK's integers) and takes their
+ * responses and progress notifications before the `Client` sees them; everything else flows to
+ * the `Client` unchanged.
  * Timeouts, cancellation and a closed connection end a request with the same `McpError` codes the
  * SDK uses, so callers translate both paths alike.
  * @module
  */
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
   ErrorCode,
   type JSONRPCMessage,
@@ -19,6 +19,12 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { type Clock, systemClock, type TimerHandle } from "../support/clock.ts";
 import { isObject } from "../support/jsonrpc_shape.ts";
+import type {
+  MessageExtra,
+  Receive,
+  SessionStage,
+  StageLink,
+} from "../plugin_api/session_stage.ts";
 
 /** How one raw request is bounded and observed. */
 export interface RawRequestOptions {
@@ -39,30 +45,38 @@ interface Pending {
   restartTimer(): void;
 }
 
-/** Raw request/response correlation on one upstream connection. */
-export class RawRequests {
-  readonly #transport: Transport;
+/**
+ * Raw request/response correlation on one upstream connection: a stage of the connection's
+ * pipeline, before the SDK `Client` (core/plugin_api/stage_pipeline.ts). It sends its requests
+ * through the stages before it and takes their answers before the `Client` sees them.
+ */
+export class RawRequests implements SessionStage {
   readonly #clock: Clock;
   readonly #pending = new Map<string, Pending>();
+  #link: StageLink | undefined;
   #next = 0;
   #closed = false;
 
-  /**
-   * Takes over `transport.onmessage`/`onclose` after the SDK `Client` has connected to it; the
-   * timeouts run on `clock`.
-   */
-  constructor(transport: Transport, clock: Clock = systemClock) {
-    this.#transport = transport;
+  /** The timeouts run on `clock`. */
+  constructor(clock: Clock = systemClock) {
     this.#clock = clock;
-    const deliver = transport.onmessage;
-    transport.onmessage = (message, extra) => {
-      if (!this.#take(message)) deliver?.(message, extra);
-    };
-    const closed = transport.onclose;
-    transport.onclose = () => {
-      this.#closeAll();
-      closed?.();
-    };
+  }
+
+  attach(link: StageLink): void {
+    this.#link = link;
+  }
+
+  receive(message: JSONRPCMessage, extra: MessageExtra | undefined, next: Receive): void {
+    if (!this.#take(message)) next(message, extra);
+  }
+
+  closed(): void {
+    this.#closeAll();
+  }
+
+  /** Sends toward the transport (rejects until the pipeline is composed). */
+  #send(message: JSONRPCMessage): Promise<void> {
+    return this.#link?.send(message) ?? Promise.reject(closedError());
   }
 
   /** Requests in flight. */
@@ -90,7 +104,7 @@ export class RawRequests {
       this.#pending.delete(id);
     };
     const cancel = (reason: string) => {
-      this.#transport.send({
+      this.#send({
         jsonrpc: "2.0",
         method: "notifications/cancelled",
         params: { requestId: id, reason },
@@ -131,7 +145,7 @@ export class RawRequests {
     const sent = onprogress
       ? { ...params, _meta: { ...(params._meta as object | undefined), progressToken: id } }
       : params;
-    this.#transport.send({ jsonrpc: "2.0", id, method, params: sent } as JSONRPCMessage).catch(
+    this.#send({ jsonrpc: "2.0", id, method, params: sent } as JSONRPCMessage).catch(
       (error) => this.#pending.get(id)?.reject(error),
     );
     return promise;

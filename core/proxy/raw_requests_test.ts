@@ -10,6 +10,7 @@ import {
   type Progress,
 } from "@modelcontextprotocol/sdk/types.js";
 import { ManualClock } from "../support/clock.ts";
+import { compose } from "../plugin_api/stage_pipeline.ts";
 import { RawRequests } from "./raw_requests.ts";
 
 /** Leak sanitizers on (Deno 2.9 has them off by default): every timer cleared, every transport closed. */
@@ -46,14 +47,15 @@ class FakeTransport implements Transport {
   }
 }
 
-/** A transport already connected to a (stand-in) SDK Client, then shared with RawRequests. */
+/** A transport whose pipeline holds RawRequests before a (stand-in) SDK Client. */
 function connected(clock = new ManualClock()) {
   const transport = new FakeTransport();
   const delivered: { message: JSONRPCMessage; extra: MessageExtra }[] = [];
   let clientClosed = 0;
-  transport.onmessage = (message, extra) => delivered.push({ message, extra });
-  transport.onclose = () => clientClosed++;
-  const raw = new RawRequests(transport, clock);
+  const raw = new RawRequests(clock);
+  const client = compose(transport, [raw]);
+  client.onmessage = (message, extra) => delivered.push({ message, extra });
+  client.onclose = () => clientClosed++;
   return { transport, raw, delivered, clientClosed: () => clientClosed };
 }
 

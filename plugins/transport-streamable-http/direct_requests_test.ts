@@ -7,7 +7,7 @@ import {
   type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 import { ManualClock } from "../../core/support/clock.ts";
-import { compose } from "../../core/mcp/session_pipeline.ts";
+import { compose } from "../../core/plugin_api/stage_pipeline.ts";
 import type { UnreadLimits, UnreadOverflow } from "../../core/plugin_api/mod.ts";
 import { initializeRequest } from "../../tests/support/gateway.ts";
 import { DirectRequests, type ResponseMode } from "./direct_requests.ts";

@@ -4,8 +4,8 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import type { SessionStage, StageLink } from "../plugin_api/session_stage.ts";
-import { compose } from "./session_pipeline.ts";
+import type { SessionStage, StageLink } from "./session_stage.ts";
+import { compose } from "./stage_pipeline.ts";
 
 /** A stage that records what passes it, under `name`, and hands everything on. */
 function recorder(name: string, seen: string[]): SessionStage & { link?: StageLink } {
