@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { deadline, every, ManualClock, pause, settlesWithin } from "./clock.ts";
+import { deadline, every, ManualClock, pause, settlesWithin, systemClock } from "./clock.ts";
 
 Deno.test("ManualClock starts at the given time, or 0", () => {
   assert.equal(new ManualClock().now(), 0);
@@ -178,4 +178,26 @@ Deno.test("a cancelled every never runs again", () => {
   repeat.cancel();
   clock.advance(100);
   assert.equal(runs, 2);
+});
+
+Deno.test("the real clock's timers fire no earlier than asked, in the order of their deadlines, and a cancelled one never", async () => {
+  const started = performance.now();
+  const fired: string[] = [];
+  const done = Promise.withResolvers<void>();
+  systemClock.setTimeout(() => fired.push("never"), 5).cancel();
+  systemClock.setTimeout(() => {
+    fired.push(`30 after ${Math.floor(performance.now() - started)}`);
+    done.resolve();
+  }, 30);
+  systemClock.setTimeout(
+    () => fired.push(`10 after ${Math.floor(performance.now() - started)}`),
+    10,
+  );
+  await done.promise;
+  assert.equal(fired.length, 2, fired.join(", "));
+  const [first, second] = fired.map((f) => f.split(" after "));
+  assert.equal(first![0], "10");
+  assert.ok(Number(first![1]) >= 10, fired[0]);
+  assert.equal(second![0], "30");
+  assert.ok(Number(second![1]) >= 30, fired[1]);
 });

@@ -67,7 +67,9 @@ export class TimeoutQueue {
   #arm(at: number): void {
     this.#timer?.cancel();
     this.#armedAt = at;
-    this.#timer = this.#base.setTimeout(() => this.#fire(), at - this.#base.now());
+    // Whole milliseconds, rounded up: a runtime timer cut to fewer would fire before the deadline,
+    // find nothing due and be armed again.
+    this.#timer = this.#base.setTimeout(() => this.#fire(), Math.ceil(at - this.#base.now()));
   }
 
   #fire(): void {
