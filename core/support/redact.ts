@@ -47,9 +47,12 @@ const SCHEME_CREDENTIALS =
 
 const owners = new Map<unknown, Set<string>>();
 let matcher: RegExp | null = null;
-let matcherStale = false;
-/** Bumped whenever the registered secrets change: what {@link redactRepeated} keeps is then stale. */
+/**
+ * Bumped whenever the registered secrets change: the matcher, and what {@link redactRepeated}
+ * keeps, are rebuilt when theirs is older.
+ */
 let generation = 0;
+let matcherGeneration = 0;
 
 /**
  * Registers `values` as secrets under `owner`, replacing what that owner registered before (so a
@@ -66,21 +69,17 @@ export function registerSecrets(owner: unknown, values: Iterable<string>): void 
   }
   if (set.size === 0) owners.delete(owner);
   else owners.set(owner, set);
-  matcherStale = true;
   generation++;
 }
 
 /** Forgets the secrets `owner` registered (a stopped gateway). */
 export function forgetSecrets(owner: unknown): void {
-  if (owners.delete(owner)) {
-    matcherStale = true;
-    generation++;
-  }
+  if (owners.delete(owner)) generation++;
 }
 
 function secretMatcher(): RegExp | null {
-  if (!matcherStale) return matcher;
-  matcherStale = false;
+  if (matcherGeneration === generation) return matcher;
+  matcherGeneration = generation;
   const all = new Set<string>();
   for (const set of owners.values()) for (const value of set) all.add(value);
   // Longest first, so a secret containing another is replaced whole.
@@ -230,6 +229,8 @@ export function serverSecrets(server: {
 }
 
 const REPEATED_MAX = 1_024;
+/** Longer texts are redacted each time: the cache holds at most 1,024 × 512 characters. */
+const REPEATED_MAX_LENGTH = 512;
 const repeated = new Map<string, string>();
 let repeatedGeneration = 0;
 
@@ -239,6 +240,7 @@ let repeatedGeneration = 0;
  * expressions over the same rule on every call were ~4 µs of each call's CPU.
  */
 export function redactRepeated(text: string): string {
+  if (text.length > REPEATED_MAX_LENGTH) return redact(text);
   if (repeatedGeneration !== generation) {
     repeated.clear();
     repeatedGeneration = generation;

@@ -150,6 +150,12 @@ Deno.test("A repeated text is redacted like any other, and again once the regist
     assert.equal(redactRepeated(rule), redact(rule));
     registerSecrets(owner, ["key-ABCDEFGH1234"]);
     assert.equal(redactRepeated(rule), "allow tools/* for [redacted]");
+    const long = `${"x".repeat(600)} key-ABCDEFGH1234`;
+    assert.equal(
+      redactRepeated(long),
+      `${"x".repeat(600)} [redacted]`,
+      "too long to keep, still redacted",
+    );
     forgetSecrets(owner);
     assert.equal(redactRepeated(rule), rule);
   } finally {
