@@ -16,6 +16,7 @@
  */
 import { type Clock, settlesWithin, systemClock } from "../support/clock.ts";
 import { concatBytes } from "../support/concat_bytes.ts";
+import { InFlight } from "../support/in_flight.ts";
 import { hasControlCharacter } from "../support/control_characters.ts";
 import type { Authenticator } from "../auth/authenticator.ts";
 import { unauthorizedResponse } from "../auth/authenticator.ts";
@@ -136,11 +137,9 @@ export class HttpListener {
   #server: Deno.HttpServer<Deno.NetAddr> | undefined;
   #guard: ((request: Request) => HostVerdict) | undefined;
   /** Requests whose response has not been fully written yet. */
-  #inFlight = 0;
-  #idle: (() => void)[] = [];
+  readonly #inFlight = new InFlight();
   /** Of those, requests that are not GET or HEAD (not streams or probes), taken before a stop. */
-  #requests = 0;
-  #requestsSettled: PromiseWithResolvers<void> | undefined;
+  readonly #requests = new InFlight();
   #stopping = false;
 
   constructor(options: HttpListenerOptions) {
@@ -195,7 +194,7 @@ export class HttpListener {
 
   /** Requests whose response is still being written (long-lived streams included). */
   get inFlight(): number {
-    return this.#inFlight;
+    return this.#inFlight.count;
   }
 
   /**
@@ -212,27 +211,21 @@ export class HttpListener {
    * not written yet: a stop's drain waits for them, since they may not have reached a session yet.
    */
   get requestsInFlight(): number {
-    return this.#requests;
+    return this.#requests.count;
   }
 
   /** Resolves once {@link requestsInFlight} is 0 (one promise for every caller until then). */
   requestsSettled(): Promise<void> {
-    if (this.#requests === 0) return Promise.resolve();
-    this.#requestsSettled ??= Promise.withResolvers<void>();
-    return this.#requestsSettled.promise;
+    return this.#requests.idle();
   }
 
   #serve(request: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>): Promise<Response> {
-    this.#inFlight++;
+    this.#inFlight.enter();
     const counted = !this.#stopping && request.method !== "GET" && request.method !== "HEAD";
-    if (counted) this.#requests++;
+    if (counted) this.#requests.enter();
     const done = () => {
-      if (counted && --this.#requests === 0) {
-        this.#requestsSettled?.resolve();
-        this.#requestsSettled = undefined;
-      }
-      if (--this.#inFlight > 0) return;
-      for (const wake of this.#idle.splice(0)) wake();
+      if (counted) this.#requests.leave();
+      this.#inFlight.leave();
     };
     info.completed.then(done, done);
     return this.handle(request);
@@ -353,20 +346,18 @@ export class HttpListener {
     this.#server = undefined;
     if (!server) return true;
     this.#stopping = true;
-    if (this.#inFlight > 0) {
-      await settlesWithin(
-        this.#clock,
-        timeoutMs,
-        new Promise<void>((resolve) => this.#idle.push(resolve)),
-      );
+    if (this.#inFlight.count > 0) {
+      await settlesWithin(this.#clock, timeoutMs, this.#inFlight.idle());
     }
-    const open = this.#inFlight;
+    const open = this.#inFlight.count;
     // Not an abort: it drops answers Deno has taken but not yet flushed to the socket.
     const shutdown = server.shutdown();
     if (await settlesWithin(this.#clock, timeoutMs, shutdown)) return true;
     shutdown.catch(() => {});
     this.#options.logger.warn(
-      `HTTP listener closed with ${Math.max(open, this.#inFlight)} request(s) still open after ` +
+      `HTTP listener closed with ${
+        Math.max(open, this.#inFlight.count)
+      } request(s) still open after ` +
         `${2 * timeoutMs} ms; their connections end with the process`,
     );
     return false;

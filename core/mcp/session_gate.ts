@@ -24,6 +24,7 @@ import type {
   SessionStage,
   StageLink,
 } from "../plugin_api/session_stage.ts";
+import { InFlight } from "../support/in_flight.ts";
 import { SessionAdmission, type SessionLimits, tooManyRequestsError } from "./session_admission.ts";
 
 /** The gate's bounds, from the server settings. */
@@ -162,8 +163,7 @@ export class SessionGate {
   readonly #admission: SessionAdmission;
   readonly #sessions = new Set<GatedSession>();
   /** `tools/call` requests received and not yet answered, across every session. */
-  #calls = 0;
-  #idle: (() => void)[] = [];
+  readonly #calls = new InFlight();
   #closing = false;
   #immediate = false;
 
@@ -189,7 +189,7 @@ export class SessionGate {
 
   /** Tool calls received and not yet answered, across every session: the gateway's one count. */
   get inFlightCalls(): number {
-    return this.#calls;
+    return this.#calls.count;
   }
 
   /** Whether a stop has begun: new requests are refused. */
@@ -217,7 +217,7 @@ export class SessionGate {
    */
   async drain(door?: DrainDoor): Promise<void> {
     const graceMs = this.limits.shutdownGraceMs;
-    const inFlight = this.#calls;
+    const inFlight = this.#calls.count;
     const taken = door?.requestsInFlight ?? 0;
     if (inFlight === 0 && taken === 0) {
       this.#closing = true;
@@ -242,7 +242,7 @@ export class SessionGate {
       if (await this.#idleWithin(Math.min(left, DRAIN_SLICE_MS), door)) break;
     }
     this.#closing = true;
-    const running = this.#calls;
+    const running = this.#calls.count;
     const cut = await this.#cutOff(graceMs);
     const how = this.#immediate ? "stopped at once by a second signal" : `grace of ${graceMs} ms`;
     if (running === 0) {
@@ -257,13 +257,12 @@ export class SessionGate {
 
   /** @internal A session's tool call arrived. */
   callStarted(): void {
-    this.#calls++;
+    this.#calls.enter();
   }
 
   /** @internal A session's tool call was answered, cancelled or dropped with its session. */
   callEnded(): void {
-    if (--this.#calls > 0) return;
-    for (const wake of this.#idle.splice(0)) wake();
+    this.#calls.leave();
   }
 
   /** @internal The session closed. */
@@ -273,25 +272,15 @@ export class SessionGate {
 
   /** Resolves true once no tool call (nor request `door` took) is in flight, false after `timeoutMs`. */
   async #idleWithin(timeoutMs: number, door: DrainDoor | undefined): Promise<boolean> {
-    const idle = () => this.#calls === 0 && (door?.requestsInFlight ?? 0) === 0;
+    const idle = () => this.#calls.count === 0 && (door?.requestsInFlight ?? 0) === 0;
     if (idle()) return true;
-    let wake: (() => void) | undefined;
-    const calls = this.#calls === 0 ? Promise.resolve() : new Promise<void>((resolve) => {
-      wake = resolve;
-      this.#idle.push(wake);
-    });
-    try {
-      await settlesWithin(
-        this.#clock,
-        timeoutMs,
-        Promise.all([calls, door?.requestsSettled()]),
-      );
-      // A request the door took may have started a call as it settled: look again.
-      return idle();
-    } finally {
-      // A slice that timed out must not stay registered (the drain polls repeatedly).
-      this.#idle = this.#idle.filter((w) => w !== wake);
-    }
+    await settlesWithin(
+      this.#clock,
+      timeoutMs,
+      Promise.all([this.#calls.idle(), door?.requestsSettled()]),
+    );
+    // A request the door took may have started a call as it settled: look again.
+    return idle();
   }
 
   /** Answers every request still waiting with a `shutting_down` error; returns how many. */
