@@ -6,32 +6,32 @@
  * secret) is not: trying again changes nothing.
  * @module
  */
-import { type Clock, pause } from "../support/clock.ts";
+import type { Clock } from "../support/clock.ts";
 import { GatewayError } from "../support/errors.ts";
 import type { Logger } from "../support/logger.ts";
+import { retry } from "../support/retry.ts";
 
 /** A start step is tried this many times, waiting 1, 2, 3… × START_RETRY_MS between tries. */
 export const START_ATTEMPTS = 5;
 const START_RETRY_MS = 500;
 
 /** Runs `step`, again after a pause on `clock` while the shared state fails, up to START_ATTEMPTS. */
-export async function retryStart<T>(
+export function retryStart<T>(
   what: string,
   step: () => Promise<T>,
   context: { clock: Clock; logger: Logger; onRetry?: () => void },
 ): Promise<T> {
-  for (let attempt = 1;; attempt++) {
-    try {
-      return await step();
-    } catch (error) {
-      const final = error instanceof GatewayError && error.code !== "internal";
-      if (final || attempt >= START_ATTEMPTS) throw error;
+  return retry(step, {
+    clock: context.clock,
+    attempts: START_ATTEMPTS,
+    transient: (error) => !(error instanceof GatewayError && error.code !== "internal"),
+    pauseMs: (attempt) => START_RETRY_MS * attempt,
+    retrying: (error, attempt) => {
       context.logger.warn(
         `reading the shared ${what} failed (attempt ${attempt} of ${START_ATTEMPTS}); trying again`,
         { error: String(error) },
       );
       context.onRetry?.();
-      await pause(context.clock, START_RETRY_MS * attempt);
-    }
-  }
+    },
+  });
 }

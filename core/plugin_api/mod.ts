@@ -46,6 +46,8 @@ export type { MessageExtra, Receive, Send, SessionStage, StageLink } from "./ses
 export type { Logger } from "../support/logger.ts";
 export type { StdioStreams } from "../support/stdio_pipes.ts";
 export { GatewayError } from "../support/errors.ts";
+export { retry } from "../support/retry.ts";
+export type { RetryPolicy } from "../support/retry.ts";
 export type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../proxy/worker_protocol.ts";
 
 /** The closed set of extension points; the kernel handles each one exhaustively. */

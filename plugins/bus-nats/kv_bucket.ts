@@ -11,7 +11,7 @@
  * @module
  */
 import type { KV, KvOptions, NatsConnection } from "nats";
-import { type Clock, type Logger, pause } from "../../core/plugin_api/mod.ts";
+import { type Clock, type Logger, retry } from "../../core/plugin_api/mod.ts";
 
 /** How long a bucket's open is tried again while the errors look like a cluster still forming. */
 export const KV_OPEN_BUDGET_MS = 30_000;
@@ -37,8 +37,6 @@ export function isTransientKvError(error: unknown): boolean {
 export interface KvOpenContext {
   clock: Clock;
   logger: Logger;
-  /** Total time to keep trying; default {@link KV_OPEN_BUDGET_MS}. */
-  budgetMs?: number;
 }
 
 /**
@@ -55,17 +53,14 @@ export async function openKvBucket(
   if (nc.info && nc.info.jetstream !== true) {
     throw new Error(`nats-server ${nc.info.version} at ${nc.getServer()} has JetStream disabled`);
   }
-  const budgetMs = context.budgetMs ?? KV_OPEN_BUDGET_MS;
-  const giveUpAt = context.clock.now() + budgetMs;
-  for (let attempt = 1;; attempt++) {
-    try {
-      return await nc.jetstream().views.kv(name, { ...options, allow_direct: false });
-    } catch (error) {
-      if (!isTransientKvError(error) || context.clock.now() >= giveUpAt) throw error;
+  return await retry(() => nc.jetstream().views.kv(name, { ...options, allow_direct: false }), {
+    clock: context.clock,
+    withinMs: KV_OPEN_BUDGET_MS,
+    transient: isTransientKvError,
+    pauseMs: (attempt) => Math.min(KV_OPEN_RETRY_MS * attempt, KV_OPEN_RETRY_MAX_MS),
+    retrying: (error, attempt) =>
       context.logger.warn(`opening the KV bucket "${name}" failed (try ${attempt}); retrying`, {
         error: String(error),
-      });
-      await pause(context.clock, Math.min(KV_OPEN_RETRY_MS * attempt, KV_OPEN_RETRY_MAX_MS));
-    }
-  }
+      }),
+  });
 }
