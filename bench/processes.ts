@@ -288,19 +288,33 @@ export async function cpuMicros(pid: number): Promise<number | undefined> {
 }
 
 /**
- * CPU time `pid`'s live threads have run, in nanoseconds (the scheduler's own accounting in
+ * CPU each live thread of `pid` has run, in nanoseconds (the scheduler's own accounting in
  * /proc/<pid>/task/<tid>/schedstat, so a short round is measured to the microsecond, not to
- * /proc/<pid>/stat's 10 ms tick); undefined off Linux or when the process is gone.
+ * /proc/<pid>/stat's 10 ms tick), with the thread's name (trailing digits as `#`), by thread id;
+ * rejects off Linux or when the process is gone.
  */
+export async function threadNanos(
+  pid: number,
+): Promise<Map<string, { name: string; ns: number }>> {
+  const threads = new Map<string, { name: string; ns: number }>();
+  for await (const task of Deno.readDir(`/proc/${pid}/task`)) {
+    try {
+      const dir = `/proc/${pid}/task/${task.name}`;
+      const ns = Number((await Deno.readTextFile(`${dir}/schedstat`)).split(" ")[0]);
+      const name = (await Deno.readTextFile(`${dir}/comm`)).trim().replace(/[0-9]+$/, "#");
+      threads.set(task.name, { name, ns });
+    } catch {
+      // A thread that ended between listing and reading has nothing more to add.
+    }
+  }
+  return threads;
+}
+
+/** CPU time `pid`'s live threads have run, in nanoseconds; undefined off Linux or when gone. */
 export async function cpuNanos(pid: number): Promise<number | undefined> {
   try {
     let ns = 0;
-    for await (const task of Deno.readDir(`/proc/${pid}/task`)) {
-      // A thread that ended between listing and reading has nothing more to add.
-      const stat = await Deno.readTextFile(`/proc/${pid}/task/${task.name}/schedstat`)
-        .catch(() => "0");
-      ns += Number(stat.split(" ")[0]);
-    }
+    for (const thread of (await threadNanos(pid)).values()) ns += thread.ns;
     return ns;
   } catch {
     return undefined;

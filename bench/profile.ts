@@ -21,9 +21,15 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { leanEchoCall, leanHttp, leanStdio, leanWaitForTool } from "./lean_client.ts";
+import {
+  type LeanClient,
+  leanEchoCall,
+  leanHttp,
+  leanStdio,
+  leanWaitForTool,
+} from "./lean_client.ts";
 import { freePort } from "../tools/cluster/process.ts";
-import { cpuMicros, stopAll } from "./processes.ts";
+import { cpuMicros, stopAll, threadNanos } from "./processes.ts";
 import {
   EVERYTHING,
   getGatewayRoot,
@@ -98,22 +104,6 @@ async function inspectorSession(port: number) {
   };
 }
 
-/** CPU each live thread of `pid` has run (ns), with its name, by thread id. */
-async function threadNanos(pid: number): Promise<Map<string, { name: string; ns: number }>> {
-  const threads = new Map<string, { name: string; ns: number }>();
-  for await (const task of Deno.readDir(`/proc/${pid}/task`)) {
-    try {
-      const dir = `/proc/${pid}/task/${task.name}`;
-      const name = (await Deno.readTextFile(`${dir}/comm`)).trim().replace(/[0-9]+$/, "#");
-      const ns = Number((await Deno.readTextFile(`${dir}/schedstat`)).split(" ")[0]);
-      threads.set(task.name, { name, ns });
-    } catch {
-      // Ended between the listing and the read: nothing more to add.
-    }
-  }
-  return threads;
-}
-
 /** Self time per key (µs), from the samples and their time deltas. */
 function selfTimes(profile: CpuProfile, key: (frame: CallFrame) => string): Map<string, number> {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -125,6 +115,11 @@ function selfTimes(profile: CpuProfile, key: (frame: CallFrame) => string): Map<
     totals.set(k, (totals.get(k) ?? 0) + (profile.timeDeltas[i + 1] ?? 0));
   });
   return totals;
+}
+
+/** `function file:line`, the key of the by-function tables. */
+function frameLabel(f: CallFrame, root: string): string {
+  return `${f.functionName || "(anonymous)"} ${shortUrl(f.url, root)}:${f.lineNumber + 1}`;
 }
 
 function shortUrl(url: string, root: string): string {
@@ -149,6 +144,94 @@ function printTable(
   }
 }
 
+/** A gateway under a lean client's load, ready to be measured. */
+interface Profiled {
+  root: string;
+  pid: number;
+  port: number;
+  call: () => Promise<void>;
+  calls: number;
+  inFlight: number;
+  top: number;
+  out?: string;
+  /** "N calls at M in flight over T", the head of every report. */
+  what: string;
+}
+
+/** CPU per call by thread, from /proc (no inspector attached). */
+async function byThread(p: Profiled): Promise<void> {
+  const before = await threadNanos(p.pid);
+  const round = await throughputRound(p.call, p.inFlight, p.calls, 0);
+  const after = await threadNanos(p.pid);
+  const spent = new Map<string, number>();
+  for (const [tid, { name, ns }] of after) {
+    spent.set(name, (spent.get(name) ?? 0) + (ns - (before.get(tid)?.ns ?? 0)) / 1000);
+  }
+  const total = [...spent.values()].reduce((a, b) => a + b, 0);
+  out(
+    `${p.what}, ${Math.round(round.callsPerSecond)} calls/s, ` +
+      `${(total / p.calls).toFixed(1)} µs CPU per call`,
+  );
+  printTable("by thread", spent, total, p.calls, p.top, "µs per call");
+}
+
+/** Bytes allocated per call by function and by file (sampled, collected objects included). */
+async function heapProfile(p: Profiled): Promise<void> {
+  const session = await inspectorSession(p.port);
+  await session.send("HeapProfiler.enable");
+  await session.send("HeapProfiler.startSampling", {
+    samplingInterval: 4096,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
+  await throughputRound(p.call, p.inFlight, p.calls, 0);
+  const { profile } = await session.send<{ profile: { head: HeapNode } }>(
+    "HeapProfiler.stopSampling",
+  );
+  session.close();
+  if (p.out) await Deno.writeTextFile(p.out, JSON.stringify(profile));
+  const byFunction = new Map<string, number>();
+  const byFile = new Map<string, number>();
+  const walk = (node: HeapNode) => {
+    const fn = frameLabel(node.callFrame, p.root);
+    const file = shortUrl(node.callFrame.url, p.root);
+    byFunction.set(fn, (byFunction.get(fn) ?? 0) + node.selfSize);
+    byFile.set(file, (byFile.get(file) ?? 0) + node.selfSize);
+    for (const child of node.children) walk(child);
+  };
+  walk(profile.head);
+  const bytes = [...byFile.values()].reduce((a, b) => a + b, 0);
+  out(`${p.what}, ${(bytes / p.calls).toFixed(0)} bytes allocated per call (sampled)`);
+  printTable("by function", byFunction, bytes, p.calls, p.top, "bytes per call");
+  printTable("by file", byFile, bytes, p.calls, p.top, "bytes per call");
+}
+
+/** The main thread's self time per call by function and by file. */
+async function cpuProfile(p: Profiled): Promise<void> {
+  const session = await inspectorSession(p.port);
+  await session.send("Profiler.enable");
+  await session.send("Profiler.setSamplingInterval", { interval: 100 });
+  await session.send("Profiler.start");
+  const cpu0 = await cpuMicros(p.pid);
+  const round = await throughputRound(p.call, p.inFlight, p.calls, 0);
+  const cpu1 = await cpuMicros(p.pid);
+  const { profile } = await session.send<{ profile: CpuProfile }>("Profiler.stop");
+  session.close();
+  if (p.out) await Deno.writeTextFile(p.out, JSON.stringify(profile));
+  const sampled = profile.timeDeltas.reduce((a, b) => a + b, 0);
+  const all = cpu0 === undefined || cpu1 === undefined ? "?" : ((cpu1 - cpu0) / p.calls).toFixed(1);
+  out(
+    `${p.what}, ${Math.round(round.callsPerSecond)} calls/s, gateway CPU ${all} µs per call ` +
+      `(all threads), main thread sampled ${(sampled / p.calls).toFixed(1)} µs per call`,
+  );
+  const idle = selfTimes(profile, (f) => f.functionName).get("(idle)") ?? 0;
+  out(`main thread busy ${((sampled - idle) / p.calls).toFixed(1)} µs per call`);
+  const table = (title: string, key: (f: CallFrame) => string) =>
+    printTable(title, selfTimes(profile, key), sampled, p.calls, p.top, "µs per call");
+  table("by function", (f) => frameLabel(f, p.root));
+  table("by file", (f) => shortUrl(f.url, p.root));
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     args: Deno.args,
@@ -166,141 +249,61 @@ async function main(): Promise<void> {
     },
   });
   if (values.root) useGatewayRoot(values.root);
-  const root = getGatewayRoot();
-  const calls = Number(values.calls);
-  const inFlight = Number(values["in-flight"]);
-  const top = Number(values.top);
   const port = freePort();
   if (!values.threads) useGatewayFlags([`--inspect=127.0.0.1:${port}`]);
   const fleet = await writeFleet([EVERYTHING]);
   let sink: OtlpSink | undefined;
-  // Export on, to a sink in this process (as the bench's traced scenarios do).
-  // More of the gateway's environment (`--env OTEL_TRACES_SAMPLER=traceidratio`).
-  const extra = Object.fromEntries(
-    (values.env ?? []).map((
-      pair,
-    ) => [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)]),
+  // More of the gateway's environment (`--env OTEL_TRACES_SAMPLER=traceidratio`), and with
+  // --traced, export to a sink in this process (as the bench's traced scenarios do).
+  const env: Record<string, string> = Object.fromEntries(
+    (values.env ?? []).map((pair) => {
+      const at = pair.indexOf("=");
+      return [pair.slice(0, at), pair.slice(at + 1)];
+    }),
   );
-  const env = (): Record<string, string> =>
-    values.traced
-      ? {
-        OTEL_EXPORTER_OTLP_ENDPOINT: (sink ??= startOtlpSink()).url,
-        OTEL_SERVICE_NAME: "agent33-profile",
-        ...extra,
-      }
-      : extra;
+  if (values.traced) {
+    sink = startOtlpSink();
+    Object.assign(env, {
+      OTEL_EXPORTER_OTLP_ENDPOINT: sink.url,
+      OTEL_SERVICE_NAME: "agent33-profile",
+      ...env,
+    });
+  }
   try {
-    const { client, pid } = values.transport === "http"
-      ? await (async () => {
-        const gateway = await startHttpGateway("gateway (HTTP, profiled)", fleet.path, {
-          MCP_HTTP_RESPONSE_MODE: "json",
-          ...env(),
-        });
-        await waitFleetReady(gateway, 1, 60_000);
-        return { client: await leanHttp(`${gateway.url}/mcp`), pid: gateway.child.process.pid };
-      })()
-      : await (async () => {
-        const child = spawnStdioGateway(fleet.path, env());
-        return { client: await leanStdio(child), pid: child.process.pid };
-      })();
+    let client: LeanClient;
+    let pid: number;
+    if (values.transport === "http") {
+      const gateway = await startHttpGateway("gateway (HTTP, profiled)", fleet.path, {
+        MCP_HTTP_RESPONSE_MODE: "json",
+        ...env,
+      });
+      await waitFleetReady(gateway, 1, 60_000);
+      client = await leanHttp(`${gateway.url}/mcp`);
+      pid = gateway.child.process.pid;
+    } else {
+      const child = spawnStdioGateway(fleet.path, env);
+      client = await leanStdio(child);
+      pid = child.process.pid;
+    }
     await leanWaitForTool(client, "everything__echo", "profiled gateway", 60_000);
     const call = leanEchoCall(client, "everything__echo");
-    await throughputRound(call, inFlight, 2_000, 500);
-    if (values.threads) {
-      const before = await threadNanos(pid);
-      const round = await throughputRound(call, inFlight, calls, 0);
-      const after = await threadNanos(pid);
-      await client.close();
-      const spent = new Map<string, number>();
-      for (const [tid, { name, ns }] of after) {
-        const was = before.get(tid)?.ns ?? 0;
-        spent.set(name, (spent.get(name) ?? 0) + (ns - was) / 1000);
-      }
-      const total = [...spent.values()].reduce((a, b) => a + b, 0);
-      out(
-        `${root}: ${calls} calls at ${inFlight} in flight over ${values.transport}, ` +
-          `${Math.round(round.callsPerSecond)} calls/s, ${
-            (total / calls).toFixed(1)
-          } µs CPU per call`,
-      );
-      printTable("by thread", spent, total, calls, top, "µs per call");
-      return;
-    }
-    const session = await inspectorSession(port);
-    if (values.heap) {
-      await session.send("HeapProfiler.enable");
-      await session.send("HeapProfiler.startSampling", {
-        samplingInterval: 4096,
-        includeObjectsCollectedByMajorGC: true,
-        includeObjectsCollectedByMinorGC: true,
-      });
-      await throughputRound(call, inFlight, calls, 0);
-      const { profile } = await session.send<{ profile: { head: HeapNode } }>(
-        "HeapProfiler.stopSampling",
-      );
-      session.close();
-      await client.close();
-      if (values.out) await Deno.writeTextFile(values.out, JSON.stringify(profile));
-      const byFunction = new Map<string, number>();
-      const byFile = new Map<string, number>();
-      const walk = (node: HeapNode) => {
-        const f = node.callFrame;
-        const file = shortUrl(f.url, root);
-        const fn = `${f.functionName || "(anonymous)"} ${file}:${f.lineNumber + 1}`;
-        byFunction.set(fn, (byFunction.get(fn) ?? 0) + node.selfSize);
-        byFile.set(file, (byFile.get(file) ?? 0) + node.selfSize);
-        for (const child of node.children) walk(child);
-      };
-      walk(profile.head);
-      const bytes = [...byFile.values()].reduce((a, b) => a + b, 0);
-      out(
-        `${root}: ${calls} calls at ${inFlight} in flight over ${values.transport}, ` +
-          `${(bytes / calls).toFixed(0)} bytes allocated per call (sampled)`,
-      );
-      printTable("by function", byFunction, bytes, calls, top, "bytes per call");
-      printTable("by file", byFile, bytes, calls, top, "bytes per call");
-      return;
-    }
-    await session.send("Profiler.enable");
-    await session.send("Profiler.setSamplingInterval", { interval: 100 });
-    await session.send("Profiler.start");
-    const cpu0 = await cpuMicros(pid);
-    const round = await throughputRound(call, inFlight, calls, 0);
-    const cpu1 = await cpuMicros(pid);
-    const { profile } = await session.send<{ profile: CpuProfile }>("Profiler.stop");
-    session.close();
+    await throughputRound(call, Number(values["in-flight"]), 2_000, 500);
+    const profiled: Profiled = {
+      root: getGatewayRoot(),
+      pid,
+      port,
+      call,
+      calls: Number(values.calls),
+      inFlight: Number(values["in-flight"]),
+      top: Number(values.top),
+      ...(values.out === undefined ? {} : { out: values.out }),
+      what: `${getGatewayRoot()}: ${values.calls} calls at ${values["in-flight"]} in flight ` +
+        `over ${values.transport}`,
+    };
+    if (values.threads) await byThread(profiled);
+    else if (values.heap) await heapProfile(profiled);
+    else await cpuProfile(profiled);
     await client.close();
-    if (values.out) await Deno.writeTextFile(values.out, JSON.stringify(profile));
-    const sampled = profile.timeDeltas.reduce((a, b) => a + b, 0);
-    out(
-      `${root}: ${calls} calls at ${inFlight} in flight over ${values.transport}, ` +
-        `${Math.round(round.callsPerSecond)} calls/s, gateway CPU ${
-          cpu0 === undefined || cpu1 === undefined ? "?" : ((cpu1 - cpu0) / calls).toFixed(1)
-        } µs per call (all threads), main thread sampled ${
-          (sampled / calls).toFixed(1)
-        } µs per call`,
-    );
-    const idle = selfTimes(profile, (f) => f.functionName).get("(idle)") ?? 0;
-    out(`main thread busy ${((sampled - idle) / calls).toFixed(1)} µs per call`);
-    printTable(
-      "by function",
-      selfTimes(
-        profile,
-        (f) => `${f.functionName || "(anonymous)"} ${shortUrl(f.url, root)}:${f.lineNumber + 1}`,
-      ),
-      sampled,
-      calls,
-      top,
-      "µs per call",
-    );
-    printTable(
-      "by file",
-      selfTimes(profile, (f) => shortUrl(f.url, root)),
-      sampled,
-      calls,
-      top,
-      "µs per call",
-    );
   } finally {
     await stopAll();
     await sink?.close();
