@@ -71,6 +71,17 @@ async function load(call: () => Promise<void>, count: number, concurrency: numbe
   }));
 }
 
+/** The gateway's CPU (every thread) per call over `calls` calls, after 100 to warm up, in µs. */
+async function cpuPerCall(g: Gateway, calls: number, concurrency: number): Promise<number> {
+  await load(g.call, 100, concurrency);
+  const pid = g.child.process.pid;
+  const before = await cpuNanos(pid);
+  await load(g.call, calls, concurrency);
+  const after = await cpuNanos(pid);
+  if (before === undefined || after === undefined) throw new Error(`${g.child.name} ended`);
+  return (after - before) / 1000 / calls;
+}
+
 async function start(
   transport: "stdio" | "http",
   traced: boolean,
@@ -178,13 +189,7 @@ async function measureToggled(
           await toggle(g, switches.get(g)!, on);
           tracing.set(g, on);
         }
-        await load(g.call, 100, concurrency);
-        const pid = g.child.process.pid;
-        const before = await cpuNanos(pid);
-        await load(g.call, calls, concurrency);
-        const after = await cpuNanos(pid);
-        if (before === undefined || after === undefined) throw new Error(`${g.child.name} ended`);
-        pair[on ? "on" : "off"].push((after - before) / 1000 / calls);
+        pair[on ? "on" : "off"].push(await cpuPerCall(g, calls, concurrency));
       }
       measured[g.transport]!.push(pair);
     }
@@ -246,14 +251,8 @@ export async function benchTracingCost(options: {
       const stdio = { off: [] as number[], on: [] as number[] };
       const http = { off: [] as number[], on: [] as number[] };
       for (const g of order) {
-        await load(g.call, 100, concurrency);
-        const pid = g.child.process.pid;
-        const before = await cpuNanos(pid);
-        await load(g.call, calls, concurrency);
-        const after = await cpuNanos(pid);
-        if (before === undefined || after === undefined) throw new Error(`${g.child.name} ended`);
         (g.transport === "stdio" ? stdio : http)[g.traced ? "on" : "off"]
-          .push((after - before) / 1000 / calls);
+          .push(await cpuPerCall(g, calls, concurrency));
       }
       measured.stdio.push(stdio);
       measured.http.push(http);
