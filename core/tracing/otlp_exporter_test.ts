@@ -27,7 +27,8 @@ const span = (i: number): FinishedSpan => ({
   kind: 1,
   startMs: 1,
   endMs: 2,
-  attributes: {},
+  keys: [],
+  values: [],
   shared: undefined,
   error: undefined,
 });

@@ -54,7 +54,10 @@ function jsonSpan(span: FinishedSpan): string {
   out += `,"name":${JSON.stringify(span.name)},"kind":${span.kind},"startTimeUnixNano":"${
     unixNanos(span.startMs)
   }","endTimeUnixNano":"${unixNanos(span.endMs)}","attributes":[`;
-  const own = jsonAttributes(span.attributes);
+  let own = "";
+  for (let i = 0; i < span.keys.length; i++) {
+    own += `${own === "" ? "" : ","}${jsonKeyValue(span.keys[i]!, span.values[i]!)}`;
+  }
   out += span.shared === undefined
     ? `${own}]`
     : own === ""
@@ -72,15 +75,19 @@ export function jsonAttributes(attributes: Readonly<Record<string, SpanValue>>):
   let out = "";
   for (const key in attributes) {
     const value = attributes[key];
-    if (value === undefined) continue;
-    const typed = typeof value === "string"
-      ? `"stringValue":${JSON.stringify(value)}`
-      : typeof value === "boolean"
-      ? `"boolValue":${value}`
-      : Number.isSafeInteger(value)
-      ? `"intValue":"${value}"`
-      : `"doubleValue":${Number.isFinite(value) ? value : JSON.stringify(String(value))}`;
-    out += `${out === "" ? "" : ","}{"key":${JSON.stringify(key)},"value":{${typed}}}`;
+    if (value !== undefined) out += `${out === "" ? "" : ","}${jsonKeyValue(key, value)}`;
   }
   return out;
+}
+
+/** One OTLP JSON `KeyValue`. */
+function jsonKeyValue(key: string, value: SpanValue): string {
+  const typed = typeof value === "string"
+    ? `"stringValue":${JSON.stringify(value)}`
+    : typeof value === "boolean"
+    ? `"boolValue":${value}`
+    : Number.isSafeInteger(value)
+    ? `"intValue":"${value}"`
+    : `"doubleValue":${Number.isFinite(value) ? value : JSON.stringify(String(value))}`;
+  return `{"key":${JSON.stringify(key)},"value":{${typed}}}`;
 }

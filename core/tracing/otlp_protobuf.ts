@@ -125,10 +125,29 @@ class ProtoWriter {
     this.pos += n;
   }
 
-  /** A 32-bit word as 4 big-endian bytes (ids: their hex order). */
+  /**
+   * A 32-bit word as 4 big-endian bytes (ids: their hex order). Byte stores, not DataView:
+   * inside the gateway V8 left `setUint32` a builtin call (~80 instructions) at every use.
+   */
   word(value: number): void {
-    this.view.setUint32(this.pos, value, false);
-    this.pos += 4;
+    const buf = this.buf;
+    const at = this.pos;
+    buf[at] = value >>> 24;
+    buf[at + 1] = value >>> 16;
+    buf[at + 2] = value >>> 8;
+    buf[at + 3] = value;
+    this.pos = at + 4;
+  }
+
+  /** A 32-bit word as 4 little-endian bytes (fixed64 halves). */
+  wordLE(value: number): void {
+    const buf = this.buf;
+    const at = this.pos;
+    buf[at] = value;
+    buf[at + 1] = value >>> 8;
+    buf[at + 2] = value >>> 16;
+    buf[at + 3] = value >>> 24;
+    this.pos = at + 4;
   }
 
   /** A fixed64 field holding the Unix nanoseconds of a performance.now() reading. */
@@ -136,9 +155,8 @@ class ProtoWriter {
     const [low, high] = unixNanoWords(now);
     this.room(9);
     this.buf[this.pos++] = tag;
-    this.view.setUint32(this.pos, low, true);
-    this.view.setUint32(this.pos + 4, high, true);
-    this.pos += 8;
+    this.wordLE(low);
+    this.wordLE(high);
   }
 
   /** One `KeyValue` (field tag `tag` of the enclosing message). */
@@ -271,7 +289,8 @@ function writeSpan(w: ProtoWriter, span: FinishedSpan): void {
   w.nanos(0x39, span.startMs);
   w.nanos(0x41, span.endMs);
   if (span.shared) w.bytes(span.shared.proto);
-  w.attributes(SPAN_ATTRIBUTE, span.attributes);
+  const { keys, values } = span;
+  for (let i = 0; i < keys.length; i++) w.attribute(SPAN_ATTRIBUTE, keys[i]!, values[i]!);
   if (span.error !== undefined) {
     const status = w.open(0x7a, 1); // field 15
     w.string(0x12, span.error);

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { jsonAttributes, JsonBatch } from "./otlp_json.ts";
 import { encodeAttributes, ProtobufBatch } from "./otlp_protobuf.ts";
 import { type FinishedSpan, type OtlpResource, unixNanoWords } from "./span_batch.ts";
+import type { SpanValue } from "./gateway_tracer.ts";
 import { TraceId } from "./span_ids.ts";
 import { decodeTraceRequest, hex } from "../../tests/support/otlp_proto.ts";
 
@@ -28,7 +29,13 @@ const RESOURCE: OtlpResource = {
   scope: { name: "agent33", version: "1.2.3" },
 };
 
-function span(overrides: Partial<FinishedSpan> = {}): FinishedSpan {
+/** A finished span; `attributes` as an object, its undefined values left out as a span's set() does. */
+function span(
+  { attributes = {}, ...overrides }: Partial<FinishedSpan> & {
+    attributes?: Record<string, SpanValue | undefined>;
+  } = {},
+): FinishedSpan {
+  const own = Object.entries(attributes).filter(([, v]) => v !== undefined);
   return {
     trace: TraceId.fromHex("4bf92f3577b34da6a3ce929d0e0e4736"),
     idHi: 0x00f067aa,
@@ -40,7 +47,8 @@ function span(overrides: Partial<FinishedSpan> = {}): FinishedSpan {
     kind: 1,
     startMs: 1.5,
     endMs: 2.25,
-    attributes: {},
+    keys: own.map(([k]) => k),
+    values: own.map(([, v]) => v!),
     shared: undefined,
     error: undefined,
     ...overrides,

@@ -155,7 +155,8 @@ class RecordingSpan implements TraceSpan, FinishedSpan {
   readonly kind: number;
   readonly startMs: number;
   endMs = 0;
-  readonly attributes: Record<string, SpanValue>;
+  readonly keys: string[] = [];
+  readonly values: SpanValue[] = [];
   shared: EncodedShared | undefined = undefined;
   error: string | undefined = undefined;
   readonly #tracer: OtlpTracer;
@@ -186,8 +187,9 @@ class RecordingSpan implements TraceSpan, FinishedSpan {
     this.kind = kind;
     this.#sampled = sampled;
     this.startMs = sampled ? performance.now() : 0;
-    // Callers pass a fresh object per span: it is kept, not copied.
-    this.attributes = attributes ?? {};
+    if (sampled && attributes !== undefined) {
+      for (const key in attributes) this.set(key, attributes[key]);
+    }
   }
 
   get traceId(): string {
@@ -195,12 +197,18 @@ class RecordingSpan implements TraceSpan, FinishedSpan {
   }
 
   set(key: string, value: SpanValue | undefined): void {
-    if (value !== undefined && this.#sampled) this.attributes[key] = value;
+    if (value === undefined || !this.#sampled) return;
+    // A span has a dozen attributes at most: a scan is cheaper than any map.
+    const at = this.keys.indexOf(key);
+    if (at === -1) {
+      this.keys.push(key);
+      this.values.push(value);
+    } else this.values[at] = value;
   }
 
   fail(code: string, message: string): void {
     if (!this.#sampled) return;
-    this.attributes["error.type"] = code;
+    this.set("error.type", code);
     // An upstream's error text may quote anything: redacted like every diagnostic.
     this.error = redact(message).slice(0, 256);
   }
