@@ -372,18 +372,20 @@ export class CallPipeline {
   }
 }
 
-/** Awaits a decision inside its stage's span, records it there, and ends the span. */
-async function decided(span: TraceSpan, decision: Promise<Verdict>): Promise<Verdict> {
-  try {
-    const verdict = await decision;
+/**
+ * A decision inside its stage's span: recorded there, and the span ended, when it settles. Two
+ * reactions rather than an async function: no frame of its own on every traced call.
+ */
+function decided(span: TraceSpan, decision: Promise<Verdict>): Promise<Verdict> {
+  return decision.then((verdict) => {
     traceVerdict(span, verdict);
-    return verdict;
-  } catch (error) {
-    span.fail(errorType(error), error instanceof Error ? error.message : String(error));
-    throw error;
-  } finally {
     span.end();
-  }
+    return verdict;
+  }, (error: unknown) => {
+    span.fail(errorType(error), error instanceof Error ? error.message : String(error));
+    span.end();
+    throw error;
+  });
 }
 
 /** A decision on a span: the action, and for a refusal its code and the rule. */

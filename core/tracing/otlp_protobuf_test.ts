@@ -230,3 +230,13 @@ Deno.test("An attribute whose value repeats decodes the same every time, and so 
     ])
   );
 });
+
+Deno.test("Integers on either side of 2³¹ and up to 2⁵³ keep every bit in their varint", () => {
+  const values = [0, 127, 128, 16_383, 16_384, 2 ** 31 - 1, 2 ** 31, 2 ** 32 + 5, 2 ** 53 - 1];
+  const batch = new ProtobufBatch(RESOURCE);
+  batch.add(span({ attributes: Object.fromEntries(values.map((v, i) => [`n${i}`, v])) }));
+  const decoded = spansOf(batch.take())[0]!.attributes as {
+    value: { intValue: number | string | { toString(): string } };
+  }[];
+  assert.deepEqual(decoded.map((a) => String(a.value.intValue)), values.map(String));
+});

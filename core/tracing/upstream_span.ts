@@ -32,7 +32,8 @@ export function forwardTraced<T>(
   return parent === undefined ? send(ctx) : sendInSpan(parent, route, request, ctx, send);
 }
 
-async function sendInSpan<T>(
+/** The client span around one send; settles with it (reactions, not an async frame of its own). */
+function sendInSpan<T>(
   parent: TraceSpan,
   route: Route,
   request: ForwardedRequest,
@@ -49,12 +50,22 @@ async function sendInSpan<T>(
     "agent33.upstream": server,
     "agent33.upstream.transport": route.handle.server.transport,
   }, "client");
-  try {
-    return await send({ ...ctx, trace: span.carrier() });
-  } catch (error) {
+  const failed = (error: unknown) => {
     span.fail(errorType(error), error instanceof Error ? error.message : String(error));
-    throw error;
-  } finally {
     span.end();
+  };
+  let sent: Promise<T>;
+  try {
+    sent = send({ ...ctx, trace: span.carrier() });
+  } catch (error) {
+    failed(error);
+    return Promise.reject(error);
   }
+  return sent.then((result) => {
+    span.end();
+    return result;
+  }, (error: unknown) => {
+    failed(error);
+    throw error;
+  });
 }
