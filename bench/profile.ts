@@ -6,11 +6,18 @@
  *
  *     deno run -A bench/profile.ts [--root <checkout>] [--transport stdio|http] [--in-flight 16]
  *       [--calls 20000] [--top 30] [--out gateway.cpuprofile] [--traced] [--heap | --threads]
- *       [--env NAME=VALUE]...
+ *       [--instructions] [--env NAME=VALUE]...
  *
  * `--threads` attaches no inspector and reports CPU per call by thread instead (from
  * /proc/<pid>/task/<tid>/schedstat, grouped by thread name: the main thread, the upstream's relay
  * worker, V8's helper threads, Tokio's), for costs the main thread's profile does not see.
+ *
+ * `--instructions` runs the gateway under valgrind's callgrind (Debian's `valgrind`) and counts
+ * the machine instructions it executes per call, by thread: unlike CPU time on a shared VM (±10 %
+ * from run to run), the count repeats within about 1 % on the main thread, so a change of a few
+ * hundred instructions per call shows in one run. The gateway runs some 50 times slower, hence
+ * the few calls (`--calls 2000`). Instructions are not time (a cache miss costs more than an add,
+ * and `rep movsb` counts per byte), but the same code at the same count costs the same.
  *
  * `--heap` samples allocations instead (every 4 KiB, collected objects included): bytes allocated
  * per call by function and by file, for what the garbage collector's share comes from.
@@ -37,6 +44,7 @@ import {
   startHttpGateway,
   useGatewayFlags,
   useGatewayRoot,
+  useGatewayWrapper,
   waitFleetReady,
   writeFleet,
 } from "./setup.ts";
@@ -175,6 +183,70 @@ async function byThread(p: Profiled): Promise<void> {
   printTable("by thread", spent, total, p.calls, p.top, "µs per call");
 }
 
+/** Where callgrind writes, one file per thread and dump (made with --instructions). */
+let callgrindDir = "";
+
+/** valgrind's callgrind around the gateway: instrumentation off until the measured round. */
+const callgrind = (dir: string) => [
+  "valgrind",
+  "--tool=callgrind",
+  "--instr-atstart=no",
+  "--smc-check=all-non-file",
+  "--separate-threads=yes",
+  "--dump-instr=no",
+  `--callgrind-out-file=${dir}/callgrind.%p`,
+];
+
+/** Runs `callgrind_control` on the gateway (instrumentation on, zero the counts, dump them). */
+async function callgrindControl(flag: string, pid: number): Promise<void> {
+  const out = await new Deno.Command("callgrind_control", {
+    args: [flag, String(pid)],
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  if (!out.success) {
+    throw new Error(`callgrind_control ${flag} failed: ${new TextDecoder().decode(out.stderr)}`);
+  }
+}
+
+/** The per-thread totals of callgrind's dump of `pid`, once every thread's file is written. */
+async function dumpedInstructions(pid: number): Promise<Map<string, number>> {
+  for (let tries = 0; tries < 100; tries++) {
+    const totals = new Map<string, number>();
+    for await (const entry of Deno.readDir(callgrindDir)) {
+      // callgrind.<pid>.<dump>-<thread>: the first dump is the one asked for.
+      const thread = entry.name.match(new RegExp(`^callgrind\\.${pid}\\.1-(\\d+)$`))?.[1];
+      if (thread === undefined) continue;
+      const text = await Deno.readTextFile(`${callgrindDir}/${entry.name}`);
+      const total = text.match(/^(?:totals|summary): *(\d+)/m)?.[1];
+      if (total !== undefined) totals.set(`thread ${thread}`, Number(total));
+    }
+    if (totals.size > 0 && totals.has("thread 01")) return totals;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`callgrind wrote no dump of ${pid} to ${callgrindDir}`);
+}
+
+/** Machine instructions per call by thread, counted by callgrind over the measured round. */
+async function instructions(p: Profiled): Promise<void> {
+  await callgrindControl("--instr=on", p.pid);
+  // Calls with instrumentation on first: callgrind translates the code they run once.
+  await throughputRound(p.call, p.inFlight, 300, 0);
+  await callgrindControl("--zero", p.pid);
+  await throughputRound(p.call, p.inFlight, p.calls, 0);
+  await callgrindControl("--dump", p.pid);
+  const counts = await dumpedInstructions(p.pid);
+  // For callgrind_annotate: V8's builtins show by address, which --v8-flags=--log-code names.
+  if (p.out) await Deno.copyFile(`${callgrindDir}/callgrind.${p.pid}.1-01`, p.out);
+  const total = [...counts.values()].reduce((a, b) => a + b, 0);
+  out(
+    `${p.what}, ${(total / p.calls / 1000).toFixed(1)}k instructions per call ` +
+      `(thread 01 is the main thread; the others are its workers and V8's helpers)`,
+  );
+  const busy = new Map([...counts].filter(([, n]) => n / p.calls >= 100));
+  printTable("by thread", busy, total, p.calls, p.top, "instructions per call");
+}
+
 /** Bytes allocated per call by function and by file (sampled, collected objects included). */
 async function heapProfile(p: Profiled): Promise<void> {
   const session = await inspectorSession(p.port);
@@ -245,12 +317,22 @@ async function main(): Promise<void> {
       traced: { type: "boolean", default: false },
       heap: { type: "boolean", default: false },
       threads: { type: "boolean", default: false },
+      instructions: { type: "boolean", default: false },
       env: { type: "string", multiple: true },
     },
   });
   if (values.root) useGatewayRoot(values.root);
   const port = freePort();
-  if (!values.threads) useGatewayFlags([`--inspect=127.0.0.1:${port}`]);
+  if (values.instructions) {
+    const found = await new Deno.Command("valgrind", { args: ["--version"], stdout: "null" })
+      .output().then((o) => o.success, () => false);
+    if (!found) {
+      out("--instructions needs valgrind: sudo apt-get install -y valgrind");
+      Deno.exit(2);
+    }
+    callgrindDir = await Deno.makeTempDir({ prefix: "agent33-callgrind-" });
+    useGatewayWrapper(callgrind(callgrindDir));
+  } else if (!values.threads) useGatewayFlags([`--inspect=127.0.0.1:${port}`]);
   const fleet = await writeFleet([EVERYTHING]);
   let sink: OtlpSink | undefined;
   // More of the gateway's environment (`--env OTEL_TRACES_SAMPLER=traceidratio`), and with
@@ -300,7 +382,8 @@ async function main(): Promise<void> {
       what: `${getGatewayRoot()}: ${values.calls} calls at ${values["in-flight"]} in flight ` +
         `over ${values.transport}`,
     };
-    if (values.threads) await byThread(profiled);
+    if (values.instructions) await instructions(profiled);
+    else if (values.threads) await byThread(profiled);
     else if (values.heap) await heapProfile(profiled);
     else await cpuProfile(profiled);
     await client.close();
@@ -308,6 +391,7 @@ async function main(): Promise<void> {
     await stopAll();
     await sink?.close();
     await fleet.remove();
+    if (callgrindDir) await Deno.remove(callgrindDir, { recursive: true });
   }
 }
 

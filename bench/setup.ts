@@ -30,6 +30,20 @@ export function useGatewayRoot(dir: string): void {
 /** Extra `deno run` flags for every gateway the bench starts (the profiler's `--inspect`). */
 let gatewayFlags: string[] = [];
 
+/** A command every gateway the bench starts runs under (the profiler's `valgrind …`). */
+let gatewayWrapper: string[] = [];
+
+/** Runs every gateway started from now on under `argv` (a program and its flags), or directly. */
+export function useGatewayWrapper(argv: string[]): void {
+  gatewayWrapper = [...argv];
+}
+
+/** The program and arguments of a gateway `main.ts serve` with `extra` after them. */
+function gatewayCommand(extra: string[]): [string, string[]] {
+  const argv = [...gatewayWrapper, Deno.execPath(), ...gatewayArgs(), ...extra];
+  return [argv[0]!, argv.slice(1)];
+}
+
 /** Starts every later gateway with `flags` added to its `deno run` (before the script). */
 export function useGatewayFlags(flags: string[]): void {
   gatewayFlags = [...flags];
@@ -135,8 +149,7 @@ const gatewayArgs = () => [
 export function spawnStdioGateway(fleetPath: string, env: Record<string, string> = {}): Child {
   return spawnChild(
     "gateway (stdio)",
-    Deno.execPath(),
-    [...gatewayArgs(), "--transport", "stdio"],
+    ...gatewayCommand(["--transport", "stdio"]),
     {
       env: cleanEnv({ MCP_PROXY_CONFIG_PATH: fleetPath, ...env }),
       cwd: gatewayRoot,
@@ -164,9 +177,7 @@ export async function startHttpGateway(
 ): Promise<HttpGateway> {
   const child = spawnChild(
     name,
-    Deno.execPath(),
-    [
-      ...gatewayArgs(),
+    ...gatewayCommand([
       "--transport",
       "http",
       "--host",
@@ -175,7 +186,7 @@ export async function startHttpGateway(
       "0",
       "--no-auth",
       "--no-auth-admin",
-    ],
+    ]),
     {
       env: cleanEnv({ ...(fleetPath ? { MCP_PROXY_CONFIG_PATH: fleetPath } : {}), ...env }),
       cwd: gatewayRoot,
