@@ -14,8 +14,8 @@
  *
  * `--instructions` runs the gateway under valgrind's callgrind (Debian's `valgrind`) and counts
  * the machine instructions it executes per call, by thread: unlike CPU time on a shared VM (±10 %
- * from run to run), the count repeats within about 1 % on the main thread, so a change of a few
- * hundred instructions per call shows in one run. The gateway runs some 50 times slower, hence
+ * from run to run), the count repeats within about 3 % on the main thread, so a change of a few
+ * thousand instructions per call shows in one run. The gateway runs some 50 times slower, hence
  * the few calls (`--calls 2000`). Instructions are not time (a cache miss costs more than an add,
  * and `rep movsb` counts per byte), but the same code at the same count costs the same.
  *
