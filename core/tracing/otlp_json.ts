@@ -5,7 +5,7 @@
  * @module
  */
 import type { SpanValue } from "./gateway_tracer.ts";
-import type { FinishedSpan, OtlpResource, SpanBatch } from "./span_batch.ts";
+import { type FinishedSpan, type OtlpResource, type SpanBatch, TIME_ORIGIN } from "./span_batch.ts";
 import { hex32 } from "./span_ids.ts";
 
 /** Spans encoded as OTLP JSON as they end. */
@@ -38,7 +38,7 @@ export class JsonBatch implements SpanBatch {
 
 /** Unix epoch nanoseconds of a performance.now() reading, as the decimal string OTLP JSON uses. */
 function unixNanos(now: number): string {
-  const ms = performance.timeOrigin + now;
+  const ms = TIME_ORIGIN + now;
   const whole = Math.floor(ms);
   const nanos = Math.min(999_999, Math.round((ms - whole) * 1e6));
   return `${whole}${String(nanos).padStart(6, "0")}`;

@@ -201,18 +201,27 @@ class ProtoWriter {
 
 /** Attribute keys are the gateway's own constants: each is encoded once (bounded, in case). */
 const KEYS = new Map<string, Uint8Array>();
-const MAX_KEYS = 1024;
+/** Span names repeat too (a method and a tool): each `Span.name` field is encoded once. */
+const NAMES = new Map<string, Uint8Array>();
+/** Entries per cache, and the longest text kept: a bound, whatever reaches the encoder. */
+const MAX_FIELDS = 1024;
+const MAX_FIELD_TEXT = 256;
+
+/** The string field `tag` holding `text`, encoded once into `cache` (bounded). */
+function stringField(cache: Map<string, Uint8Array>, tag: number, text: string): Uint8Array {
+  let field = cache.get(text);
+  if (field === undefined) {
+    const w = new ProtoWriter(16 + text.length * 3);
+    w.string(tag, text);
+    field = w.buf.slice(0, w.pos);
+    if (cache.size < MAX_FIELDS && text.length <= MAX_FIELD_TEXT) cache.set(text, field);
+  }
+  return field;
+}
 
 /** `KeyValue.key` (field 1) of `key`, encoded. */
 function keyField(key: string): Uint8Array {
-  let field = KEYS.get(key);
-  if (field === undefined) {
-    const w = new ProtoWriter(16 + key.length * 3);
-    w.string(0x0a, key);
-    field = w.buf.slice(0, w.pos);
-    if (KEYS.size < MAX_KEYS) KEYS.set(key, field);
-  }
-  return field;
+  return stringField(KEYS, 0x0a, key);
 }
 
 /** The field tag of `Span.attributes` (field 9, length-delimited). */
@@ -283,7 +292,7 @@ function writeSpan(w: ProtoWriter, span: FinishedSpan): void {
     w.word(span.parentHi);
     w.word(span.parentLo);
   }
-  w.string(0x2a, span.name);
+  w.bytes(stringField(NAMES, 0x2a, span.name));
   w.byte(0x30); // kind
   w.byte(span.kind);
   w.nanos(0x39, span.startMs);

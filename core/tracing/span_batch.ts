@@ -61,9 +61,12 @@ export interface SpanBatch {
   take(): Uint8Array<ArrayBuffer> | string;
 }
 
+/** performance.timeOrigin, read once: it is a getter call in Deno, and it never changes. */
+export const TIME_ORIGIN: number = performance.timeOrigin;
+
 /** Unix epoch nanoseconds of a performance.now() reading as [low, high] 32-bit words. */
 export function unixNanoWords(now: number): [number, number] {
-  const ms = performance.timeOrigin + now;
+  const ms = TIME_ORIGIN + now;
   const whole = Math.floor(ms);
   const nanos = Math.min(999_999, Math.round((ms - whole) * 1e6));
   // whole·10⁶ + nanos exceeds 2⁵³: split whole at 2²⁰ so every product stays an exact double.
