@@ -54,7 +54,12 @@ export function sessionSpans(
       `tools/call ${called}`,
       { meta, requestInfo: extra.requestInfo },
       sessionAttributes(tracer),
-      { ...spanAttributes("tools/call", extra), "gen_ai.tool.name": called },
+      // One literal, not spanAttributes() spread into another: an object fewer per traced call.
+      {
+        "mcp.method.name": "tools/call",
+        "jsonrpc.request.id": String(extra.requestId),
+        "gen_ai.tool.name": called,
+      },
     );
   };
   if (tracing === undefined) return { toolCall };

@@ -44,12 +44,12 @@ function sendInSpan<T>(
   parent.set("agent33.upstream", server);
   parent.set("agent33.breaker.state", route.handle.breaker.state);
   const { method, target } = request;
-  const span = parent.child(target === undefined ? method : `${method} ${target}`, {
-    "mcp.method.name": method,
-    ...request.attributes,
-    "agent33.upstream": server,
-    "agent33.upstream.transport": route.handle.server.transport,
-  }, "client");
+  const name = target === undefined ? method : `${method} ${target}`;
+  // The request's attributes as they are and the rest set: no merged copy of them per call.
+  const span = parent.child(name, request.attributes, "client");
+  span.set("mcp.method.name", method);
+  span.set("agent33.upstream", server);
+  span.set("agent33.upstream.transport", route.handle.server.transport);
   const failed = (error: unknown) => {
     span.fail(errorType(error), error instanceof Error ? error.message : String(error));
     span.end();
