@@ -27,6 +27,7 @@ import type { Clock, TimerHandle } from "../support/clock.ts";
 import { GatewayError } from "../support/errors.ts";
 import type { EventBus } from "../bus/event_bus.ts";
 import type { GatewayEvent } from "../bus/events.ts";
+import { LogRateWindow } from "../support/log_rate_window.ts";
 import type { Logger } from "../support/logger.ts";
 import { GATEWAY_INFO } from "../support/version.ts";
 import { CircuitBreaker } from "./circuit_breaker.ts";
@@ -84,6 +85,11 @@ export interface ChildServerHandleOptions {
 
 /** How many times `timeouts.call` progress notifications may stretch one call to, at most. */
 export const PROGRESS_EXTENSION = 10;
+/** Upstream log messages that reach no caller logged per second at most; the rest are counted. */
+export const UNRELAYED_LOGS_PER_SECOND = 20;
+/** The longest `data` of such a message logged, in characters (as JSON). */
+const UNRELAYED_LOG_CHARS = 2000;
+
 const EMPTY_CATALOG: UpstreamCatalog = {
   tools: [],
   resources: [],
@@ -124,6 +130,8 @@ export class ChildServerHandle implements UpstreamHandle {
   /** Raw requests on the current client's connection (tools/call skips the SDK's parsing). */
   #raw: RawRequests | undefined;
   #starting: Promise<void> | undefined;
+  /** Bounds the upstream's log messages that reach no caller and go to the operator's log. */
+  readonly #unrelayedLogs: LogRateWindow;
 
   constructor(options: ChildServerHandleOptions) {
     this.#options = options;
@@ -131,6 +139,15 @@ export class ChildServerHandle implements UpstreamHandle {
     this.id = options.server.id;
     this.#log = options.logger.child(
       `upstream:${this.id}${options.instance === undefined ? "" : `[${options.instance}]`}`,
+    );
+    this.#unrelayedLogs = new LogRateWindow(
+      UNRELAYED_LOGS_PER_SECOND,
+      options.clock,
+      (lines) =>
+        this.#log.info(
+          `${lines} more upstream log messages were not relayed and not logged: at most ` +
+            `${UNRELAYED_LOGS_PER_SECOND} a second reach this log`,
+        ),
     );
     this.breaker = new CircuitBreaker({
       server: this.id,
@@ -272,6 +289,7 @@ export class ChildServerHandle implements UpstreamHandle {
   async stop(): Promise<void> {
     this.#healthTimer?.cancel();
     this.#restartTimer?.cancel();
+    this.#unrelayedLogs.close();
     const client = this.#client;
     this.#client = undefined;
     const hadCatalog = this.#catalog.tools.length + this.#catalog.resources.length +
@@ -638,13 +656,21 @@ export class ChildServerHandle implements UpstreamHandle {
         target.ctx.onLog!(params as typeof n.params);
         return;
       }
-      // Not relayed: the operator's log is the only place it may go.
+      // Not relayed: the operator's log is the only place it may go, bounded in rate and size
+      // (an upstream may send as many and as large as it likes).
+      if (!this.#unrelayedLogs.admit()) return;
+      const data = JSON.stringify(n.params.data) ?? "";
       this.#log.info(
         "ambiguous" in target
           ? `upstream log not relayed: calls from ${target.ambiguous} sessions are in flight ` +
             "and the upstream's transport does not say which one it belongs to"
           : `upstream log not relayed: ${target.none}`,
-        { level: n.params.level, data: n.params.data },
+        {
+          level: n.params.level,
+          data: data.length > UNRELAYED_LOG_CHARS
+            ? `${data.slice(0, UNRELAYED_LOG_CHARS)}… (${data.length} characters, cut)`
+            : data,
+        },
       );
     });
     const relay =

@@ -17,6 +17,7 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { type Clock, settlesWithin, systemClock } from "../support/clock.ts";
 import { GatewayError } from "../support/errors.ts";
 import { isJsonRpcMessage } from "../support/jsonrpc_shape.ts";
+import { LogRateWindow } from "../support/log_rate_window.ts";
 import type { Logger } from "../support/logger.ts";
 import { redactCut } from "../support/redact.ts";
 import type { InlineRelay, PluginPermissions, UpstreamPlan } from "../plugin_api/mod.ts";
@@ -110,13 +111,19 @@ export class WorkerTransport implements Transport {
     malformedFrames: 0,
     suppressedStderrLines: 0,
   };
-  #stderrWindow = { startedAt: 0, lines: 0, suppressed: 0 };
+  readonly #stderrWindow: LogRateWindow;
   /** The last few stderr lines, for errors an operator can act on. */
   #stderrTail: string[] = [];
 
   constructor(options: WorkerTransportOptions) {
     this.#options = options;
     this.#stopGraceMs = options.stopGraceMs ?? 3000;
+    this.#stderrWindow = new LogRateWindow(
+      STDERR_LINES_PER_SECOND,
+      options.clock ?? systemClock,
+      (lines) =>
+        options.logger.debug("upstream stderr lines suppressed", { server: this.#id, lines }),
+    );
   }
 
   /** The upstream child's process id, once the worker has spawned it (stdio only). */
@@ -376,23 +383,10 @@ export class WorkerTransport implements Transport {
     const text = redactCut(raw.slice(0, raw.length - mark.length), raw.length, mark !== "") + mark;
     this.#stderrTail.push(text.slice(0, 300));
     if (this.#stderrTail.length > STDERR_TAIL_LINES) this.#stderrTail.shift();
-    const now = Date.now();
-    let window = this.#stderrWindow;
-    if (now - window.startedAt >= 1000) {
-      if (window.suppressed > 0) {
-        this.#options.logger.debug("upstream stderr lines suppressed", {
-          server: this.#id,
-          lines: window.suppressed,
-        });
-      }
-      window = this.#stderrWindow = { startedAt: now, lines: 0, suppressed: 0 };
-    }
-    if (window.lines >= STDERR_LINES_PER_SECOND) {
-      window.suppressed++;
+    if (!this.#stderrWindow.admit()) {
       this.#stats.suppressedStderrLines++;
       return;
     }
-    window.lines++;
     this.#options.logger.debug("upstream stderr", {
       server: this.#id,
       line: text.slice(0, STDERR_LINE_CHARS),
@@ -460,6 +454,7 @@ export class WorkerTransport implements Transport {
     }
     worker?.terminate();
     this.#endProcessGroup();
+    this.#stderrWindow.close();
     this.#closeInfo ??= { reason: "closed" };
     this.#state = "closed";
     const starting = this.#starting;

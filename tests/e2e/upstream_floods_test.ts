@@ -94,3 +94,43 @@ Deno.test("Progress resets a call's timeout, but never past 10 × timeouts.call:
     await fleet.remove();
   }
 });
+
+Deno.test("An upstream's log messages that reach no caller are logged at most 20 a second and 2,000 characters each; the rest are counted, not lost", async () => {
+  const fleet = await writeFleet(`proxy_servers:${faultServer("chatty")}`);
+  const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
+  try {
+    await gateway.kernel.fleetStarted;
+    const client = await connectHttp(gateway);
+    try {
+      // Sent after the answer, with no call in flight: no caller may receive them.
+      await client.callTool({
+        name: "chatty__log_after",
+        arguments: { count: 3000, bytes: 100_000 },
+      });
+    } finally {
+      await client.close();
+    }
+    const logged = () => gateway.logs.filter((l) => l.includes("upstream log not relayed"));
+    const held = () =>
+      gateway.logs.map((l) => /(\d+) more upstream log messages were not relayed/.exec(l))
+        .reduce((sum, m) => sum + (m ? Number(m[1]) : 0), 0);
+    const started = Date.now();
+    while (logged().length + held() < 3000 && Date.now() - started < 60_000) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const seconds = (Date.now() - started) / 1000;
+    assert.equal(logged().length + held(), 3000, "every message is logged or counted");
+    assert.ok(
+      logged().length <= 20 * (Math.ceil(seconds) + 2),
+      `${logged().length} lines logged in ${seconds.toFixed(1)} s`,
+    );
+    assert.ok(held() > 0, "the flood went past the bound");
+    for (const line of logged()) {
+      assert.ok(line.length < 2500, `a logged line of ${line.length} characters`);
+      assert.match(line, /\(100\d{3} characters, cut\)/);
+    }
+  } finally {
+    await gateway.stop();
+    await fleet.remove();
+  }
+});
