@@ -89,6 +89,20 @@ export function jsonError(
 }
 
 /**
+ * The listener's refusal of a request before its route ran (the connection then closes): a
+ * JSON-RPC error for a `jsonRpc` route, whose clients read one (`data.code` the stable code),
+ * else the gateway's `{ error: { code, message } }`.
+ */
+function refusal(route: HttpRoute, status: number, code: string, message: string): Response {
+  const headers = { "Connection": "close" };
+  if (!route.jsonRpc) return jsonError(status, code, message, headers);
+  return Response.json(
+    { jsonrpc: "2.0", id: null, error: { code: -32600, message, data: { code } } },
+    { status, headers },
+  );
+}
+
+/**
  * One path segment, percent-decoded, or why it is refused: it does not decode (malformed
  * percent-encoding), or it decodes to `.` or `..`, or to something holding a slash, a backslash
  * or a control character (line breaks, NUL). No route takes such an id, and letting one through
@@ -289,7 +303,7 @@ export class HttpListener {
     }
     const length = Number(request.headers.get("content-length") ?? "0");
     if (length > this.#options.maxBodyBytes) {
-      return this.#tooLarge(`Request body of ${length} bytes`);
+      return this.#tooLarge(route, `Request body of ${length} bytes`);
     }
 
     // Static assets only (see HttpRoute.public); the caller gets no scopes.
@@ -306,25 +320,25 @@ export class HttpListener {
     // buffer a body.
     const timeoutMs = this.#options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
     const body = await readBody(request, this.#options.maxBodyBytes, timeoutMs, this.#clock);
-    if (body === "too_large") return this.#tooLarge("Request body");
+    if (body === "too_large") return this.#tooLarge(route, "Request body");
     if (body === "timeout") {
-      return jsonError(
+      return refusal(
+        route,
         408,
         "request_timeout",
         `The request body did not arrive within ${timeoutMs} ms (MCP_HTTP_BODY_TIMEOUT_MS); send it at once`,
-        { "Connection": "close" },
       );
     }
     if (route.rawBody) return await route.handle(request, auth, body);
     return await route.handle(body === null ? request : withBody(request, body), auth);
   }
 
-  #tooLarge(what: string): Response {
-    return jsonError(
+  #tooLarge(route: HttpRoute, what: string): Response {
+    return refusal(
+      route,
       413,
       "payload_too_large",
       `${what} exceeds the ${this.#options.maxBodyBytes}-byte limit (MCP_MAX_MESSAGE_BYTES)`,
-      { "Connection": "close" },
     );
   }
 

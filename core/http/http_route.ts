@@ -23,6 +23,12 @@ export interface HttpRoute {
    * request (its body already consumed) instead of a copy rebuilt around the body.
    */
   rawBody?: true;
+  /**
+   * An MCP endpoint: the listener's own refusals of a request to it (a body too large or too
+   * slow) are JSON-RPC errors (-32600, `data.code`), as its clients expect, not the admin API's
+   * `{ error: { code, message } }`.
+   */
+  jsonRpc?: true;
   /** Handles a request from an authenticated caller. */
   handle(request: Request, auth: TokenPayload, body?: Uint8Array | null): Promise<Response>;
 }

@@ -166,7 +166,7 @@ export default definePlugin({
       mode: "http",
       routes: [
         { path: "/sse", methods: ["GET"], handle: connect },
-        { path: "/messages", methods: ["POST"], rawBody: true, handle: post },
+        { path: "/messages", methods: ["POST"], rawBody: true, jsonRpc: true, handle: post },
       ],
       async close() {
         const open = [...sessions.values()];

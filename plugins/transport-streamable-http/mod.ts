@@ -456,6 +456,7 @@ export default definePlugin({
         prefix: true,
         methods: ["POST", "GET", "DELETE"],
         rawBody: true,
+        jsonRpc: true,
         handle(request, auth, read) {
           const upstream = upstreamOf(new URL(request.url).pathname);
           if (upstream === null) {

@@ -297,9 +297,14 @@ Deno.test("Streamable HTTP answers transport mistakes with 4xx that say what to 
     assert.equal(wrongType.status, 415);
     await wrongType.body?.cancel();
 
+    // Refused by the listener before the transport saw it, yet answered as JSON-RPC, as MCP is.
     const tooBig = await post(JSON.stringify({ pad: "x".repeat(4096) }));
     assert.equal(tooBig.status, 413);
-    assert.match((await tooBig.json()).error.message, /MCP_MAX_MESSAGE_BYTES/);
+    const tooBigBody = await tooBig.json();
+    assert.equal(tooBigBody.jsonrpc, "2.0");
+    assert.equal(tooBigBody.error.code, -32600);
+    assert.equal(tooBigBody.error.data.code, "payload_too_large");
+    assert.match(tooBigBody.error.message, /MCP_MAX_MESSAGE_BYTES/);
 
     const get = await fetch(`${gateway.url}/mcp`, { headers: mcpHeaders(gateway.token) });
     assert.equal(get.status, 400);
