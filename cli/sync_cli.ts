@@ -7,6 +7,7 @@
 import { type CommandIo, EXIT_USAGE, parseFlags } from "./command.ts";
 import { parseFleetConfig } from "../core/proxy/fleet_config.ts";
 import { FleetEditError } from "../core/proxy/fleet_writer.ts";
+import type { ResolveHost } from "../core/sync/private_address.ts";
 import { RegistryError } from "../core/sync/registry_client.ts";
 import { applySyncResult, planFromRegistry, type SyncResult } from "../core/sync/sync_run.ts";
 
@@ -37,7 +38,8 @@ Options:
   -h, --help            Show this help`;
 
 /** Where the CLI writes. */
-export type SyncIo = CommandIo;
+/** The command's I/O, and (for tests) the resolver remote hosts are looked up with. */
+export type SyncIo = CommandIo & { resolveHost?: ResolveHost };
 
 /** Runs `sync` with `args`; returns the exit code. */
 export async function runSyncCommand(args: string[], io: SyncIo): Promise<number> {
@@ -80,6 +82,7 @@ export async function runSyncCommand(args: string[], io: SyncIo): Promise<number
       fleetPath,
       env: io.env,
       timeoutMs: timeout * 1000,
+      ...(io.resolveHost ? { resolveHost: io.resolveHost } : {}),
       ...(values.full ? { full: true } : {}),
       ...(values.search ? { search: values.search } : {}),
       ...(values.include ? { include: values.include } : {}),

@@ -2,10 +2,12 @@
  * Whether a URL points into the gateway's own network: loopback, link-local (the cloud metadata
  * address 169.254.169.254 among them), private and unique-local ranges. The host is read through
  * the WHATWG URL parser first, so the odd spellings of an IP literal (`0x7f.1`, `2130706433`,
- * `[::ffff:127.0.0.1]`) are checked as the address they are. Names are not resolved: a hostname
- * is judged only when it is `localhost` or under `.localhost`.
+ * `[::ffff:127.0.0.1]`) are checked as the address they are. A name is judged here only when it
+ * is `localhost` or under `.localhost`; what other names resolve to is checked by
+ * {@link privateNamesOf} before a sync maps its entries.
  * @module
  */
+import { type Clock, deadline, systemClock } from "../support/clock.ts";
 
 /** IPv4 ranges as [first octets as a 32-bit number, prefix length, what it is]. */
 const V4: [number, number, string][] = [
@@ -78,4 +80,66 @@ export function privateAddressOf(url: string): { host: string; kind: string } | 
   const v4 = parseV4(host);
   const kind = v4 === undefined ? undefined : v4Kind(v4);
   return kind ? { host, kind } : undefined;
+}
+
+/** What kind of address in the gateway's own network an IP address (v4 or v6 text) is. */
+export function privateIpKind(ip: string): string | undefined {
+  const host = ip.includes(":") ? `[${ip}]` : ip;
+  return privateAddressOf(`http://${host}/`)?.kind;
+}
+
+/** Looks a name up: its IPv4 and IPv6 addresses (none when it does not resolve). */
+export type ResolveHost = (host: string, signal: AbortSignal) => Promise<string[]>;
+
+/** The system's resolver (`Deno.resolveDns`), A and AAAA records. */
+export const systemResolveHost: ResolveHost = async (host, signal) => {
+  const records = await Promise.all(
+    (["A", "AAAA"] as const).map((type) =>
+      Deno.resolveDns(host, type, { signal }).catch(() => [] as string[])
+    ),
+  );
+  return records.flat();
+};
+
+/** How long the names of one sync may take to resolve, in all. */
+const RESOLVE_MS = 3000;
+
+/**
+ * The names among `urls`' hosts that resolve to an address inside the gateway's own network, with
+ * the first such address and its kind: a registry may not reach the gateway's network through a
+ * DNS name either. A name that does not resolve (or not within the bound) is not in the map: the
+ * upstream cannot be reached through it now, and a later answer is the connect's own.
+ */
+export async function privateNamesOf(
+  urls: Iterable<string>,
+  resolve: ResolveHost = systemResolveHost,
+  clock: Clock = systemClock,
+): Promise<Map<string, { address: string; kind: string }>> {
+  const names = new Set<string>();
+  for (const url of urls) {
+    const parsed = URL.parse(url);
+    if (parsed === null || privateAddressOf(url) !== undefined) continue;
+    const host = parsed.hostname.toLowerCase().replace(/\.+$/, "");
+    // IP literals were judged already; only names are looked up.
+    if (host.startsWith("[") || /^[\d.]+$/.test(host)) continue;
+    names.add(host);
+  }
+  const found = new Map<string, { address: string; kind: string }>();
+  if (names.size === 0) return found;
+  const limit = deadline(clock, RESOLVE_MS);
+  try {
+    await Promise.race([
+      Promise.all([...names].map(async (host) => {
+        const addresses = await resolve(host, limit.signal).catch(() => [] as string[]);
+        for (const address of addresses) {
+          const kind = privateIpKind(address);
+          if (kind) return void found.set(host, { address, kind });
+        }
+      })),
+      limit.expired,
+    ]);
+  } finally {
+    limit.cancel();
+  }
+  return found;
 }

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { privateAddressOf } from "./private_address.ts";
+import { ManualClock } from "../support/clock.ts";
+import { privateAddressOf, privateIpKind, privateNamesOf } from "./private_address.ts";
 
 Deno.test("privateAddressOf names loopback, link-local and private hosts, in every spelling", () => {
   const cases: [string, string, string][] = [
@@ -39,4 +40,33 @@ Deno.test("privateAddressOf leaves public addresses and names alone", () => {
   ) {
     assert.equal(privateAddressOf(url), undefined, url);
   }
+});
+
+Deno.test("An address as a resolver prints it is judged as its literal would be", () => {
+  assert.equal(
+    privateIpKind("169.254.169.254"),
+    "a link-local address (where cloud metadata services answer)",
+  );
+  assert.equal(privateIpKind("10.1.2.3"), "a private address");
+  assert.equal(privateIpKind("fd00::7"), "a unique-local address");
+  assert.equal(privateIpKind("::ffff:127.0.0.1"), "a loopback address");
+  assert.equal(privateIpKind("93.184.216.34"), undefined);
+  assert.equal(privateIpKind("2606:2800:220:1:248:1893:25c8:1946"), undefined);
+});
+
+Deno.test("Names that never answer cost a sync the resolve bound, then count as not inside", async () => {
+  const clock = new ManualClock();
+  const looked: string[] = [];
+  const pending = privateNamesOf(
+    ["https://slow.example.test/mcp", "http://10.0.0.1/mcp", "https://slow.example.test/other"],
+    (host) => {
+      looked.push(host);
+      return new Promise(() => {});
+    },
+    clock,
+  );
+  clock.advance(3000);
+  assert.deepEqual([...(await pending)], []);
+  // Literals are judged without a lookup; each name is looked up once.
+  assert.deepEqual(looked, ["slow.example.test"]);
 });

@@ -51,6 +51,8 @@ export interface MappingOptions {
   dataDir: string;
   /** `MCP_SYNC_ALLOW_PRIVATE`: remote URLs may point at loopback, link-local or private hosts. */
   allowPrivate?: boolean;
+  /** Remote hosts (names) found to resolve into the gateway's own network, with the address. */
+  privateNames?: ReadonlyMap<string, { address: string; kind: string }>;
 }
 
 const MAX_SLUG = 48;
@@ -132,9 +134,15 @@ function mapServer(detail: ServerDetail, id: string, options: MappingOptions): M
   if (remote) {
     const url = checkRemoteUrl(remote.url, "remote url");
     const inside = privateAddressOf(url);
-    if (inside && !options.allowPrivate) {
+    const named = options.privateNames?.get(
+      new URL(url).hostname.toLowerCase().replace(/\.+$/, ""),
+    );
+    if ((inside || named) && !options.allowPrivate) {
+      const where = inside
+        ? `remote url host ${inside.host} is ${inside.kind}`
+        : `remote url host ${new URL(url).hostname} resolves to ${named!.address}, ${named!.kind}`;
       throw new OutsideTextError(
-        `remote url host ${inside.host} is ${inside.kind}, inside the gateway's own network; ` +
+        `${where}, inside the gateway's own network; ` +
           "a registry may not point the gateway there (set MCP_SYNC_ALLOW_PRIVATE=true to allow it)",
       );
     }

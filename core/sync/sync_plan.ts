@@ -88,6 +88,8 @@ export interface PlanOptions {
   dataDir?: string;
   /** `MCP_SYNC_ALLOW_PRIVATE=true`: registry remotes may point at private and loopback hosts. */
   allowPrivate?: boolean;
+  /** Remote hosts (names) that resolve into the gateway's own network (`privateNamesOf`). */
+  privateNames?: ReadonlyMap<string, { address: string; kind: string }>;
 }
 
 /** The marker comment of a proposal, without its `#`: the registry's, else discovery's. */
@@ -162,6 +164,7 @@ export function planSync(text: string, listing: RegistryListing, options: PlanOp
     allow: options.allow ?? new Set<string>(),
     dataDir: options.dataDir ?? ".agent33/servers",
     ...(options.allowPrivate ? { allowPrivate: true } : {}),
+    ...(options.privateNames ? { privateNames: options.privateNames } : {}),
   };
   const latest = latestByName(valid.filter((s) => keep(s.server.name)));
   for (const { server: detail, status } of latest) {

@@ -6,6 +6,7 @@
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { syncEnvAllow } from "../proxy/fleet_origin.ts";
+import { privateNamesOf, type ResolveHost } from "./private_address.ts";
 import { readRegistry, type RegistryQuery } from "./registry_client.ts";
 import { applyProposals } from "./sync_apply.ts";
 import { planSync, type SyncPlan } from "./sync_plan.ts";
@@ -26,6 +27,8 @@ export interface SyncOptions {
   timeoutMs?: number;
   fetch?: typeof fetch;
   signal?: AbortSignal;
+  /** Looks up remote hosts' addresses (the system's resolver by default). */
+  resolveHost?: ResolveHost;
 }
 
 /** What one sync found. */
@@ -52,6 +55,15 @@ export async function planFromRegistry(options: SyncOptions): Promise<SyncResult
   if (options.fetch) query.fetch = options.fetch;
   if (options.signal) query.signal = options.signal;
   const listing = await readRegistry(options.registry, query);
+  const allowPrivate = options.env.MCP_SYNC_ALLOW_PRIVATE === "true";
+  // Names are looked up before the mapping judges them: a registry's DNS name may point inside.
+  const privateNames = allowPrivate ? undefined : await privateNamesOf(
+    listing.servers.flatMap(({ server }) =>
+      (Array.isArray(server.remotes) ? server.remotes : [])
+        .map((r) => r?.url).filter((u): u is string => typeof u === "string")
+    ),
+    options.resolveHost,
+  );
   const text = options.fleetText ??
     await Deno.readTextFile(options.fleetPath).catch((error) => {
       if (error instanceof Deno.errors.NotFound) return "";
@@ -63,7 +75,8 @@ export async function planFromRegistry(options: SyncOptions): Promise<SyncResult
     allow: syncEnvAllow(options.env),
     trusted: trustedRegistry(options.registry, options.env),
     dataDir: syncDataDir(options.env),
-    ...(options.env.MCP_SYNC_ALLOW_PRIVATE === "true" ? { allowPrivate: true } : {}),
+    ...(allowPrivate ? { allowPrivate: true } : {}),
+    ...(privateNames ? { privateNames } : {}),
     ...(options.include ? { include: options.include } : {}),
   });
   return {

@@ -7,6 +7,8 @@
 import assert from "node:assert/strict";
 import { runSyncCommand } from "../../cli/sync_cli.ts";
 import { candidateProposals } from "../../core/sync/discovery_service.ts";
+import type { ResolveHost } from "../../core/sync/private_address.ts";
+import { startDnsServer } from "../support/dns_server.ts";
 import { writeFleet } from "../support/fleet.ts";
 
 const META = "io.modelcontextprotocol.registry/official";
@@ -24,11 +26,12 @@ const INSIDE: [string, string][] = [
   ["http://localhost:3000/mcp", "localhost"],
 ];
 
+const entry = (name: string, url: string) => ({
+  server: { name, version: "1.0.0", remotes: [{ type: "streamable-http", url }] },
+  _meta: { [META]: { status: "active", isLatest: true, updatedAt: "2025-09-01T00:00:00Z" } },
+});
+
 function listing() {
-  const entry = (name: string, url: string) => ({
-    server: { name, version: "1.0.0", remotes: [{ type: "streamable-http", url }] },
-    _meta: { [META]: { status: "active", isLatest: true, updatedAt: "2025-09-01T00:00:00Z" } },
-  });
   return {
     servers: [
       ...INSIDE.map(([url], i) => entry(`io.github.evil/inside-${i}`, url)),
@@ -38,10 +41,14 @@ function listing() {
   };
 }
 
-async function syncAgainstHostileRegistry(env: Record<string, string>) {
+async function syncAgainstHostileRegistry(
+  env: Record<string, string>,
+  served: unknown = listing(),
+  resolveHost?: ResolveHost,
+) {
   const registry = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen() {} },
-    () => Response.json(listing()),
+    () => Response.json(served),
   );
   const fleet = await writeFleet("proxy_servers: []\n");
   let out = "";
@@ -49,7 +56,12 @@ async function syncAgainstHostileRegistry(env: Record<string, string>) {
   try {
     const code = await runSyncCommand(
       ["--registry", `http://127.0.0.1:${registry.addr.port}`, "--config", fleet.path, "--json"],
-      { out: (t) => out += t, err: (t) => err += t + "\n", env },
+      {
+        out: (t) => out += t,
+        err: (t) => err += t + "\n",
+        env,
+        ...(resolveHost ? { resolveHost } : {}),
+      },
     );
     assert.equal(code, 0, err);
     return JSON.parse(out) as {
@@ -96,4 +108,53 @@ Deno.test("Discovery proposes a server on a private address with a visible warni
   assert.match(by("lan/printer").warning!, /host 192\.168\.1\.9 is a private address/);
   assert.match(by("lan/odd").warning!, /host 10\.0\.0\.1 is a private address/);
   assert.equal(by("web/public").warning, undefined);
+});
+
+/** Names an attacker's DNS points into the gateway's network, and two it does not. */
+const NAMED: Record<string, string[]> = {
+  "meta.evil.test": ["169.254.169.254"],
+  "lan.evil.test": ["93.184.216.34", "10.0.0.5"],
+  "six.evil.test": ["fd00::7"],
+  "public.example.test": ["93.184.216.34"],
+};
+
+async function syncWithNames(env: Record<string, string>) {
+  const dns = await startDnsServer(NAMED);
+  try {
+    const servers = [
+      ...Object.keys(NAMED).map((host) => entry(`io.github.x/${host}`, `https://${host}/mcp`)),
+      entry("io.github.x/unresolved", "https://nowhere.example.test/mcp"),
+    ];
+    return await syncAgainstHostileRegistry(
+      env,
+      { servers, metadata: { count: servers.length } },
+      dns.resolveHost,
+    );
+  } finally {
+    await dns.close();
+  }
+}
+
+Deno.test("Sync refuses registry remotes whose DNS name resolves into the gateway's own network, naming the address", async () => {
+  const plan = await syncWithNames({});
+  assert.deepEqual(plan.proposals.map((p) => p.entry?.url).sort(), [
+    "https://nowhere.example.test/mcp",
+    "https://public.example.test/mcp",
+  ]);
+  const reason = (host: string) =>
+    plan.skipped.find((s) => s.name === `io.github.x/${host}`)?.reason ?? `${host} not refused`;
+  assert.match(
+    reason("meta.evil.test"),
+    /remote url host meta\.evil\.test resolves to 169\.254\.169\.254, a link-local address/,
+  );
+  assert.match(reason("lan.evil.test"), /resolves to 10\.0\.0\.5, a private address/);
+  assert.match(reason("six.evil.test"), /resolves to fd00::7, a unique-local address/);
+  for (const host of ["meta.evil.test", "lan.evil.test", "six.evil.test"]) {
+    assert.match(reason(host), /MCP_SYNC_ALLOW_PRIVATE=true/);
+  }
+});
+
+Deno.test("MCP_SYNC_ALLOW_PRIVATE=true lets registry remotes use names that resolve inside too", async () => {
+  const plan = await syncWithNames({ MCP_SYNC_ALLOW_PRIVATE: "true" });
+  assert.equal(plan.proposals.length, 5);
 });
