@@ -37,6 +37,7 @@ import {
   upstreamOf,
 } from "./session_requests.ts";
 import {
+  pathNotFound,
   rpcError,
   sameCaller,
   sessionForbidden,
@@ -460,11 +461,7 @@ export default definePlugin({
         handle(request, auth, read) {
           const upstream = upstreamOf(new URL(request.url).pathname);
           if (upstream === null) {
-            return Promise.resolve(rpcError(
-              404,
-              -32001,
-              "Not found: use /mcp for the whole gateway or /mcp/<server_id> for one upstream",
-            ));
+            return Promise.resolve(pathNotFound());
           }
           const id = request.headers.get("mcp-session-id");
           if (id === null) {

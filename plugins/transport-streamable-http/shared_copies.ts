@@ -58,6 +58,15 @@ export function rpcError(status: number, code: number, message: string): Respons
   return Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, { status });
 }
 
+/** The 404 of a path under /mcp that names no upstream. */
+export function pathNotFound(): Response {
+  return rpcError(
+    404,
+    -32001,
+    "Not found: use /mcp for the whole gateway or /mcp/<server_id> for one upstream",
+  );
+}
+
 /** The 404 of an unknown, expired or closed session. */
 export function sessionNotFound(): Response {
   return rpcError(
