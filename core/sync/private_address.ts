@@ -37,7 +37,7 @@ function parseV4(host: string): number | undefined {
 }
 
 /** The 8 groups of a normalised IPv6 literal (as the URL parser prints it, without brackets). */
-function parseV6(host: string): number[] | undefined {
+export function parseV6(host: string): number[] | undefined {
   const [head = "", tail] = host.split("::");
   const groups = (s: string) => (s === "" ? [] : s.split(":").map((g) => parseInt(g, 16)));
   const left = groups(head);
@@ -65,10 +65,8 @@ function v6Kind(g: number[]): string | undefined {
  * "a private address", …), with the normalised host; undefined for a public host or a name.
  */
 export function privateAddressOf(url: string): { host: string; kind: string } | undefined {
-  const parsed = URL.parse(url);
-  if (parsed === null) return undefined;
-  // A trailing dot names the same host (an absolute DNS name).
-  const host = parsed.hostname.toLowerCase().replace(/\.+$/, "");
+  const host = hostOf(url);
+  if (host === undefined) return undefined;
   if (host === "localhost" || host.endsWith(".localhost")) {
     return { host, kind: "a loopback name" };
   }
@@ -80,6 +78,12 @@ export function privateAddressOf(url: string): { host: string; kind: string } | 
   const v4 = parseV4(host);
   const kind = v4 === undefined ? undefined : v4Kind(v4);
   return kind ? { host, kind } : undefined;
+}
+
+/** The host of `url` as the URL parser normalises it, lower-case, without a trailing dot. */
+export function hostOf(url: string): string | undefined {
+  // A trailing dot names the same host (an absolute DNS name).
+  return URL.parse(url)?.hostname.toLowerCase().replace(/\.+$/, "");
 }
 
 /** What kind of address in the gateway's own network an IP address (v4 or v6 text) is. */
@@ -117,10 +121,9 @@ export async function privateNamesOf(
 ): Promise<Map<string, { address: string; kind: string }>> {
   const names = new Set<string>();
   for (const url of urls) {
-    const parsed = URL.parse(url);
-    if (parsed === null || privateAddressOf(url) !== undefined) continue;
-    const host = parsed.hostname.toLowerCase().replace(/\.+$/, "");
-    // IP literals were judged already; only names are looked up.
+    const host = hostOf(url);
+    // IP literals are judged by privateAddressOf; only names are looked up.
+    if (host === undefined || privateAddressOf(url) !== undefined) continue;
     if (host.startsWith("[") || /^[\d.]+$/.test(host)) continue;
     names.add(host);
   }

@@ -12,7 +12,7 @@
  * @module
  */
 import { isGatewayVariable } from "../proxy/interpolate.ts";
-import { privateAddressOf } from "./private_address.ts";
+import { hostOf, privateAddressOf } from "./private_address.ts";
 import {
   checkOutsideText,
   checkRemoteUrl,
@@ -134,13 +134,12 @@ function mapServer(detail: ServerDetail, id: string, options: MappingOptions): M
   if (remote) {
     const url = checkRemoteUrl(remote.url, "remote url");
     const inside = privateAddressOf(url);
-    const named = options.privateNames?.get(
-      new URL(url).hostname.toLowerCase().replace(/\.+$/, ""),
-    );
+    const host = hostOf(url)!;
+    const named = options.privateNames?.get(host);
     if ((inside || named) && !options.allowPrivate) {
       const where = inside
         ? `remote url host ${inside.host} is ${inside.kind}`
-        : `remote url host ${new URL(url).hostname} resolves to ${named!.address}, ${named!.kind}`;
+        : `remote url host ${host} resolves to ${named!.address}, ${named!.kind}`;
       throw new OutsideTextError(
         `${where}, inside the gateway's own network; ` +
           "a registry may not point the gateway there (set MCP_SYNC_ALLOW_PRIVATE=true to allow it)",

@@ -120,7 +120,8 @@ class ProtoWriter {
   bytes(bytes: Uint8Array): void {
     const n = bytes.length;
     this.room(n);
-    // One set() at any length: a byte loop cost more instructions from about 8 bytes on.
+    // One set() at any length: measured, a byte loop for fields up to 64 bytes (most of a
+    // span's) cost more instructions in all than set() on every field.
     this.buf.set(bytes, this.pos);
     this.pos += n;
   }

@@ -6,7 +6,7 @@
  */
 import dgram from "node:dgram";
 import type { Buffer } from "node:buffer";
-import type { ResolveHost } from "../../core/sync/private_address.ts";
+import { parseV6, type ResolveHost } from "../../core/sync/private_address.ts";
 
 /** A running server: its port, a resolver asking it, and how to stop it. */
 export interface DnsServer {
@@ -15,15 +15,10 @@ export interface DnsServer {
   close(): Promise<void>;
 }
 
-/** The address bytes of an IPv4 or (full or `::`-compressed) IPv6 address. */
+/** The address bytes of an IPv4 or IPv6 address (as the URL parser prints it). */
 function addressBytes(address: string): number[] {
   if (!address.includes(":")) return address.split(".").map(Number);
-  const [head = "", tail = ""] = address.split("::");
-  const groups = (s: string) => (s === "" ? [] : s.split(":").map((g) => parseInt(g, 16)));
-  const left = groups(head);
-  const right = groups(tail);
-  const all = [...left, ...Array(8 - left.length - right.length).fill(0), ...right];
-  return all.flatMap((g) => [g >> 8, g & 0xff]);
+  return (parseV6(address) ?? []).flatMap((g) => [g >> 8, g & 0xff]);
 }
 
 /** Starts a server answering `names` (a lower-case name → its addresses). */
