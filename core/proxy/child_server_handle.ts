@@ -29,6 +29,7 @@ import type { EventBus } from "../bus/event_bus.ts";
 import type { GatewayEvent } from "../bus/events.ts";
 import { LogRateWindow } from "../support/log_rate_window.ts";
 import type { Logger } from "../support/logger.ts";
+import { redactCut } from "../support/redact.ts";
 import { GATEWAY_INFO } from "../support/version.ts";
 import { CircuitBreaker } from "./circuit_breaker.ts";
 import { counted, failureClass, isFailedResult, isUpstreamFault } from "./failure_class.ts";
@@ -660,6 +661,8 @@ export class ChildServerHandle implements UpstreamHandle {
       // (an upstream may send as many and as large as it likes).
       if (!this.#unrelayedLogs.admit()) return;
       const data = JSON.stringify(n.params.data) ?? "";
+      // Redacted before the cut, so a secret crossing it leaves no prefix behind.
+      const shown = redactCut(data, UNRELAYED_LOG_CHARS);
       this.#log.info(
         "ambiguous" in target
           ? `upstream log not relayed: calls from ${target.ambiguous} sessions are in flight ` +
@@ -668,8 +671,8 @@ export class ChildServerHandle implements UpstreamHandle {
         {
           level: n.params.level,
           data: data.length > UNRELAYED_LOG_CHARS
-            ? `${data.slice(0, UNRELAYED_LOG_CHARS)}… (${data.length} characters, cut)`
-            : data,
+            ? `${shown}… (${data.length} characters, cut)`
+            : shown,
         },
       );
     });

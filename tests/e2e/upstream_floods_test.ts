@@ -134,3 +134,33 @@ Deno.test("An upstream's log messages that reach no caller are logged at most 20
     await fleet.remove();
   }
 });
+
+Deno.test("A credential crossing the cut of an unrelayed log message leaves no prefix in the log", async () => {
+  const fleet = await writeFleet(`proxy_servers:${faultServer("chatty")}`);
+  const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
+  const token = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8";
+  try {
+    await gateway.kernel.fleetStarted;
+    const client = await connectHttp(gateway);
+    try {
+      // The data's JSON is `"1 <pad> <token>x…"`: the token starts 12 characters before the cut,
+      // so cut first, "ghp_A1b2C3d4" would be too short to look like a credential any more.
+      await client.callTool({
+        name: "chatty__log_after",
+        arguments: { count: 1, bytes: 100, text: `${"y".repeat(2000 - 12 - 4)} ${token}` },
+      });
+    } finally {
+      await client.close();
+    }
+    const started = Date.now();
+    const line = () => gateway.logs.find((l) => l.includes("upstream log not relayed"));
+    while (line() === undefined && Date.now() - started < 30_000) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.match(line()!, /characters, cut\)/);
+    assert.doesNotMatch(line()!, /ghp_A1b2/);
+  } finally {
+    await gateway.stop();
+    await fleet.remove();
+  }
+});
