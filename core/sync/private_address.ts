@@ -106,19 +106,22 @@ export const systemResolveHost: ResolveHost = async (host, signal) => {
 };
 
 /** How long the names of one sync may take to resolve, in all. */
-const RESOLVE_MS = 3000;
+export const RESOLVE_MS = 3000;
+/** Lookups in flight at once: a registry listing thousands of names must not flood the resolver. */
+export const RESOLVE_CONCURRENCY = 16;
 
 /**
- * The names among `urls`' hosts that resolve to an address inside the gateway's own network, with
- * the first such address and its kind: a registry may not reach the gateway's network through a
- * DNS name either. A name that does not resolve (or not within the bound) is not in the map: the
- * upstream cannot be reached through it now, and a later answer is the connect's own.
+ * The names among `urls`' hosts that a registry may not point the gateway at, each with why (the
+ * address inside the gateway's own network it resolves to, or that its lookup did not finish
+ * within {@link RESOLVE_MS}): a registry may not reach the gateway's network through a DNS name
+ * either, nor hide one behind a slow answer or a thousand other names. A name that does not
+ * resolve is not in the map: nothing can be reached through it now.
  */
 export async function privateNamesOf(
   urls: Iterable<string>,
   resolve: ResolveHost = systemResolveHost,
   clock: Clock = systemClock,
-): Promise<Map<string, { address: string; kind: string }>> {
+): Promise<Map<string, string>> {
   const names = new Set<string>();
   for (const url of urls) {
     const host = hostOf(url);
@@ -127,22 +130,38 @@ export async function privateNamesOf(
     if (host.startsWith("[") || /^[\d.]+$/.test(host)) continue;
     names.add(host);
   }
-  const found = new Map<string, { address: string; kind: string }>();
-  if (names.size === 0) return found;
+  const found = new Map<string, string>();
+  const waiting = [...names];
+  const unchecked = new Set(names);
+  if (waiting.length === 0) return found;
   const limit = deadline(clock, RESOLVE_MS);
+  const lookUp = async () => {
+    for (let host = waiting.shift(); host !== undefined; host = waiting.shift()) {
+      const addresses = await resolve(host, limit.signal).catch(() => [] as string[]);
+      if (limit.signal.aborted) return;
+      unchecked.delete(host);
+      for (const address of addresses) {
+        const kind = privateIpKind(address);
+        if (kind) {
+          found.set(host, `resolves to ${address}, ${kind}, inside the gateway's own network`);
+          break;
+        }
+      }
+    }
+  };
   try {
     await Promise.race([
-      Promise.all([...names].map(async (host) => {
-        const addresses = await resolve(host, limit.signal).catch(() => [] as string[]);
-        for (const address of addresses) {
-          const kind = privateIpKind(address);
-          if (kind) return void found.set(host, { address, kind });
-        }
-      })),
+      Promise.all(Array.from({ length: RESOLVE_CONCURRENCY }, lookUp)),
       limit.expired,
     ]);
   } finally {
     limit.cancel();
+  }
+  for (const host of unchecked) {
+    found.set(
+      host,
+      `could not be looked up within ${RESOLVE_MS} ms, so it may point inside the gateway's own network`,
+    );
   }
   return found;
 }

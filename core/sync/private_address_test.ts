@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { ManualClock } from "../support/clock.ts";
-import { privateAddressOf, privateIpKind, privateNamesOf } from "./private_address.ts";
+import {
+  privateAddressOf,
+  privateIpKind,
+  privateNamesOf,
+  RESOLVE_CONCURRENCY,
+  RESOLVE_MS,
+} from "./private_address.ts";
 
 Deno.test("privateAddressOf names loopback, link-local and private hosts, in every spelling", () => {
   const cases: [string, string, string][] = [
@@ -54,7 +60,7 @@ Deno.test("An address as a resolver prints it is judged as its literal would be"
   assert.equal(privateIpKind("2606:2800:220:1:248:1893:25c8:1946"), undefined);
 });
 
-Deno.test("Names that never answer cost a sync the resolve bound, then count as not inside", async () => {
+Deno.test("A name whose lookup does not finish within the bound is refused as unchecked, after the bound", async () => {
   const clock = new ManualClock();
   const looked: string[] = [];
   const pending = privateNamesOf(
@@ -65,8 +71,26 @@ Deno.test("Names that never answer cost a sync the resolve bound, then count as 
     },
     clock,
   );
-  clock.advance(3000);
-  assert.deepEqual([...(await pending)], []);
+  clock.advance(RESOLVE_MS);
+  assert.deepEqual([...(await pending)], [[
+    "slow.example.test",
+    `could not be looked up within ${RESOLVE_MS} ms, so it may point inside the gateway's own network`,
+  ]]);
   // Literals are judged without a lookup; each name is looked up once.
   assert.deepEqual(looked, ["slow.example.test"]);
+});
+
+Deno.test("A registry's many names are looked up a few at a time, every one of them", async () => {
+  let inFlight = 0;
+  let most = 0;
+  const urls = Array.from({ length: 200 }, (_, i) => `https://n${i}.example.test/mcp`);
+  const found = await privateNamesOf(urls, async (host) => {
+    most = Math.max(most, ++inFlight);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    inFlight--;
+    return host === "n150.example.test" ? ["10.9.8.7"] : ["93.184.216.34"];
+  });
+  assert.equal(most, RESOLVE_CONCURRENCY);
+  assert.deepEqual([...found.keys()], ["n150.example.test"]);
+  assert.match(found.get("n150.example.test")!, /^resolves to 10\.9\.8\.7, a private address/);
 });

@@ -51,8 +51,8 @@ export interface MappingOptions {
   dataDir: string;
   /** `MCP_SYNC_ALLOW_PRIVATE`: remote URLs may point at loopback, link-local or private hosts. */
   allowPrivate?: boolean;
-  /** Remote hosts (names) found to resolve into the gateway's own network, with the address. */
-  privateNames?: ReadonlyMap<string, { address: string; kind: string }>;
+  /** Remote hosts (names) a registry may not point at, with why ({@link privateNamesOf}). */
+  privateNames?: ReadonlyMap<string, string>;
 }
 
 const MAX_SLUG = 48;
@@ -138,10 +138,10 @@ function mapServer(detail: ServerDetail, id: string, options: MappingOptions): M
     const named = options.privateNames?.get(host);
     if ((inside || named) && !options.allowPrivate) {
       const where = inside
-        ? `remote url host ${inside.host} is ${inside.kind}`
-        : `remote url host ${host} resolves to ${named!.address}, ${named!.kind}`;
+        ? `remote url host ${inside.host} is ${inside.kind}, inside the gateway's own network`
+        : `remote url host ${host} ${named}`;
       throw new OutsideTextError(
-        `${where}, inside the gateway's own network; ` +
+        `${where}; ` +
           "a registry may not point the gateway there (set MCP_SYNC_ALLOW_PRIVATE=true to allow it)",
       );
     }

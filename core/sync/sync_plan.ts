@@ -88,8 +88,8 @@ export interface PlanOptions {
   dataDir?: string;
   /** `MCP_SYNC_ALLOW_PRIVATE=true`: registry remotes may point at private and loopback hosts. */
   allowPrivate?: boolean;
-  /** Remote hosts (names) that resolve into the gateway's own network (`privateNamesOf`). */
-  privateNames?: ReadonlyMap<string, { address: string; kind: string }>;
+  /** Remote hosts (names) a registry may not point at, with why (`privateNamesOf`). */
+  privateNames?: ReadonlyMap<string, string>;
 }
 
 /** The marker comment of a proposal, without its `#`: the registry's, else discovery's. */
