@@ -50,6 +50,8 @@ async function syncAgainstHostileRegistry(
     { hostname: "127.0.0.1", port: 0, onListen() {} },
     () => Response.json(served),
   );
+  // Without a table of names, a DNS server of the test's own where none resolves, not the machine's.
+  const nowhere = resolveHost ? undefined : await startDnsServer({});
   const fleet = await writeFleet("proxy_servers: []\n");
   let out = "";
   let err = "";
@@ -60,7 +62,7 @@ async function syncAgainstHostileRegistry(
         out: (t) => out += t,
         err: (t) => err += t + "\n",
         env,
-        ...(resolveHost ? { resolveHost } : {}),
+        resolveHost: resolveHost ?? nowhere!.resolveHost,
       },
     );
     assert.equal(code, 0, err);
@@ -71,6 +73,7 @@ async function syncAgainstHostileRegistry(
   } finally {
     await fleet.remove();
     await registry.shutdown();
+    await nowhere?.close();
   }
 }
 

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { parse } from "yaml";
 import { parseFleetConfig } from "../../core/proxy/fleet_config.ts";
 import { runSyncCommand } from "../../cli/sync_cli.ts";
+import { startDnsServer } from "../support/dns_server.ts";
 import { SignJWT } from "jose";
 import { writeFleet } from "../support/fleet.ts";
 import { connectHttp, startGateway } from "../support/gateway.ts";
@@ -162,12 +163,20 @@ const ALLOWED = { WEATHER_API_KEY: "k", MCP_SYNC_ENV_ALLOW: "WEATHER_API_KEY,WEA
 async function sync(args: string[], env: Record<string, string> = {}) {
   let out = "";
   let err = "";
-  const code = await runSyncCommand(args, {
-    out: (text) => out += text,
-    err: (text) => err += text + "\n",
-    env: { ...ALLOWED, ...env },
-  });
-  return { code, out, err };
+  // Remote names are looked up on a DNS server of the test's own (none of them resolves), not the
+  // machine's, whose answers (or silence) are not the test's to rely on.
+  const dns = await startDnsServer({});
+  try {
+    const code = await runSyncCommand(args, {
+      out: (text) => out += text,
+      err: (text) => err += text + "\n",
+      env: { ...ALLOWED, ...env },
+      resolveHost: dns.resolveHost,
+    });
+    return { code, out, err };
+  } finally {
+    await dns.close();
+  }
 }
 
 Deno.test("Sync reads every page (nextCursor and next_cursor) and proposes add, update, disable and remove", async () => {
