@@ -40,23 +40,20 @@ async function startSink(): Promise<{ url: string; stop(): void }> {
 /** One call's spans, as the bridge and the pipeline make them for a proxied tool. */
 function tracedCall(tracer: OtlpTracer, shared: ReturnType<OtlpTracer["shared"]>, i: number) {
   const meta = { traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" };
-  const span = tracer.request("tools/call everything__echo", { meta }, shared, {
-    "mcp.method.name": "tools/call",
-    "jsonrpc.request.id": String(i),
-    "gen_ai.tool.name": "everything__echo",
-  });
+  const span = tracer.request("tools/call", "everything__echo", meta, undefined, shared);
+  span.set("mcp.method.name", "tools/call");
+  span.set("jsonrpc.request.id", String(i));
+  span.set("gen_ai.tool.name", "everything__echo");
   const governance = span.child("governance");
   governance.set("agent33.verdict", "allow");
   governance.end();
   span.set("agent33.verdict", "allow");
   span.set("agent33.upstream", "everything");
   span.set("agent33.breaker.state", "CLOSED");
-  const upstream = span.child("tools/call echo", {
-    "mcp.method.name": "tools/call",
-    "gen_ai.tool.name": "echo",
-    "agent33.upstream": "everything",
-    "agent33.upstream.transport": "stdio",
-  }, "client");
+  const upstream = span.child("tools/call", { "gen_ai.tool.name": "echo" }, "client", "echo");
+  upstream.set("mcp.method.name", "tools/call");
+  upstream.set("agent33.upstream", "everything");
+  upstream.set("agent33.upstream.transport", "stdio");
   if (!upstream.carrier().traceparent) throw new Error("no traceparent");
   upstream.end();
   span.set("agent33.outcome", "ok");

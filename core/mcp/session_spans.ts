@@ -8,7 +8,6 @@ import type { SessionInfo } from "../plugin_api/mod.ts";
 import type {
   GatewayTracer,
   SharedAttributes,
-  SpanValue,
   TraceSpan,
   Tracing,
 } from "../tracing/gateway_tracer.ts";
@@ -44,23 +43,22 @@ export function sessionSpans(
     }
     return sessionSpanAttributes.shared;
   };
-  const spanAttributes = (method: string, extra: HandlerExtra): Record<string, SpanValue> => ({
-    "mcp.method.name": method,
-    "jsonrpc.request.id": String(extra.requestId),
-  });
+  // Attributes set one by one into the span's slot, the name kept in two parts: no object or
+  // string is built for a traced request.
   const toolCall = (called: string, meta: unknown, extra: HandlerExtra) => {
     const tracer = tracing?.tracer;
-    return tracer === undefined ? undefined : tracer.request(
-      `tools/call ${called}`,
-      { meta, requestInfo: extra.requestInfo },
+    if (tracer === undefined) return undefined;
+    const span = tracer.request(
+      "tools/call",
+      called,
+      meta,
+      extra.requestInfo,
       sessionAttributes(tracer),
-      // One literal, not spanAttributes() spread into another: an object fewer per traced call.
-      {
-        "mcp.method.name": "tools/call",
-        "jsonrpc.request.id": String(extra.requestId),
-        "gen_ai.tool.name": called,
-      },
     );
+    span.set("mcp.method.name", "tools/call");
+    span.set("jsonrpc.request.id", String(extra.requestId));
+    span.set("gen_ai.tool.name", called);
+    return span;
   };
   if (tracing === undefined) return { toolCall };
   // Every request but tools/call (whose span the tools handler makes) gets a span here.
@@ -70,10 +68,13 @@ export function sessionSpans(
     const p = params as { _meta?: unknown; uri?: unknown; name?: unknown } | undefined;
     const span = tracer.request(
       method,
-      { meta: p?._meta, requestInfo: extra.requestInfo },
+      undefined,
+      p?._meta,
+      extra.requestInfo,
       sessionAttributes(tracer),
-      spanAttributes(method, extra),
     );
+    span.set("mcp.method.name", method);
+    span.set("jsonrpc.request.id", String(extra.requestId));
     if (typeof p?.uri === "string") span.set("mcp.resource.uri", p.uri.slice(0, 2048));
     if (method === "prompts/get" && typeof p?.name === "string") {
       span.set("gen_ai.prompt.name", p.name.slice(0, 256));

@@ -25,11 +25,15 @@ export interface TraceSpan {
   set(key: string, value: SpanValue | undefined): void;
   /** Marks the span failed with a stable error code (`error.type`) and a message. */
   fail(code: string, message: string): void;
-  /** Starts a child span; `client` for a call that leaves the gateway. */
+  /**
+   * Starts a child span; `client` for a call that leaves the gateway. Its name is `name`, and
+   * with a `target` (a tool, a prompt) `name target`, kept apart until encoded.
+   */
   child(
     name: string,
     attributes?: Record<string, SpanValue>,
     kind?: "internal" | "client",
+    target?: string,
   ): TraceSpan;
   /** The context a request sent from this span carries (upstream `_meta` and headers). */
   carrier(): TraceCarrier;
@@ -46,14 +50,6 @@ export interface InboundRequestInfo {
   header?(name: string): string | undefined;
 }
 
-/** Where an inbound request's trace context may come from. */
-export interface InboundContext {
-  /** The request's `params._meta` (MCP clients put `traceparent` there). */
-  meta?: unknown;
-  /** The HTTP request, when the transport is HTTP. */
-  requestInfo?: InboundRequestInfo;
-}
-
 /** Attributes shared by many spans (a session's), encoded once; made by {@link GatewayTracer.shared}. */
 export interface SharedAttributes {
   readonly attributes: Readonly<Record<string, SpanValue>>;
@@ -64,14 +60,16 @@ export interface GatewayTracer {
   /** Encodes attributes that every request of a session carries, once for the session. */
   shared(attributes: Record<string, SpanValue>): SharedAttributes;
   /**
-   * A server span for one inbound MCP request, the child of the caller's context if it sent one;
-   * it carries `shared` and its own `attributes`.
+   * A server span for one inbound MCP request named `name` (and ` target`, a tool's name), the
+   * child of the caller's context if it sent one: from the request's `params._meta` (MCP
+   * clients put `traceparent` there), else from its HTTP headers. It carries `shared`.
    */
   request(
     name: string,
-    inbound: InboundContext,
+    target: string | undefined,
+    meta: unknown,
+    requestInfo: InboundRequestInfo | undefined,
     shared: SharedAttributes,
-    attributes: Record<string, SpanValue>,
   ): TraceSpan;
   /** Exports what is buffered. */
   flush(): Promise<void>;

@@ -1,23 +1,18 @@
 /**
  * Export of finished spans over OTLP/HTTP: each span is encoded into the current batch as it
- * ends; a batch goes out when it holds {@link BATCH_SPANS} spans or {@link BATCH_DELAY_MS} after
- * its first, at most {@link MAX_IN_FLIGHT} posts at once (a post costs the sender ~150 µs plus
- * ~1 µs per KiB, so posts are few and large). Spans beyond {@link MAX_QUEUED_SPANS} waiting or
- * in flight are dropped and counted: an unreachable collector costs memory no further. Timers
- * come from the injected clock.
+ * ends; a batch goes out when it holds `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` spans (2,048) or
+ * `OTEL_BSP_SCHEDULE_DELAY` after its first (1 s), at most {@link MAX_IN_FLIGHT} posts at once
+ * (a post costs the sender ~150 µs plus ~1 µs per KiB, so posts are few and large). Spans beyond
+ * `OTEL_BSP_MAX_QUEUE_SIZE` waiting or in flight (16,384) are dropped and counted: an
+ * unreachable collector costs memory no further. Timers come from the injected clock.
  * @module
  */
 import { type Clock, deadline, type TimerHandle } from "../support/clock.ts";
 import type { Logger } from "../support/logger.ts";
-import type { FinishedSpan, SpanBatch } from "./span_batch.ts";
+import type { SpanBatch } from "./span_batch.ts";
+import type { SpanStore } from "./span_store.ts";
 import type { TracingConfig } from "./tracing_config.ts";
 
-/** Spans waiting or in flight before new ones are dropped. */
-export const MAX_QUEUED_SPANS = 16_384;
-/** Spans per export request. */
-export const BATCH_SPANS = 2048;
-/** How long a span waits for its batch to fill before it is sent anyway. */
-export const BATCH_DELAY_MS = 1000;
 /** Export requests at once. */
 export const MAX_IN_FLIGHT = 4;
 
@@ -48,16 +43,16 @@ export class SpanExporter {
     this.#batch = batch;
   }
 
-  /** Encodes a finished span into the batch; seals the batch when it is full. */
-  add(span: FinishedSpan): void {
-    if (this.#queued >= MAX_QUEUED_SPANS) {
+  /** Encodes the finished span in `slot` of `store` into the batch; seals the batch when it is full. */
+  add(store: SpanStore, slot: number): void {
+    if (this.#queued >= this.#config.maxQueuedSpans) {
       this.#dropped++;
       return;
     }
-    this.#batch.add(span);
+    this.#batch.add(store, slot);
     this.#queued++;
-    if (this.#batch.count >= BATCH_SPANS) this.#seal();
-    else this.#timer ??= this.#clock.setTimeout(() => this.#seal(), BATCH_DELAY_MS);
+    if (this.#batch.count >= this.#config.batchSpans) this.#seal();
+    else this.#timer ??= this.#clock.setTimeout(() => this.#seal(), this.#config.batchDelayMs);
   }
 
   /** Sends everything added so far and waits for the posts to settle. */
@@ -110,7 +105,8 @@ export class SpanExporter {
       this.#queued -= spans;
       if (this.#dropped > 0) {
         this.#log.warn(
-          `${this.#dropped} spans dropped: more than ${MAX_QUEUED_SPANS} were waiting for export`,
+          `${this.#dropped} spans dropped: more than ${this.#config.maxQueuedSpans} were ` +
+            "waiting for export (OTEL_BSP_MAX_QUEUE_SIZE)",
         );
         this.#dropped = 0;
       }

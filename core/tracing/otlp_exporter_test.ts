@@ -2,36 +2,31 @@ import assert from "node:assert/strict";
 import { ManualClock } from "../support/clock.ts";
 import { createLogger } from "../support/logger.ts";
 import { decodeTraceRequest } from "../../tests/support/otlp_proto.ts";
-import {
-  BATCH_DELAY_MS,
-  BATCH_SPANS,
-  MAX_IN_FLIGHT,
-  MAX_QUEUED_SPANS,
-  SpanExporter,
-} from "./otlp_exporter.ts";
+import { MAX_IN_FLIGHT, SpanExporter } from "./otlp_exporter.ts";
 import { ProtobufBatch } from "./otlp_protobuf.ts";
-import type { FinishedSpan } from "./span_batch.ts";
-import { TraceId } from "./span_ids.ts";
-import { tracingConfig } from "./tracing_config.ts";
+import { recordFinished, SpanStore } from "./span_store.ts";
+import { TRACING_OFF, tracingConfig } from "./tracing_config.ts";
+
+const { batchDelayMs: BATCH_DELAY_MS, batchSpans: BATCH_SPANS, maxQueuedSpans: MAX_QUEUED_SPANS } =
+  TRACING_OFF;
 
 const RESOURCE = { attributes: { "service.name": "t" }, scope: { name: "t", version: "1" } };
 
-const span = (i: number): FinishedSpan => ({
-  trace: TraceId.fromHex("4bf92f3577b34da6a3ce929d0e0e4736"),
-  idHi: 1,
-  idLo: i + 1,
-  parentHi: 0,
-  parentLo: 0,
-  traceState: undefined,
-  name: `span ${i}`,
-  kind: 1,
-  startMs: 1,
-  endMs: 2,
-  keys: [],
-  values: [],
-  shared: undefined,
-  error: undefined,
-});
+const store = new SpanStore();
+
+/** Adds finished span `i` to `exporter`, its slot freed after as the tracer does. */
+function addSpan(exporter: SpanExporter, i: number): void {
+  const slot = recordFinished(store, {
+    trace: [0x4bf92f35, 0x77b34da6, 0xa3ce929d, 0x0e0e4736],
+    id: [1, i + 1],
+    name: `span ${i}`,
+    kind: 1,
+    startMs: 1,
+    endMs: 2,
+  });
+  exporter.add(store, slot);
+  store.free(slot);
+}
 
 /** A collector on 127.0.0.1 counting the spans it is sent; `hold` keeps every answer until released. */
 function collector(hold = false) {
@@ -61,7 +56,7 @@ Deno.test("A batch goes out when its delay passes on the injected clock, not bef
   const batch = new ProtobufBatch(RESOURCE);
   const exporter = new SpanExporter(sink.config, createLogger({ sink: () => {} }), clock, batch);
   try {
-    exporter.add(span(0));
+    addSpan(exporter, 0);
     clock.advance(BATCH_DELAY_MS - 1);
     assert.equal(batch.count, 1, "still waiting for more spans");
     clock.advance(1);
@@ -84,7 +79,7 @@ Deno.test("A full batch goes out at once, without waiting for the delay", async 
     batch,
   );
   try {
-    for (let i = 0; i < BATCH_SPANS; i++) exporter.add(span(i));
+    for (let i = 0; i < BATCH_SPANS; i++) addSpan(exporter, i);
     assert.equal(batch.count, 0);
     await sink.first;
     assert.deepEqual(sink.state, { spans: BATCH_SPANS, requests: 1, open: 0, mostOpen: 1 });
@@ -105,7 +100,7 @@ Deno.test("Spans beyond the bound, waiting on a collector that does not answer, 
     new ProtobufBatch(RESOURCE),
   );
   try {
-    for (let i = 0; i < MAX_QUEUED_SPANS + 100; i++) exporter.add(span(i));
+    for (let i = 0; i < MAX_QUEUED_SPANS + 100; i++) addSpan(exporter, i);
     await sink.first;
   } finally {
     sink.release();

@@ -5,8 +5,9 @@
  * @module
  */
 import type { SpanValue } from "./gateway_tracer.ts";
-import { type FinishedSpan, type OtlpResource, type SpanBatch, TIME_ORIGIN } from "./span_batch.ts";
-import { hex32 } from "./span_ids.ts";
+import { type OtlpResource, type SpanBatch, unixNanoWords } from "./span_batch.ts";
+import { hex32, traceHex } from "./span_ids.ts";
+import { MAX_ATTRIBUTES, type SpanStore, WORDS } from "./span_store.ts";
 
 /** Spans encoded as OTLP JSON as they end. */
 export class JsonBatch implements SpanBatch {
@@ -25,8 +26,8 @@ export class JsonBatch implements SpanBatch {
     return this.#spans.length;
   }
 
-  add(span: FinishedSpan): void {
-    this.#spans.push(jsonSpan(span));
+  add(store: SpanStore, slot: number): void {
+    this.#spans.push(jsonSpan(store, slot));
   }
 
   take(): string {
@@ -36,37 +37,48 @@ export class JsonBatch implements SpanBatch {
   }
 }
 
+const NANOS = new Uint32Array(2);
+
 /** Unix epoch nanoseconds of a performance.now() reading, as the decimal string OTLP JSON uses. */
 function unixNanos(now: number): string {
-  const ms = TIME_ORIGIN + now;
-  const whole = Math.floor(ms);
-  const nanos = Math.min(999_999, Math.round((ms - whole) * 1e6));
-  return `${whole}${String(nanos).padStart(6, "0")}`;
+  unixNanoWords(now, NANOS);
+  return String((BigInt(NANOS[1]!) << 32n) | BigInt(NANOS[0]!));
 }
 
-/** One span as OTLP JSON. */
-function jsonSpan(span: FinishedSpan): string {
-  let out = `{"traceId":"${span.trace.hex}","spanId":"${hex32(span.idHi)}${hex32(span.idLo)}"`;
-  if ((span.parentHi | span.parentLo) !== 0) {
-    out += `,"parentSpanId":"${hex32(span.parentHi)}${hex32(span.parentLo)}"`;
+/** One span as OTLP JSON, from its slot in the span store. */
+function jsonSpan(store: SpanStore, slot: number): string {
+  const ids = store.ids;
+  const at = slot * WORDS;
+  const trace = traceHex(ids[at]!, ids[at + 1]!, ids[at + 2]!, ids[at + 3]!);
+  let out = `{"traceId":"${trace}","spanId":"${hex32(ids[at + 4]!)}${hex32(ids[at + 5]!)}"`;
+  if ((ids[at + 6]! | ids[at + 7]!) !== 0) {
+    out += `,"parentSpanId":"${hex32(ids[at + 6]!)}${hex32(ids[at + 7]!)}"`;
   }
-  if (span.traceState !== undefined) out += `,"traceState":${JSON.stringify(span.traceState)}`;
-  out += `,"name":${JSON.stringify(span.name)},"kind":${span.kind},"startTimeUnixNano":"${
-    unixNanos(span.startMs)
-  }","endTimeUnixNano":"${unixNanos(span.endMs)}","attributes":[`;
+  const state = store.traceStates[slot];
+  if (state !== undefined) out += `,"traceState":${JSON.stringify(state)}`;
+  const target = store.targets[slot];
+  const name = target === undefined ? store.names[slot]! : `${store.names[slot]} ${target}`;
+  out += `,"name":${JSON.stringify(name)},"kind":${store.kinds[slot]},"startTimeUnixNano":"${
+    unixNanos(store.times[slot * 2]!)
+  }","endTimeUnixNano":"${unixNanos(store.times[slot * 2 + 1]!)}","attributes":[`;
   let own = "";
-  for (let i = 0; i < span.keys.length; i++) {
-    own += `${own === "" ? "" : ","}${jsonKeyValue(span.keys[i]!, span.values[i]!)}`;
+  const first = slot * MAX_ATTRIBUTES;
+  for (let i = first, end = first + store.counts[slot]!; i < end; i++) {
+    own += `${own === "" ? "" : ","}${jsonKeyValue(store.keys[i]!, store.values[i]!)}`;
   }
-  out += span.shared === undefined
+  const shared = store.shared[slot];
+  out += shared === undefined
     ? `${own}]`
     : own === ""
-    ? `${span.shared.json}]`
-    : `${span.shared.json},${own}]`;
+    ? `${shared.json}]`
+    : `${shared.json},${own}]`;
+  const dropped = store.dropped[slot]!;
+  if (dropped > 0) out += `,"droppedAttributesCount":${dropped}`;
   // STATUS_CODE_ERROR = 2; an unset status is every other span's.
-  out += span.error === undefined
+  const error = store.errors[slot];
+  out += error === undefined
     ? `,"status":{}}`
-    : `,"status":{"code":2,"message":${JSON.stringify(span.error)}}}`;
+    : `,"status":{"code":2,"message":${JSON.stringify(error)}}}`;
   return out;
 }
 

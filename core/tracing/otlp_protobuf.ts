@@ -2,262 +2,23 @@
  * The binary protobuf encoding of an OTLP `ExportTraceServiceRequest` (opentelemetry-proto
  * `collector/trace/v1`), for `OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf`: only the fields the
  * gateway's spans use. Each span is written, as it ends, straight into one buffer that is reused
- * batch after batch; an export copies it once behind the resource and scope. What made the first
- * encoder cost most is avoided: no per-span objects or BigInts (times are written as two 32-bit
- * words), ids as words not hex, attribute keys encoded once, and a nested message keeps one byte
- * for its length (the body moves only when it is longer than 127 bytes).
+ * batch after batch; an export copies it once behind the resource and scope. A span's fields
+ * that repeat from call to call of the same kind (its name, kind, session attributes and every
+ * attribute but the request id) are copied from a template encoded once per shape, so a span
+ * costs its ids, times and request id, and one copy (protobuf takes fields in any order).
  * @module
  */
 import type { SpanValue } from "./gateway_tracer.ts";
+import type { OtlpResource, SpanBatch } from "./span_batch.ts";
+import { type EncodedShared, MAX_ATTRIBUTES, type SpanStore, WORDS } from "./span_store.ts";
 import {
-  type FinishedSpan,
-  type OtlpResource,
-  type SpanBatch,
-  unixNanoWords,
-} from "./span_batch.ts";
-
-const utf8 = new TextEncoder();
-
-/** The bytes a varint of `value` takes. */
-function varintSize(value: number): number {
-  let n = 1;
-  // Shifts below 2³¹ (every length here); division above, where a shift would wrap.
-  if (value < 0x8000_0000) { for (; value > 0x7f; value >>>= 7) n++; }
-  else for (; value > 0x7f; value = Math.floor(value / 128)) n++;
-  return n;
-}
-
-/** Writes `value` as a varint at `at` of `buf` (room made); returns the position after it. */
-function putVarint(buf: Uint8Array, at: number, value: number): number {
-  for (; value >= 0x8000_0000; value = Math.floor(value / 128)) buf[at++] = (value & 0x7f) | 0x80;
-  for (; value > 0x7f; value >>>= 7) buf[at++] = (value & 0x7f) | 0x80;
-  buf[at++] = value;
-  return at;
-}
-
-/** A growing buffer written front to back. Tags are written as one byte: every tag here is < 128. */
-class ProtoWriter {
-  buf: Uint8Array<ArrayBuffer>;
-  view: DataView;
-  pos = 0;
-
-  constructor(size: number) {
-    this.buf = new Uint8Array(size);
-    this.view = new DataView(this.buf.buffer);
-  }
-
-  room(n: number): void {
-    if (this.pos + n <= this.buf.length) return;
-    const next = new Uint8Array(Math.max(this.buf.length * 2, this.pos + n));
-    next.set(this.buf.subarray(0, this.pos));
-    this.buf = next;
-    this.view = new DataView(next.buffer);
-  }
-
-  byte(value: number): void {
-    this.room(1);
-    this.buf[this.pos++] = value;
-  }
-
-  /** A varint; values up to 2⁵³ (8 bytes). */
-  varint(value: number): void {
-    this.room(8);
-    this.pos = putVarint(this.buf, this.pos, value);
-  }
-
-  /** Starts a length-delimited field, keeping `reserve` bytes for the length; returns where it goes. */
-  open(tag: number, reserve: number): number {
-    this.room(1 + reserve);
-    this.buf[this.pos++] = tag;
-    const at = this.pos;
-    this.pos += reserve;
-    return at;
-  }
-
-  /** Writes the length of the field opened at `at`, moving the body if it needs other than `reserve` bytes. */
-  close(at: number, reserve: number): void {
-    const size = this.pos - at - reserve;
-    const n = varintSize(size);
-    if (n !== reserve) {
-      this.room(n - reserve);
-      this.buf.copyWithin(at + n, at + reserve, this.pos);
-      this.pos += n - reserve;
-    }
-    putVarint(this.buf, at, size);
-  }
-
-  /** A string field; ASCII (nearly every string here) is copied unit by unit, the rest UTF-8 encoded. */
-  string(tag: number, value: string): void {
-    const n = value.length;
-    const start = this.pos;
-    this.room(9 + n);
-    this.buf[this.pos++] = tag;
-    this.varint(n);
-    const buf = this.buf;
-    let pos = this.pos;
-    for (let i = 0; i < n; i++) {
-      const c = value.charCodeAt(i);
-      if (c >= 0x80) {
-        this.pos = start;
-        this.#utf8(tag, value);
-        return;
-      }
-      buf[pos++] = c;
-    }
-    this.pos = pos;
-  }
-
-  #utf8(tag: number, value: string): void {
-    const most = value.length * 3;
-    const reserve = varintSize(most);
-    const at = this.open(tag, reserve);
-    this.room(most);
-    this.pos += utf8.encodeInto(value, this.buf.subarray(this.pos)).written;
-    this.close(at, reserve);
-  }
-
-  /** Bytes that are already encoded fields. */
-  bytes(bytes: Uint8Array): void {
-    const n = bytes.length;
-    this.room(n);
-    // One set() at any length: measured, a byte loop for fields up to 64 bytes (most of a
-    // span's) cost more instructions in all than set() on every field.
-    this.buf.set(bytes, this.pos);
-    this.pos += n;
-  }
-
-  /**
-   * A 32-bit word as 4 big-endian bytes (ids: their hex order). Byte stores, not DataView:
-   * inside the gateway V8 left `setUint32` a builtin call (~80 instructions) at every use.
-   */
-  word(value: number): void {
-    const buf = this.buf;
-    const at = this.pos;
-    buf[at] = value >>> 24;
-    buf[at + 1] = value >>> 16;
-    buf[at + 2] = value >>> 8;
-    buf[at + 3] = value;
-    this.pos = at + 4;
-  }
-
-  /** A 32-bit word as 4 little-endian bytes (fixed64 halves). */
-  wordLE(value: number): void {
-    const buf = this.buf;
-    const at = this.pos;
-    buf[at] = value;
-    buf[at + 1] = value >>> 8;
-    buf[at + 2] = value >>> 16;
-    buf[at + 3] = value >>> 24;
-    this.pos = at + 4;
-  }
-
-  /** A fixed64 field holding the Unix nanoseconds of a performance.now() reading. */
-  nanos(tag: number, now: number): void {
-    const [low, high] = unixNanoWords(now);
-    this.room(9);
-    this.buf[this.pos++] = tag;
-    this.wordLE(low);
-    this.wordLE(high);
-  }
-
-  /** One `KeyValue` (field tag `tag` of the enclosing message). */
-  attribute(tag: number, key: string, value: SpanValue): void {
-    if (tag === SPAN_ATTRIBUTE && typeof value === "string") {
-      const encoded = repeatedPair(key, value);
-      if (encoded !== undefined) return this.bytes(encoded);
-    }
-    this.encodeAttribute(tag, key, value);
-  }
-
-  /** One `KeyValue`, encoded field by field. */
-  encodeAttribute(tag: number, key: string, value: SpanValue): void {
-    const kv = this.open(tag, 1);
-    this.bytes(keyField(key));
-    const any = this.open(0x12, 1); // KeyValue.value
-    if (typeof value === "string") this.string(0x0a, value);
-    else if (typeof value === "boolean") {
-      this.byte(0x10);
-      this.byte(value ? 1 : 0);
-    } else if (Number.isSafeInteger(value) && value >= 0) {
-      this.byte(0x18);
-      this.varint(value);
-    } else {
-      this.byte(0x21); // double_value, fixed64
-      this.room(8);
-      this.view.setFloat64(this.pos, value, true);
-      this.pos += 8;
-    }
-    this.close(any, 1);
-    this.close(kv, 1);
-  }
-
-  /** `KeyValue` entries, in the object's order; undefined values are left out. */
-  attributes(tag: number, values: Readonly<Record<string, SpanValue>>): void {
-    for (const key in values) {
-      const value = values[key];
-      if (value !== undefined) this.attribute(tag, key, value);
-    }
-  }
-}
-
-/** Attribute keys are the gateway's own constants: each is encoded once (bounded, in case). */
-const KEYS = new Map<string, Uint8Array>();
-/** Span names repeat too (a method and a tool): each `Span.name` field is encoded once. */
-const NAMES = new Map<string, Uint8Array>();
-/** Entries per cache, and the longest text kept: a bound, whatever reaches the encoder. */
-const MAX_FIELDS = 1024;
-const MAX_FIELD_TEXT = 256;
-
-/** The string field `tag` holding `text`, encoded once into `cache` (bounded). */
-function stringField(cache: Map<string, Uint8Array>, tag: number, text: string): Uint8Array {
-  let field = cache.get(text);
-  if (field === undefined) {
-    const w = new ProtoWriter(16 + text.length * 3);
-    w.string(tag, text);
-    field = w.buf.slice(0, w.pos);
-    if (cache.size < MAX_FIELDS && text.length <= MAX_FIELD_TEXT) cache.set(text, field);
-  }
-  return field;
-}
-
-/** `KeyValue.key` (field 1) of `key`, encoded. */
-function keyField(key: string): Uint8Array {
-  return stringField(KEYS, 0x0a, key);
-}
-
-/** The field tag of `Span.attributes` (field 9, length-delimited). */
-const SPAN_ATTRIBUTE = 0x4a;
-/**
- * Span attributes whose string value repeats (a tool, an upstream, a verdict, a method), each
- * `KeyValue` encoded once: most of a span's bytes, and most of the encoder's time. A key seen
- * with more than {@link MAX_VALUES_PER_KEY} values (a request id) is never kept (null).
- */
-const PAIRS = new Map<string, Map<string, Uint8Array> | null>();
-const MAX_PAIR_KEYS = 256;
-const MAX_VALUES_PER_KEY = 64;
-const MAX_PAIR_VALUE = 256;
-
-/** The encoded `Span.attributes` entry of `key` = `value`, if it is one that repeats. */
-function repeatedPair(key: string, value: string): Uint8Array | undefined {
-  let values = PAIRS.get(key);
-  if (values === null || value.length > MAX_PAIR_VALUE) return undefined;
-  if (values === undefined) {
-    if (PAIRS.size >= MAX_PAIR_KEYS) return undefined;
-    PAIRS.set(key, values = new Map());
-  }
-  let encoded = values.get(value);
-  if (encoded === undefined) {
-    if (values.size >= MAX_VALUES_PER_KEY) {
-      PAIRS.set(key, null);
-      return undefined;
-    }
-    const w = new ProtoWriter(32 + key.length * 3 + value.length * 3);
-    w.encodeAttribute(SPAN_ATTRIBUTE, key, value);
-    encoded = w.buf.slice(0, w.pos);
-    values.set(value, encoded);
-  }
-  return encoded;
-}
+  NAMES,
+  ProtoWriter,
+  putVarint,
+  SPAN_ATTRIBUTE,
+  stringField,
+  varintSize,
+} from "./proto_writer.ts";
 
 /** Attributes as `KeyValue` fields numbered `field`, for spans to embed ({@link FinishedSpan.shared}). */
 export function encodeAttributes(
@@ -269,41 +30,142 @@ export function encodeAttributes(
   return w.buf.slice(0, w.pos);
 }
 
-/** One `Span` (field 2 of `ScopeSpans`). */
-function writeSpan(w: ProtoWriter, span: FinishedSpan): void {
+/** The one attribute whose value differs from call to call: written after the template. */
+const VARYING = "jsonrpc.request.id";
+
+/** A span's repeating fields (name, kind, shared and own attributes but {@link VARYING}), encoded. */
+interface Template {
+  readonly name: string;
+  readonly target: string | undefined;
+  readonly kind: number;
+  readonly shared: EncodedShared | undefined;
+  readonly dropped: number;
+  readonly keys: readonly string[];
+  readonly values: readonly SpanValue[];
+  readonly bytes: Uint8Array;
+}
+
+/** Templates by the span's target (else its name), a few per key; bounded like every cache here. */
+const TEMPLATES = new Map<string, Template[]>();
+const MAX_TEMPLATE_KEYS = 1024;
+const TEMPLATES_PER_KEY = 4;
+const MAX_TEMPLATE_VALUE = 256;
+
+/** Whether `template` is the encoding of `slot`'s repeating fields. */
+function matches(template: Template, store: SpanStore, slot: number, first: number, end: number) {
+  if (
+    template.name !== store.names[slot] || template.target !== store.targets[slot] ||
+    template.kind !== store.kinds[slot] || template.shared !== store.shared[slot] ||
+    template.dropped !== store.dropped[slot]
+  ) return false;
+  const { keys, values } = store;
+  const expected = template.keys;
+  let j = 0;
+  for (let i = first; i < end; i++) {
+    const key = keys[i];
+    if (key === VARYING) continue;
+    if (expected[j] !== key || template.values[j] !== values[i]) return false;
+    j++;
+  }
+  return j === expected.length;
+}
+
+/** The repeating fields of `slot` encoded (and kept as a template when every value is short). */
+function templateOf(store: SpanStore, slot: number, first: number, end: number): Uint8Array {
+  const key = store.targets[slot] ?? store.names[slot]!;
+  const known = TEMPLATES.get(key);
+  if (known !== undefined) {
+    for (let i = 0; i < known.length; i++) {
+      if (matches(known[i]!, store, slot, first, end)) return known[i]!.bytes;
+    }
+  }
+  const w = new ProtoWriter(256);
+  const name = store.names[slot]!;
+  const target = store.targets[slot];
+  if (target === undefined) w.bytes(stringField(NAMES, 0x2a, name));
+  else w.pair(0x2a, name, target);
+  w.byte(0x30); // kind
+  w.byte(store.kinds[slot]!);
+  const shared = store.shared[slot];
+  if (shared !== undefined) w.bytes(shared.proto);
+  const keys: string[] = [];
+  const values: SpanValue[] = [];
+  let short = name.length <= MAX_TEMPLATE_VALUE &&
+    (target === undefined || target.length <= MAX_TEMPLATE_VALUE);
+  for (let i = first; i < end; i++) {
+    const k = store.keys[i]!;
+    if (k === VARYING) continue;
+    const value = store.values[i]!;
+    if (typeof value === "string" && value.length > MAX_TEMPLATE_VALUE) short = false;
+    keys.push(k);
+    values.push(value);
+    w.attribute(SPAN_ATTRIBUTE, k, value);
+  }
+  const dropped = store.dropped[slot]!;
+  if (dropped > 0) {
+    w.byte(0x50); // dropped_attributes_count
+    w.varint(dropped);
+  }
+  const bytes = w.buf.slice(0, w.pos);
+  if (short && (known !== undefined || TEMPLATES.size < MAX_TEMPLATE_KEYS)) {
+    const template = {
+      name,
+      target,
+      kind: store.kinds[slot]!,
+      shared,
+      dropped,
+      keys,
+      values,
+      bytes,
+    };
+    if (known === undefined) TEMPLATES.set(key, [template]);
+    else if (known.length < TEMPLATES_PER_KEY) known.push(template);
+    else known[(known.length + slot) % TEMPLATES_PER_KEY] = template;
+  }
+  return bytes;
+}
+
+/** One `Span` (field 2 of `ScopeSpans`), from its slot in the span store. */
+function writeSpan(w: ProtoWriter, store: SpanStore, slot: number): void {
   // A span of the gateway's is 150–400 bytes: two bytes of length, moved only beyond 16 KiB.
   const at = w.open(0x12, 2);
-  w.room(38);
-  w.buf[w.pos++] = 0x0a; // trace_id, 16 bytes
-  w.buf[w.pos++] = 16;
-  const { trace } = span;
-  w.word(trace.w0);
-  w.word(trace.w1);
-  w.word(trace.w2);
-  w.word(trace.w3);
-  w.buf[w.pos++] = 0x12; // span_id, 8 bytes
-  w.buf[w.pos++] = 8;
-  w.word(span.idHi);
-  w.word(span.idLo);
-  if (span.traceState !== undefined) w.string(0x1a, span.traceState);
-  if ((span.parentHi | span.parentLo) !== 0) {
-    w.room(10);
-    w.buf[w.pos++] = 0x22; // parent_span_id
-    w.buf[w.pos++] = 8;
-    w.word(span.parentHi);
-    w.word(span.parentLo);
+  w.room(66);
+  const ids = store.ids;
+  const id = slot * WORDS;
+  const buf = w.buf;
+  buf[w.pos++] = 0x0a; // trace_id, 16 bytes
+  buf[w.pos++] = 16;
+  w.word(ids[id]!);
+  w.word(ids[id + 1]!);
+  w.word(ids[id + 2]!);
+  w.word(ids[id + 3]!);
+  buf[w.pos++] = 0x12; // span_id, 8 bytes
+  buf[w.pos++] = 8;
+  w.word(ids[id + 4]!);
+  w.word(ids[id + 5]!);
+  const parentHi = ids[id + 6]!;
+  const parentLo = ids[id + 7]!;
+  if ((parentHi | parentLo) !== 0) {
+    buf[w.pos++] = 0x22; // parent_span_id
+    buf[w.pos++] = 8;
+    w.word(parentHi);
+    w.word(parentLo);
   }
-  w.bytes(stringField(NAMES, 0x2a, span.name));
-  w.byte(0x30); // kind
-  w.byte(span.kind);
-  w.nanos(0x39, span.startMs);
-  w.nanos(0x41, span.endMs);
-  if (span.shared) w.bytes(span.shared.proto);
-  const { keys, values } = span;
-  for (let i = 0; i < keys.length; i++) w.attribute(SPAN_ATTRIBUTE, keys[i]!, values[i]!);
-  if (span.error !== undefined) {
+  w.nanos(0x39, store.times[slot * 2]!);
+  w.nanos(0x41, store.times[slot * 2 + 1]!);
+  const state = store.traceStates[slot];
+  if (state !== undefined) w.string(0x1a, state);
+  const first = slot * MAX_ATTRIBUTES;
+  const end = first + store.counts[slot]!;
+  w.bytes(templateOf(store, slot, first, end));
+  const { keys, values } = store;
+  for (let i = first; i < end; i++) {
+    if (keys[i] === VARYING) w.attribute(SPAN_ATTRIBUTE, VARYING, values[i]!);
+  }
+  const error = store.errors[slot];
+  if (error !== undefined) {
     const status = w.open(0x7a, 1); // field 15
-    w.string(0x12, span.error);
+    w.string(0x12, error);
     w.byte(0x18);
     w.byte(2); // STATUS_CODE_ERROR
     w.close(status, 1);
@@ -339,8 +201,8 @@ export class ProtobufBatch implements SpanBatch {
     return this.#count;
   }
 
-  add(span: FinishedSpan): void {
-    writeSpan(this.#spans, span);
+  add(store: SpanStore, slot: number): void {
+    writeSpan(this.#spans, store, slot);
     this.#count++;
   }
 

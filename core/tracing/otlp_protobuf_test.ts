@@ -1,9 +1,14 @@
 import assert from "node:assert/strict";
 import { jsonAttributes, JsonBatch } from "./otlp_json.ts";
 import { encodeAttributes, ProtobufBatch } from "./otlp_protobuf.ts";
-import { type FinishedSpan, type OtlpResource, unixNanoWords } from "./span_batch.ts";
-import type { SpanValue } from "./gateway_tracer.ts";
-import { TraceId } from "./span_ids.ts";
+import { type OtlpResource, unixNanoWords } from "./span_batch.ts";
+import {
+  type FinishedFields,
+  MAX_ATTRIBUTES,
+  recordFinished,
+  type SpanStore,
+  SpanStore as Store,
+} from "./span_store.ts";
 import { decodeTraceRequest, hex } from "../../tests/support/otlp_proto.ts";
 
 interface Decoded {
@@ -15,13 +20,16 @@ interface Decoded {
 const decode = (bytes: Uint8Array) => decodeTraceRequest(bytes) as Decoded;
 const spansOf = (bytes: Uint8Array) => decode(bytes).resourceSpans[0]!.scopeSpans[0]!.spans;
 
-/** The reference: Unix nanoseconds of a performance.now() reading, in BigInt arithmetic. */
+/**
+ * The reference: Unix nanoseconds of a performance.now() reading in BigInt arithmetic, the time
+ * origin's nanoseconds plus the reading's.
+ */
 function referenceNanos(now: number): string {
-  const ms = performance.timeOrigin + now;
-  const whole = Math.floor(ms);
-  return String(
-    BigInt(whole) * 1_000_000n + BigInt(Math.min(999_999, Math.round((ms - whole) * 1e6))),
-  );
+  const origin = performance.timeOrigin;
+  const whole = Math.floor(origin);
+  const originNanos = BigInt(whole) * 1_000_000n +
+    BigInt(Math.min(999_999, Math.round((origin - whole) * 1e6)));
+  return String(originNanos + BigInt(Math.round(now * 1e6)));
 }
 
 const RESOURCE: OtlpResource = {
@@ -29,30 +37,19 @@ const RESOURCE: OtlpResource = {
   scope: { name: "agent33", version: "1.2.3" },
 };
 
-/** A finished span; `attributes` as an object, its undefined values left out as a span's set() does. */
-function span(
-  { attributes = {}, ...overrides }: Partial<FinishedSpan> & {
-    attributes?: Record<string, SpanValue | undefined>;
-  } = {},
-): FinishedSpan {
-  const own = Object.entries(attributes).filter(([, v]) => v !== undefined);
-  return {
-    trace: TraceId.fromHex("4bf92f3577b34da6a3ce929d0e0e4736"),
-    idHi: 0x00f067aa,
-    idLo: 0x0ba902b7,
-    parentHi: 0,
-    parentLo: 0,
-    traceState: undefined,
+const store: SpanStore = new Store();
+
+/** A finished span in a slot of the test's store; its undefined attributes left out as set() does. */
+function span(overrides: Partial<FinishedFields> = {}): number {
+  return recordFinished(store, {
+    trace: [0x4bf92f35, 0x77b34da6, 0xa3ce929d, 0x0e0e4736],
+    id: [0x00f067aa, 0x0ba902b7],
     name: "governance",
     kind: 1,
     startMs: 1.5,
     endMs: 2.25,
-    keys: own.map(([k]) => k),
-    values: own.map(([, v]) => v!),
-    shared: undefined,
-    error: undefined,
     ...overrides,
-  };
+  });
 }
 
 const shared = (attributes: Record<string, string>) => ({
@@ -63,18 +60,21 @@ const shared = (attributes: Record<string, string>) => ({
 
 Deno.test("The protobuf encoding decodes as OTLP's ExportTraceServiceRequest, field for field", () => {
   const batch = new ProtobufBatch(RESOURCE);
-  batch.add(span({
-    parentHi: 0xb7ad6b71,
-    parentLo: 0x69203331,
-    traceState: "vendor=1",
-    name: "tools/call a__b",
-    kind: 2,
-    startMs: 1234.567891,
-    endMs: 1334.000001,
-    attributes: { "agent33.verdict": "allow", ok: true, count: 300, ratio: 0.5, "ü": "→ ✓" },
-    shared: shared({ "agent33.tenant": "acme" }),
-    error: "Unknown tool",
-  }));
+  batch.add(
+    store,
+    span({
+      parent: [0xb7ad6b71, 0x69203331],
+      traceState: "vendor=1",
+      name: "tools/call",
+      target: "a__b",
+      kind: 2,
+      startMs: 1234.567891,
+      endMs: 1334.000001,
+      attributes: { "agent33.verdict": "allow", ok: true, count: 300, ratio: 0.5, "ü": "→ ✓" },
+      shared: shared({ "agent33.tenant": "acme" }),
+      error: "Unknown tool",
+    }),
+  );
   assert.equal(batch.count, 1);
   const decoded = decode(batch.take());
   const rs = decoded.resourceSpans[0]!;
@@ -105,14 +105,14 @@ Deno.test("The protobuf encoding decodes as OTLP's ExportTraceServiceRequest, fi
 
 Deno.test("A root span has no parent_span_id, and an unfailed span no status", () => {
   const batch = new ProtobufBatch(RESOURCE);
-  batch.add(span());
+  batch.add(store, span());
   const s = spansOf(batch.take())[0]!;
   assert.equal(s.parentSpanId, undefined);
   assert.equal(s.status, undefined);
   assert.equal(s.traceState, undefined);
 });
 
-Deno.test("Timestamps are the Unix nanoseconds of a performance.now() reading, as BigInt arithmetic has them", () => {
+Deno.test("Timestamps are the Unix nanoseconds of the time origin plus the reading, as BigInt arithmetic has them", () => {
   const readings = [
     0,
     0.000001,
@@ -123,7 +123,9 @@ Deno.test("Timestamps are the Unix nanoseconds of a performance.now() reading, a
   ];
   for (let i = 0; i < 2000; i++) readings.push(Math.random() * 10 ** (i % 12));
   for (const now of readings) {
-    const [low, high] = unixNanoWords(now);
+    const words = new Uint32Array(2);
+    unixNanoWords(now, words);
+    const [low, high] = words as unknown as [number, number];
     assert.ok(low >= 0 && low < 2 ** 32 && Number.isInteger(low), `low word of ${now}`);
     assert.equal(String((BigInt(high) << 32n) + BigInt(low)), referenceNanos(now), `at ${now}`);
   }
@@ -131,11 +133,11 @@ Deno.test("Timestamps are the Unix nanoseconds of a performance.now() reading, a
 
 Deno.test("Spans added after a take() make a request of their own (the buffer is reused)", () => {
   const batch = new ProtobufBatch(RESOURCE);
-  batch.add(span({ name: "first", attributes: { a: "x".repeat(5000) } }));
+  batch.add(store, span({ name: "first", attributes: { a: "x".repeat(5000) } }));
   const first = batch.take();
   assert.equal(batch.count, 0);
-  batch.add(span({ name: "second" }));
-  batch.add(span({ name: "third" }));
+  batch.add(store, span({ name: "second" }));
+  batch.add(store, span({ name: "third" }));
   assert.deepEqual(spansOf(batch.take()).map((s) => s.name), ["second", "third"]);
   assert.deepEqual(spansOf(first).map((s) => s.name), ["first"]);
 });
@@ -145,7 +147,10 @@ Deno.test("A large request keeps every length right (values past 127 bytes, span
   const sizes = [0, 1, 60, 100, 126, 127, 128, 200, 16_383, 16_384, 70_000];
   const values = sizes.flatMap((n) => ["x".repeat(n), "é".repeat(n)]);
   for (const [i, value] of values.entries()) {
-    batch.add(span({ name: `span ${i} ${value}`, attributes: { i, value }, error: value }));
+    batch.add(
+      store,
+      span({ name: `span ${i}`, target: value, attributes: { i, value }, error: value }),
+    );
   }
   const spans = spansOf(batch.take());
   assert.deepEqual(spans.map((s) => s.name), values.map((v, i) => `span ${i} ${v}`));
@@ -167,7 +172,7 @@ Deno.test("Negative, fractional and non-finite numbers are doubles; undefined at
     big: 2 ** 60,
     gone: undefined,
   } as unknown as Record<string, number>;
-  batch.add(span({ attributes }));
+  batch.add(store, span({ attributes }));
   const decoded = spansOf(batch.take())[0]!.attributes as {
     key: string;
     value: { doubleValue: number };
@@ -178,8 +183,7 @@ Deno.test("Negative, fractional and non-finite numbers are doubles; undefined at
 
 Deno.test("The JSON encoding carries the same span as the protobuf one", () => {
   const one = span({
-    parentHi: 0xb7ad6b71,
-    parentLo: 0x69203331,
+    parent: [0xb7ad6b71, 0x69203331],
     traceState: "vendor=1",
     name: "tools/call a__b",
     kind: 3,
@@ -190,14 +194,14 @@ Deno.test("The JSON encoding carries the same span as the protobuf one", () => {
     error: "boom",
   });
   const json = new JsonBatch(RESOURCE);
-  json.add(one);
+  json.add(store, one);
   const body = JSON.parse(json.take()) as {
     resourceSpans: { scopeSpans: { scope: unknown; spans: Record<string, unknown>[] }[] }[];
   };
   assert.deepEqual(body.resourceSpans[0]!.scopeSpans[0]!.scope, RESOURCE.scope);
   const fromJson = body.resourceSpans[0]!.scopeSpans[0]!.spans[0]!;
   const proto = new ProtobufBatch(RESOURCE);
-  proto.add(one);
+  proto.add(store, one);
   const fromProto = spansOf(proto.take())[0]!;
   assert.equal(fromJson.traceId, hex(fromProto.traceId as Uint8Array));
   assert.equal(fromJson.spanId, hex(fromProto.spanId as Uint8Array));
@@ -218,6 +222,7 @@ Deno.test("An attribute whose value repeats decodes the same every time, and so 
   const batch = new ProtobufBatch(RESOURCE);
   for (let i = 0; i < 200; i++) {
     batch.add(
+      store,
       span({ attributes: { "agent33.upstream": "everything", "jsonrpc.request.id": `${i}` } }),
     );
   }
@@ -234,9 +239,65 @@ Deno.test("An attribute whose value repeats decodes the same every time, and so 
 Deno.test("Integers on either side of 2³¹ and up to 2⁵³ keep every bit in their varint", () => {
   const values = [0, 127, 128, 16_383, 16_384, 2 ** 31 - 1, 2 ** 31, 2 ** 32 + 5, 2 ** 53 - 1];
   const batch = new ProtobufBatch(RESOURCE);
-  batch.add(span({ attributes: Object.fromEntries(values.map((v, i) => [`n${i}`, v])) }));
+  batch.add(store, span({ attributes: Object.fromEntries(values.map((v, i) => [`n${i}`, v])) }));
   const decoded = spansOf(batch.take())[0]!.attributes as {
     value: { intValue: number | string | { toString(): string } };
   }[];
   assert.deepEqual(decoded.map((a) => String(a.value.intValue)), values.map(String));
+});
+
+Deno.test("A span keeps its first 16 attributes and counts the rest as dropped", () => {
+  const batch = new ProtobufBatch(RESOURCE);
+  const many = Object.fromEntries(
+    Array.from({ length: MAX_ATTRIBUTES + 3 }, (_, i) => [`a${i}`, `v${i}`]),
+  );
+  batch.add(store, span({ attributes: many }));
+  const s = spansOf(batch.take())[0]!;
+  assert.deepEqual(
+    (s.attributes as { key: string }[]).map((a) => a.key),
+    Object.keys(many).slice(0, MAX_ATTRIBUTES),
+  );
+  assert.equal(s.droppedAttributesCount, 3);
+  const json = new JsonBatch(RESOURCE);
+  json.add(store, span({ attributes: many }));
+  const body = JSON.parse(json.take());
+  assert.equal(body.resourceSpans[0].scopeSpans[0].spans[0].droppedAttributesCount, 3);
+});
+
+Deno.test("Spans of one name whose attributes, kind or shared attributes differ each decode as their own", () => {
+  const batch = new ProtobufBatch(RESOURCE);
+  const outcomes = ["ok", "tool_error", "denied", "error", "ok", "timeout", "ok", "x", "y"];
+  const acme = shared({ "agent33.tenant": "acme" });
+  const other = shared({ "agent33.tenant": "other" });
+  const made = outcomes.flatMap((outcome, i) => [
+    { outcome, kind: 2 + (i % 2), tenant: i % 3 === 0 ? acme : other, id: `${i}` },
+  ]);
+  for (const m of made) {
+    batch.add(
+      store,
+      span({
+        name: "tools/call",
+        target: "a__b",
+        kind: m.kind,
+        shared: m.tenant,
+        attributes: { "jsonrpc.request.id": m.id, "agent33.outcome": m.outcome },
+      }),
+    );
+  }
+  const spans = spansOf(batch.take());
+  assert.deepEqual(
+    spans.map((s) => [
+      s.name,
+      s.kind,
+      ...(s.attributes as { value: { stringValue: string } }[])
+        .map((a) => a.value.stringValue),
+    ]),
+    made.map((m) => [
+      "tools/call a__b",
+      m.kind,
+      m.tenant === acme ? "acme" : "other",
+      m.outcome,
+      m.id,
+    ]),
+  );
 });

@@ -1,6 +1,6 @@
 /**
- * The tracer behind {@link GatewayTracer}: spans recorded as small objects and encoded into the
- * export batch the moment they end (otlp_exporter.ts), as protobuf (otlp_protobuf.ts, the
+ * The tracer behind {@link GatewayTracer}: spans recorded in the slots of a {@link SpanStore} (no
+ * object per span but a three-field handle) and encoded into the export batch the moment they end (otlp_exporter.ts), as protobuf (otlp_protobuf.ts, the
  * default) or as the OTLP specification's JSON encoding (`OTEL_EXPORTER_OTLP_PROTOCOL=http/json`).
  *
  * Why not the OpenTelemetry SDK: measured on the gateway's own three spans per call, the SDK
@@ -19,7 +19,7 @@ import { redact } from "../support/redact.ts";
 import { GATEWAY_INFO } from "../support/version.ts";
 import type {
   GatewayTracer,
-  InboundContext,
+  InboundRequestInfo,
   SharedAttributes,
   SpanValue,
   TraceCarrier,
@@ -29,9 +29,10 @@ import type { TracingConfig } from "./tracing_config.ts";
 import { jsonAttributes, JsonBatch } from "./otlp_json.ts";
 import { encodeAttributes, ProtobufBatch } from "./otlp_protobuf.ts";
 import { SpanExporter } from "./otlp_exporter.ts";
-import type { EncodedShared, FinishedSpan, OtlpResource } from "./span_batch.ts";
-import { hex32, randomWord, TraceId } from "./span_ids.ts";
-import { formatTraceparent, type ParentContext, parseTraceparent } from "./w3c_trace_context.ts";
+import type { OtlpResource } from "./span_batch.ts";
+import { type EncodedShared, SpanStore, WORDS } from "./span_store.ts";
+import { hex32, randomWord, traceHex, traceparent } from "./span_ids.ts";
+import { type ParentContext, parseTraceparent } from "./w3c_trace_context.ts";
 
 /** OTLP SpanKind values. */
 const KIND = { internal: 1, server: 2, client: 3 } as const;
@@ -57,12 +58,16 @@ class EncodedAttributes implements SharedAttributes, EncodedShared {
 
 /** The spans of one gateway, exported in batches to an OTLP/HTTP endpoint. */
 export class OtlpTracer implements GatewayTracer {
-  readonly #sample: (trace: TraceId, parent: ParentContext | undefined) => boolean;
+  readonly store = new SpanStore();
+  readonly #sample: (traceLow: number, parent: ParentContext | undefined) => boolean;
   readonly #exporter: SpanExporter;
   #stopped = false;
+  #lost = 0;
+  readonly #log: Logger;
 
   constructor(config: TracingConfig, logger: Logger, clock: Clock = systemClock) {
     this.#sample = sampler(config);
+    this.#log = logger;
     const resource: OtlpResource = {
       attributes: {
         ...config.resourceAttributes,
@@ -85,31 +90,94 @@ export class OtlpTracer implements GatewayTracer {
 
   request(
     name: string,
-    inbound: InboundContext,
+    target: string | undefined,
+    meta: unknown,
+    requestInfo: InboundRequestInfo | undefined,
     shared: SharedAttributes,
-    attributes: Record<string, SpanValue>,
   ): TraceSpan {
-    const parent = parentOf(inbound);
-    const trace = parent === undefined ? TraceId.random() : TraceId.fromHex(parent.traceId);
-    const span = new RecordingSpan(
-      this,
-      name,
-      KIND.server,
-      trace,
-      parent === undefined ? 0 : parseInt(parent.spanId.slice(0, 8), 16),
-      parent === undefined ? 0 : parseInt(parent.spanId.slice(8), 16),
-      parent?.tracestate,
-      this.#sample(trace, parent),
-      attributes,
-    );
+    const parent = parentOf(meta, requestInfo);
+    const store = this.store;
+    const slot = store.alloc();
+    let w0: number, w1: number, w2: number, w3: number;
+    if (parent === undefined) {
+      do {
+        w0 = randomWord(), w1 = randomWord(), w2 = randomWord(), w3 = randomWord();
+      } while ((w0 | w1 | w2 | w3) === 0);
+    } else {
+      const hex = parent.traceId;
+      w0 = parseInt(hex.slice(0, 8), 16), w1 = parseInt(hex.slice(8, 16), 16);
+      w2 = parseInt(hex.slice(16, 24), 16), w3 = parseInt(hex.slice(24), 16);
+    }
+    const sampled = this.#sample(w3, parent);
+    if (slot < 0) return this.lostSpan(w0, w1, w2, w3, sampled, parent?.tracestate);
+    const ids = store.ids;
+    const at = slot * WORDS;
+    ids[at] = w0, ids[at + 1] = w1, ids[at + 2] = w2, ids[at + 3] = w3;
+    if (parent === undefined) {
+      ids[at + 6] = ids[at + 7] = 0;
+      store.traceStates[slot] = undefined;
+    } else {
+      ids[at + 6] = parseInt(parent.spanId.slice(0, 8), 16);
+      ids[at + 7] = parseInt(parent.spanId.slice(8), 16);
+      store.traceStates[slot] = parent.tracestate;
+    }
+    const span = this.open(slot, name, target, KIND.server, sampled);
     // Made by shared(): this tracer's own class.
-    span.shared = shared as EncodedAttributes;
+    store.shared[slot] = shared as EncodedAttributes;
     return span;
   }
 
-  /** Encodes a finished span for export. */
-  record(span: FinishedSpan): void {
-    if (!this.#stopped) this.#exporter.add(span);
+  /**
+   * Fills the rest of a slot whose trace and parent ids and trace state are written: its id,
+   * name, kind, start; no shared attributes and no error yet (a freed slot keeps its old ones).
+   */
+  open(
+    slot: number,
+    name: string,
+    target: string | undefined,
+    kind: number,
+    sampled: boolean,
+  ): StoreSpan {
+    const store = this.store;
+    const ids = store.ids;
+    const at = slot * WORDS;
+    let hi = randomWord();
+    let lo = randomWord();
+    while ((hi | lo) === 0) hi = randomWord(), lo = randomWord();
+    ids[at + 4] = hi;
+    ids[at + 5] = lo;
+    store.kinds[slot] = kind;
+    store.sampled[slot] = sampled ? 1 : 0;
+    store.names[slot] = name;
+    store.targets[slot] = target;
+    store.shared[slot] = undefined;
+    store.errors[slot] = undefined;
+    if (sampled) store.times[slot * 2] = performance.now();
+    return new StoreSpan(this, slot, store.generations[slot]!);
+  }
+
+  /** A span that could not get a slot: it carries its ids on and records nothing. */
+  lostSpan(
+    w0: number,
+    w1: number,
+    w2: number,
+    w3: number,
+    sampled: boolean,
+    state: string | undefined,
+  ): TraceSpan {
+    if (this.#lost++ === 0) {
+      this.#log.warn(
+        `a span was not recorded: more than ${this.store.size} spans are open or waiting ` +
+          "(a span never ended, or a flood); its ids are still passed on",
+      );
+    }
+    return new DetachedSpan(traceHex(w0, w1, w2, w3), sampled, state);
+  }
+
+  /** Encodes a finished span for export and frees its slot. */
+  record(slot: number): void {
+    if (!this.#stopped) this.#exporter.add(this.store, slot);
+    this.store.free(slot);
   }
 
   async flush(): Promise<void> {
@@ -123,13 +191,15 @@ export class OtlpTracer implements GatewayTracer {
 }
 
 /** The caller's context: `_meta.traceparent` first (what MCP clients send), then the HTTP headers. */
-function parentOf(inbound: InboundContext): ParentContext | undefined {
-  const meta = inbound.meta as Record<string, unknown> | null | undefined;
+function parentOf(
+  meta: unknown,
+  info: InboundRequestInfo | undefined,
+): ParentContext | undefined {
   if (meta !== null && typeof meta === "object") {
-    const parent = parseTraceparent(meta.traceparent, meta.tracestate);
+    const m = meta as Record<string, unknown>;
+    const parent = parseTraceparent(m.traceparent, m.tracestate);
     if (parent) return parent;
   }
-  const info = inbound.requestInfo;
   if (info === undefined) return undefined;
   // Two headers, not all of them: copying a request's headers into an object was ~13 µs a call.
   if (info.header) return parseTraceparent(info.header("traceparent"), info.header("tracestate"));
@@ -141,131 +211,170 @@ function first(value: string | string[] | undefined): string | undefined {
 }
 
 /**
- * One span. An unsampled span still has ids (its children and upstreams carry them) but reads
- * no clock, keeps no attributes and is never encoded.
+ * A span's handle: its slot and the generation it was started in, so a handle used after its
+ * span ended (its slot freed, maybe reused) changes nothing. An unsampled span still has ids (its
+ * children and upstreams carry them) but reads no clock, keeps no attributes and is never encoded.
  */
-class RecordingSpan implements TraceSpan, FinishedSpan {
-  readonly trace: TraceId;
-  readonly idHi: number;
-  readonly idLo: number;
-  readonly parentHi: number;
-  readonly parentLo: number;
-  readonly traceState: string | undefined;
-  readonly name: string;
-  readonly kind: number;
-  readonly startMs: number;
-  endMs = 0;
-  readonly keys: string[] = [];
-  readonly values: SpanValue[] = [];
-  shared: EncodedShared | undefined = undefined;
-  error: string | undefined = undefined;
+class StoreSpan implements TraceSpan {
   readonly #tracer: OtlpTracer;
-  readonly #sampled: boolean;
+  readonly #store: SpanStore;
+  readonly #slot: number;
+  readonly #generation: number;
 
-  constructor(
-    tracer: OtlpTracer,
-    name: string,
-    kind: number,
-    trace: TraceId,
-    parentHi: number,
-    parentLo: number,
-    traceState: string | undefined,
-    sampled: boolean,
-    attributes: Record<string, SpanValue> | undefined,
-  ) {
+  constructor(tracer: OtlpTracer, slot: number, generation: number) {
     this.#tracer = tracer;
-    this.trace = trace;
-    let hi = randomWord();
-    let lo = randomWord();
-    while ((hi | lo) === 0) [hi, lo] = [randomWord(), randomWord()];
-    this.idHi = hi;
-    this.idLo = lo;
-    this.parentHi = parentHi;
-    this.parentLo = parentLo;
-    this.traceState = traceState;
-    this.name = name;
-    this.kind = kind;
-    this.#sampled = sampled;
-    this.startMs = sampled ? performance.now() : 0;
-    if (sampled && attributes !== undefined) {
-      for (const key in attributes) this.set(key, attributes[key]);
-    }
+    this.#store = tracer.store;
+    this.#slot = slot;
+    this.#generation = generation;
+  }
+
+  /** Whether the span is still open (its slot not freed) and records. */
+  #recording(): boolean {
+    const store = this.#store;
+    const slot = this.#slot;
+    return store.generations[slot] === this.#generation && store.sampled[slot] === 1;
   }
 
   get traceId(): string {
-    return this.trace.hex;
+    const store = this.#store;
+    if (store.generations[this.#slot] !== this.#generation) return "0".repeat(32);
+    const at = this.#slot * WORDS;
+    const ids = store.ids;
+    return traceHex(ids[at]!, ids[at + 1]!, ids[at + 2]!, ids[at + 3]!);
   }
 
   set(key: string, value: SpanValue | undefined): void {
-    if (value === undefined || !this.#sampled) return;
-    // A span has a dozen attributes at most: a scan (inlined, unlike indexOf's builtin call) is
-    // cheaper than any map, and the keys are the gateway's constants, so mostly one comparison.
-    const keys = this.keys;
-    for (let i = 0; i < keys.length; i++) {
-      if (keys[i] === key) {
-        this.values[i] = value;
-        return;
-      }
-    }
-    keys.push(key);
-    this.values.push(value);
+    if (value !== undefined && this.#recording()) this.#store.set(this.#slot, key, value);
   }
 
   fail(code: string, message: string): void {
-    if (!this.#sampled) return;
-    this.set("error.type", code);
+    if (!this.#recording()) return;
+    const store = this.#store;
+    store.set(this.#slot, "error.type", code);
     // An upstream's error text may quote anything: redacted like every diagnostic.
-    this.error = redact(message).slice(0, 256);
+    store.errors[this.#slot] = redact(message).slice(0, 256);
   }
 
   child(
     name: string,
     attributes?: Record<string, SpanValue>,
     kind: "internal" | "client" = "internal",
+    target?: string,
   ): TraceSpan {
-    return new RecordingSpan(
-      this.#tracer,
-      name,
-      KIND[kind],
-      this.trace,
-      this.idHi,
-      this.idLo,
-      this.traceState,
-      this.#sampled,
-      attributes,
-    );
+    const tracer = this.#tracer;
+    const store = this.#store;
+    const parent = this.#slot;
+    if (store.generations[parent] !== this.#generation) {
+      // The parent ended first (work that outlived its request): a trace of its own.
+      return new DetachedSpan(undefined, false, undefined);
+    }
+    const sampled = store.sampled[parent] === 1;
+    const slot = store.alloc();
+    // After alloc(): growing the store replaces its columns.
+    const ids = store.ids;
+    const from = parent * WORDS;
+    if (slot < 0) {
+      return tracer.lostSpan(
+        ids[from]!,
+        ids[from + 1]!,
+        ids[from + 2]!,
+        ids[from + 3]!,
+        sampled,
+        store.traceStates[parent],
+      );
+    }
+    const at = slot * WORDS;
+    ids[at] = ids[from]!;
+    ids[at + 1] = ids[from + 1]!;
+    ids[at + 2] = ids[from + 2]!;
+    ids[at + 3] = ids[from + 3]!;
+    ids[at + 6] = ids[from + 4]!;
+    ids[at + 7] = ids[from + 5]!;
+    store.traceStates[slot] = store.traceStates[parent];
+    const span = tracer.open(slot, name, target, KIND[kind], sampled);
+    if (sampled && attributes !== undefined) {
+      for (const key in attributes) {
+        const value = attributes[key];
+        if (value !== undefined) store.set(slot, key, value);
+      }
+    }
+    return span;
   }
 
   carrier(): TraceCarrier {
-    const traceparent = formatTraceparent(
-      this.trace.hex,
-      hex32(this.idHi) + hex32(this.idLo),
-      this.#sampled,
+    const store = this.#store;
+    const slot = this.#slot;
+    if (store.generations[slot] !== this.#generation) {
+      return new DetachedSpan(undefined, false, undefined).carrier();
+    }
+    const at = slot * WORDS;
+    const ids = store.ids;
+    const parent = traceparent(
+      ids[at]!,
+      ids[at + 1]!,
+      ids[at + 2]!,
+      ids[at + 3]!,
+      ids[at + 4]!,
+      ids[at + 5]!,
+      store.sampled[slot] === 1,
     );
-    return this.traceState === undefined ? { traceparent } : {
-      traceparent,
-      tracestate: this.traceState,
-    };
+    const tracestate = store.traceStates[slot];
+    return tracestate === undefined ? { traceparent: parent } : { traceparent: parent, tracestate };
   }
 
   end(): void {
-    if (!this.#sampled || this.endMs !== 0) return;
-    this.endMs = performance.now();
-    this.#tracer.record(this);
+    const store = this.#store;
+    const slot = this.#slot;
+    if (store.generations[slot] !== this.#generation) return;
+    if (store.sampled[slot] === 1) {
+      store.times[slot * 2 + 1] = performance.now();
+      this.#tracer.record(slot);
+    } else store.free(slot);
+  }
+}
+
+/**
+ * A span outside the store (none was free, or its parent had ended): it records nothing but has
+ * ids, so what it sends still carries a valid context.
+ */
+class DetachedSpan implements TraceSpan {
+  readonly traceId: string;
+  readonly #spanId: string;
+  readonly #sampled: boolean;
+  readonly #state: string | undefined;
+
+  constructor(traceId: string | undefined, sampled: boolean, state: string | undefined) {
+    this.traceId = traceId ?? traceHex(randomWord() | 1, randomWord(), randomWord(), randomWord());
+    this.#spanId = hex32(randomWord() | 1) + hex32(randomWord());
+    this.#sampled = sampled;
+    this.#state = state;
+  }
+
+  set(): void {}
+  fail(): void {}
+  end(): void {}
+
+  child(): TraceSpan {
+    return new DetachedSpan(this.traceId, this.#sampled, this.#state);
+  }
+
+  carrier(): TraceCarrier {
+    const traceparent = ["00", this.traceId, this.#spanId, this.#sampled ? "01" : "00"].join("-");
+    return this.#state === undefined ? { traceparent } : { traceparent, tracestate: this.#state };
   }
 }
 
 /** Decides at a trace's root; `parentbased_*` follows the caller's sampled flag when it sent one. */
 function sampler(
   config: TracingConfig,
-): (trace: TraceId, parent: ParentContext | undefined) => boolean {
+): (traceLow: number, parent: ParentContext | undefined) => boolean {
   // The ratio samplers decide on the trace id's last 8 hex digits, as the OTel SDKs do.
-  const ratio = (trace: TraceId) => trace.w3 / 0x1_0000_0000 < config.samplerRatio;
+  const ratio = (traceLow: number) => traceLow / 0x1_0000_0000 < config.samplerRatio;
   const root = config.sampler.endsWith("always_on")
     ? () => true
     : config.sampler.endsWith("always_off")
     ? () => false
     : ratio;
-  if (!config.sampler.startsWith("parentbased_")) return (trace) => root(trace);
-  return (trace, parent) => parent === undefined ? root(trace) : parent.sampled;
+  if (!config.sampler.startsWith("parentbased_")) return (traceLow) => root(traceLow);
+  return (traceLow, parent) => parent === undefined ? root(traceLow) : parent.sampled;
 }

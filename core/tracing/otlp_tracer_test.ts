@@ -14,10 +14,71 @@ Deno.test("traceidratio samples about its ratio of new traces, whatever the id's
   const shared = tracer.shared({});
   let sampled = 0;
   for (let i = 0; i < 4000; i++) {
-    const span = tracer.request("tools/call t", {}, shared, {});
+    const span = tracer.request("tools/call", "t", undefined, undefined, shared);
     if (span.carrier().traceparent.endsWith("-01")) sampled++;
     span.end();
   }
   await tracer.shutdown();
   assert.ok(sampled > 800 && sampled < 1200, `${sampled} of 4000 sampled at 0.25`);
+});
+
+Deno.test("A span's handle used after the span ended changes nothing, even once its slot is reused", async () => {
+  const { config } = tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9" });
+  const tracer = new OtlpTracer(config, silentLogger);
+  const shared = tracer.shared({});
+  const first = tracer.request("tools/call", "a", undefined, undefined, shared);
+  const firstParent = first.carrier().traceparent;
+  first.end();
+  const second = tracer.request("tools/call", "b", undefined, undefined, shared);
+  const slot = tracer.store.names.indexOf("tools/call");
+  first.set("late", "x");
+  first.fail("late", "x");
+  first.end();
+  assert.equal(tracer.store.counts[slot], 0, "the reused slot got none of the late attributes");
+  assert.equal(tracer.store.errors[slot], undefined);
+  // A child of the ended span still carries a valid context, of a trace of its own.
+  const orphan = first.child("governance").carrier().traceparent;
+  assert.match(orphan, /^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/);
+  assert.notEqual(orphan.slice(3, 35), firstParent.slice(3, 35));
+  assert.notEqual(second.carrier().traceparent, firstParent);
+  second.end();
+  await tracer.shutdown();
+});
+
+Deno.test("A child carries its parent's trace id and its own span id", async () => {
+  const { config } = tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9" });
+  const tracer = new OtlpTracer(config, silentLogger);
+  const parentId = "4bf92f3577b34da6a3ce929d0e0e4736";
+  const meta = { traceparent: `00-${parentId}-00f067aa0ba902b7-01`, tracestate: "v=1" };
+  const span = tracer.request("tools/call", "t", meta, undefined, tracer.shared({}));
+  const child = span.child("tools/call", {}, "client", "echo");
+  const [, trace, id, flags] = child.carrier().traceparent.split("-");
+  assert.equal(trace, parentId);
+  assert.equal(span.traceId, parentId);
+  assert.notEqual(id, span.carrier().traceparent.split("-")[2]);
+  assert.equal(flags, "01");
+  assert.equal(child.carrier().tracestate, "v=1");
+  child.end();
+  span.end();
+  await tracer.shutdown();
+});
+
+Deno.test("Spans keep their ids and parents while the store grows under them", async () => {
+  const { config } = tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9" });
+  const tracer = new OtlpTracer(config, silentLogger);
+  const shared = tracer.shared({});
+  const open = Array.from({ length: 300 }, (_, i) => {
+    const meta = { traceparent: `00-${i.toString(16).padStart(32, "a")}-00f067aa0ba902b7-01` };
+    const span = tracer.request("tools/call", `t${i}`, meta, undefined, shared);
+    return { i, span, child: span.child("governance") };
+  });
+  assert.ok(tracer.store.size >= 600, "the store grew past its first columns");
+  for (const { i, span, child } of open) {
+    const trace = i.toString(16).padStart(32, "a");
+    assert.equal(span.traceId, trace);
+    assert.equal(child.carrier().traceparent.split("-")[1], trace);
+    child.end();
+    span.end();
+  }
+  await tracer.shutdown();
 });

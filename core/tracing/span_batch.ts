@@ -1,49 +1,12 @@
 /**
- * What the OTLP encoders take: a finished span as the tracer holds it, and the batch each
- * encoding (protobuf, JSON) writes spans into as they end, so a finished span is encoded at once
- * and nothing of it outlives the call (spans kept until export outlived V8's young generation,
- * and the old-generation collections they caused cost more than the encoding).
+ * The batch each OTLP encoding (protobuf, JSON) writes spans into as they end, read from their
+ * slots in the span store, so a finished span is encoded at once and its slot reused (spans kept
+ * until export outlived V8's young generation, and the old-generation collections they caused
+ * cost more than the encoding).
  * @module
  */
 import type { SpanValue } from "./gateway_tracer.ts";
-import type { TraceId } from "./span_ids.ts";
-
-/** Attributes that many spans share, with each encoding's form made once when first needed. */
-export interface EncodedShared {
-  readonly attributes: Readonly<Record<string, SpanValue>>;
-  /** The `Span.attributes` fields (number 9) as protobuf. */
-  readonly proto: Uint8Array;
-  /** The OTLP JSON `KeyValue`s, comma-separated. */
-  readonly json: string;
-}
-
-/** A span once it has ended. */
-export interface FinishedSpan {
-  readonly trace: TraceId;
-  /** The span id's high and low 32-bit words. */
-  readonly idHi: number;
-  readonly idLo: number;
-  /** The parent span id's words; both 0 for a root span (an all-zero id is invalid in W3C). */
-  readonly parentHi: number;
-  readonly parentLo: number;
-  readonly traceState: string | undefined;
-  readonly name: string;
-  /** OTLP SpanKind: 1 internal, 2 server, 3 client. */
-  readonly kind: number;
-  /** performance.now() at start and end. */
-  readonly startMs: number;
-  readonly endMs: number;
-  /**
-   * The span's own attributes as parallel lists, each key once: a span sets attributes as a
-   * call goes (verdict, upstream, outcome), and adding properties one by one to objects of many
-   * shapes made every set a megamorphic store through V8's runtime (~1,000 instructions each).
-   */
-  readonly keys: readonly string[];
-  readonly values: readonly SpanValue[];
-  readonly shared: EncodedShared | undefined;
-  /** A failed span's status message (status code ERROR); undefined leaves the status unset. */
-  readonly error: string | undefined;
-}
+import type { SpanStore } from "./span_store.ts";
 
 /** The resource and scope every export request carries around its spans. */
 export interface OtlpResource {
@@ -56,7 +19,8 @@ export interface SpanBatch {
   readonly contentType: string;
   /** Spans added since the last {@link SpanBatch.take}. */
   readonly count: number;
-  add(span: FinishedSpan): void;
+  /** Encodes the finished span in `slot` of `store`. */
+  add(store: SpanStore, slot: number): void;
   /** The `ExportTraceServiceRequest` of the spans added so far; starts the next batch. */
   take(): Uint8Array<ArrayBuffer> | string;
 }
@@ -64,9 +28,8 @@ export interface SpanBatch {
 /** performance.timeOrigin, read once: it is a getter call in Deno, and it never changes. */
 export const TIME_ORIGIN: number = performance.timeOrigin;
 
-/** Unix epoch nanoseconds of a performance.now() reading as [low, high] 32-bit words. */
-export function unixNanoWords(now: number): [number, number] {
-  const ms = TIME_ORIGIN + now;
+/** The Unix epoch nanoseconds of `ms` (a Unix time in ms) as [low, high] 32-bit words, exactly. */
+function epochNanoWords(ms: number): [number, number] {
   const whole = Math.floor(ms);
   const nanos = Math.min(999_999, Math.round((ms - whole) * 1e6));
   // whole·10⁶ + nanos exceeds 2⁵³: split whole at 2²⁰ so every product stays an exact double.
@@ -78,4 +41,29 @@ export function unixNanoWords(now: number): [number, number] {
   const carry = Math.floor(low / 4_294_967_296);
   low -= carry * 4_294_967_296;
   return [low, xHigh + carry];
+}
+
+/** The Unix nanoseconds of the time origin (performance.now() 0), once. */
+const [ORIGIN_LOW, ORIGIN_HIGH] = epochNanoWords(TIME_ORIGIN);
+const TWO_32 = 4_294_967_296;
+
+/**
+ * Unix epoch nanoseconds of a performance.now() reading as two 32-bit words, written to `out`
+ * (low, high), no array made per timestamp: the time origin's nanoseconds plus the reading's
+ * (an exact integer double for 104 days of uptime), rather than adding the reading to the
+ * origin in milliseconds first, which rounds to a quarter microsecond and costs more.
+ * (`performance.now()` is never negative; a negative reading counts as 0.)
+ */
+export function unixNanoWords(now: number, out: Uint32Array): void {
+  // An integer double (exact below 2⁵³ ns, 104 days): split at 2³² by a power of two, exactly.
+  const offset = Math.max(0, Math.round(now * 1e6));
+  const offsetHigh = Math.floor(offset / TWO_32);
+  let low = ORIGIN_LOW + (offset - offsetHigh * TWO_32);
+  let high = ORIGIN_HIGH + offsetHigh;
+  if (low >= TWO_32) {
+    low -= TWO_32;
+    high++;
+  }
+  out[0] = low;
+  out[1] = high;
 }

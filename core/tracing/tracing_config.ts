@@ -28,6 +28,12 @@ export interface TracingConfig {
     | "parentbased_traceidratio";
   /** OTEL_TRACES_SAMPLER_ARG: the ratio of the `traceidratio` samplers. */
   samplerRatio: number;
+  /** OTEL_BSP_SCHEDULE_DELAY: ms a span waits for its batch to fill before it is sent anyway. */
+  batchDelayMs: number;
+  /** OTEL_BSP_MAX_EXPORT_BATCH_SIZE: spans per export request. */
+  batchSpans: number;
+  /** OTEL_BSP_MAX_QUEUE_SIZE: spans waiting or in flight before new ones are dropped. */
+  maxQueuedSpans: number;
 }
 
 /** Tracing as it is with none of the variables set. */
@@ -41,6 +47,9 @@ export const TRACING_OFF: TracingConfig = {
   resourceAttributes: {},
   sampler: "parentbased_always_on",
   samplerRatio: 1,
+  batchDelayMs: 1000,
+  batchSpans: 2048,
+  maxQueuedSpans: 16_384,
 };
 
 const SAMPLERS = new Set<TracingConfig["sampler"]>([
@@ -144,6 +153,7 @@ export function tracingConfig(
   if (!(samplerRatio >= 0 && samplerRatio <= 1)) {
     issue("OTEL_TRACES_SAMPLER_ARG", "OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1");
   }
+  const { batchDelayMs, batchSpans, maxQueuedSpans } = batchSettings(get, issue);
   const asked = exporters.includes("otlp") || tracesEndpoint !== undefined ||
     baseEndpoint !== undefined;
   const enabled = !disabled && asked &&
@@ -159,9 +169,49 @@ export function tracingConfig(
       resourceAttributes,
       sampler: sampler as TracingConfig["sampler"],
       samplerRatio,
+      batchDelayMs,
+      batchSpans,
+      maxQueuedSpans,
     },
     issues,
   };
+}
+
+/** The batch processor's `OTEL_BSP_*` variables, each a whole number in its range. */
+function batchSettings(
+  get: (name: string) => string | undefined,
+  issue: (variable: string, message: string) => void,
+): Pick<TracingConfig, "batchDelayMs" | "batchSpans" | "maxQueuedSpans"> {
+  const whole = (variable: string, fallback: number, least: number, most: number) => {
+    const text = get(variable);
+    const value = text === undefined ? fallback : Number(text);
+    if (!Number.isInteger(value) || value < least || value > most) {
+      issue(variable, `${variable} must be a whole number from ${least} to ${most}`);
+      return fallback;
+    }
+    return value;
+  };
+  const batchDelayMs = whole("OTEL_BSP_SCHEDULE_DELAY", TRACING_OFF.batchDelayMs, 1, 600_000);
+  const maxQueuedSpans = whole(
+    "OTEL_BSP_MAX_QUEUE_SIZE",
+    TRACING_OFF.maxQueuedSpans,
+    1,
+    1_048_576,
+  );
+  const batchSpans = whole(
+    "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+    Math.min(TRACING_OFF.batchSpans, maxQueuedSpans),
+    1,
+    65_536,
+  );
+  if (batchSpans > maxQueuedSpans) {
+    issue(
+      "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+      `OTEL_BSP_MAX_EXPORT_BATCH_SIZE (${batchSpans}) must not exceed OTEL_BSP_MAX_QUEUE_SIZE ` +
+        `(${maxQueuedSpans})`,
+    );
+  }
+  return { batchDelayMs, batchSpans, maxQueuedSpans };
 }
 
 /** `k=v,k2=v2` with percent-encoded values (the W3C Baggage form the OTel spec uses). */

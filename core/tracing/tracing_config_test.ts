@@ -85,3 +85,32 @@ Deno.test("A bad OTEL_* value fails the configuration naming the variable, never
   }
   assert.doesNotMatch(error.message, /secret-without-key/);
 });
+
+Deno.test("The batch processor's OTEL_BSP_* variables set the export batching", () => {
+  const { config, issues } = tracingConfig({
+    OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318",
+    OTEL_BSP_SCHEDULE_DELAY: "5000",
+    OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "512",
+    OTEL_BSP_MAX_QUEUE_SIZE: "4096",
+  });
+  assert.deepEqual(issues, []);
+  assert.equal(config.batchDelayMs, 5000);
+  assert.equal(config.batchSpans, 512);
+  assert.equal(config.maxQueuedSpans, 4096);
+  const unset = tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318" }).config;
+  assert.equal(unset.batchDelayMs, TRACING_OFF.batchDelayMs);
+});
+
+Deno.test("An OTEL_BSP_* value out of range, or a batch larger than the queue, is refused by name", () => {
+  const { issues } = tracingConfig({
+    OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318",
+    OTEL_BSP_SCHEDULE_DELAY: "soon",
+    OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "4096",
+    OTEL_BSP_MAX_QUEUE_SIZE: "1024",
+  });
+  assert.deepEqual(issues.map((i) => i.variable), [
+    "OTEL_BSP_SCHEDULE_DELAY",
+    "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+  ]);
+  assert.match(issues[1]!.message, /must not exceed OTEL_BSP_MAX_QUEUE_SIZE \(1024\)/);
+});

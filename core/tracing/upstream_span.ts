@@ -44,9 +44,8 @@ function sendInSpan<T>(
   parent.set("agent33.upstream", server);
   parent.set("agent33.breaker.state", route.handle.breaker.state);
   const { method, target } = request;
-  const name = target === undefined ? method : `${method} ${target}`;
   // The request's attributes as they are and the rest set: no merged copy of them per call.
-  const span = parent.child(name, request.attributes, "client");
+  const span = parent.child(method, request.attributes, "client", target);
   span.set("mcp.method.name", method);
   span.set("agent33.upstream", server);
   span.set("agent33.upstream.transport", route.handle.server.transport);

@@ -16,7 +16,8 @@ message InstrumentationScope { string name = 1; string version = 2; }
 message Span {
   bytes trace_id = 1; bytes span_id = 2; string trace_state = 3; bytes parent_span_id = 4;
   string name = 5; int32 kind = 6; fixed64 start_time_unix_nano = 7;
-  fixed64 end_time_unix_nano = 8; repeated KeyValue attributes = 9; Status status = 15;
+  fixed64 end_time_unix_nano = 8; repeated KeyValue attributes = 9;
+  uint32 dropped_attributes_count = 10; Status status = 15;
 }
 message Status { string message = 2; int32 code = 3; }
 message KeyValue { string key = 1; AnyValue value = 2; }

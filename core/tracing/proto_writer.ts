@@ -1,0 +1,278 @@
+/**
+ * A protobuf buffer written front to back, and the caches of the fields the gateway's spans
+ * repeat (attribute keys, names, attribute pairs whose value repeats), each encoded once: what
+ * the OTLP encoder (otlp_protobuf.ts) writes spans with. No per-span objects or BigInts (times
+ * are written as two 32-bit words), ids as words not hex, and a nested message keeps one byte
+ * for its length (the body moves only when it is longer than 127 bytes).
+ * @module
+ */
+import type { SpanValue } from "./gateway_tracer.ts";
+import { unixNanoWords } from "./span_batch.ts";
+
+const utf8 = new TextEncoder();
+
+/** The bytes a varint of `value` takes. */
+export function varintSize(value: number): number {
+  let n = 1;
+  // Shifts below 2³¹ (every length here); division above, where a shift would wrap.
+  if (value < 0x8000_0000) { for (; value > 0x7f; value >>>= 7) n++; }
+  else for (; value > 0x7f; value = Math.floor(value / 128)) n++;
+  return n;
+}
+
+/** Writes `value` as a varint at `at` of `buf` (room made); returns the position after it. */
+export function putVarint(buf: Uint8Array, at: number, value: number): number {
+  for (; value >= 0x8000_0000; value = Math.floor(value / 128)) buf[at++] = (value & 0x7f) | 0x80;
+  for (; value > 0x7f; value >>>= 7) buf[at++] = (value & 0x7f) | 0x80;
+  buf[at++] = value;
+  return at;
+}
+
+/** A growing buffer written front to back. Tags are written as one byte: every tag here is < 128. */
+export class ProtoWriter {
+  buf: Uint8Array<ArrayBuffer>;
+  view: DataView;
+  pos = 0;
+
+  constructor(size: number) {
+    this.buf = new Uint8Array(size);
+    this.view = new DataView(this.buf.buffer);
+  }
+
+  room(n: number): void {
+    if (this.pos + n <= this.buf.length) return;
+    const next = new Uint8Array(Math.max(this.buf.length * 2, this.pos + n));
+    next.set(this.buf.subarray(0, this.pos));
+    this.buf = next;
+    this.view = new DataView(next.buffer);
+  }
+
+  byte(value: number): void {
+    this.room(1);
+    this.buf[this.pos++] = value;
+  }
+
+  /** A varint; values up to 2⁵³ (8 bytes). */
+  varint(value: number): void {
+    this.room(8);
+    this.pos = putVarint(this.buf, this.pos, value);
+  }
+
+  /** Starts a length-delimited field, keeping `reserve` bytes for the length; returns where it goes. */
+  open(tag: number, reserve: number): number {
+    this.room(1 + reserve);
+    this.buf[this.pos++] = tag;
+    const at = this.pos;
+    this.pos += reserve;
+    return at;
+  }
+
+  /** Writes the length of the field opened at `at`, moving the body if it needs other than `reserve` bytes. */
+  close(at: number, reserve: number): void {
+    const size = this.pos - at - reserve;
+    const n = varintSize(size);
+    if (n !== reserve) {
+      this.room(n - reserve);
+      this.buf.copyWithin(at + n, at + reserve, this.pos);
+      this.pos += n - reserve;
+    }
+    putVarint(this.buf, at, size);
+  }
+
+  /** A string field; ASCII (nearly every string here) is copied unit by unit, the rest UTF-8 encoded. */
+  string(tag: number, value: string): void {
+    const n = value.length;
+    const start = this.pos;
+    this.room(9 + n);
+    this.buf[this.pos++] = tag;
+    this.varint(n);
+    const buf = this.buf;
+    let pos = this.pos;
+    for (let i = 0; i < n; i++) {
+      const c = value.charCodeAt(i);
+      if (c >= 0x80) {
+        this.pos = start;
+        this.#utf8(tag, value);
+        return;
+      }
+      buf[pos++] = c;
+    }
+    this.pos = pos;
+  }
+
+  /** A string field holding `first`, a space and `second`, written without joining them. */
+  pair(tag: number, first: string, second: string): void {
+    const a = first.length;
+    const n = a + 1 + second.length;
+    const start = this.pos;
+    this.room(9 + n);
+    this.buf[this.pos++] = tag;
+    this.varint(n);
+    const buf = this.buf;
+    let pos = this.pos;
+    for (let i = 0; i < n; i++) {
+      const c = i < a ? first.charCodeAt(i) : i === a ? 0x20 : second.charCodeAt(i - a - 1);
+      if (c >= 0x80) {
+        this.pos = start;
+        this.#utf8(tag, `${first} ${second}`);
+        return;
+      }
+      buf[pos++] = c;
+    }
+    this.pos = pos;
+  }
+
+  #utf8(tag: number, value: string): void {
+    const most = value.length * 3;
+    const reserve = varintSize(most);
+    const at = this.open(tag, reserve);
+    this.room(most);
+    this.pos += utf8.encodeInto(value, this.buf.subarray(this.pos)).written;
+    this.close(at, reserve);
+  }
+
+  /** Bytes that are already encoded fields. */
+  bytes(bytes: Uint8Array): void {
+    const n = bytes.length;
+    this.room(n);
+    // One set() at any length: measured, a byte loop for fields up to 64 bytes (most of a
+    // span's) cost more instructions in all than set() on every field.
+    this.buf.set(bytes, this.pos);
+    this.pos += n;
+  }
+
+  /**
+   * A 32-bit word as 4 big-endian bytes (ids: their hex order). Byte stores, not DataView:
+   * inside the gateway V8 left `setUint32` a builtin call (~80 instructions) at every use.
+   */
+  word(value: number): void {
+    const buf = this.buf;
+    const at = this.pos;
+    buf[at] = value >>> 24;
+    buf[at + 1] = value >>> 16;
+    buf[at + 2] = value >>> 8;
+    buf[at + 3] = value;
+    this.pos = at + 4;
+  }
+
+  /** A 32-bit word as 4 little-endian bytes (fixed64 halves). */
+  wordLE(value: number): void {
+    const buf = this.buf;
+    const at = this.pos;
+    buf[at] = value;
+    buf[at + 1] = value >>> 8;
+    buf[at + 2] = value >>> 16;
+    buf[at + 3] = value >>> 24;
+    this.pos = at + 4;
+  }
+
+  /** A fixed64 field holding the Unix nanoseconds of a performance.now() reading. */
+  nanos(tag: number, now: number): void {
+    unixNanoWords(now, NANOS);
+    this.room(9);
+    this.buf[this.pos++] = tag;
+    this.wordLE(NANOS[0]!);
+    this.wordLE(NANOS[1]!);
+  }
+
+  /** One `KeyValue` (field tag `tag` of the enclosing message). */
+  attribute(tag: number, key: string, value: SpanValue): void {
+    if (tag === SPAN_ATTRIBUTE && typeof value === "string") {
+      const encoded = repeatedPair(key, value);
+      if (encoded !== undefined) return this.bytes(encoded);
+    }
+    this.encodeAttribute(tag, key, value);
+  }
+
+  /** One `KeyValue`, encoded field by field. */
+  encodeAttribute(tag: number, key: string, value: SpanValue): void {
+    const kv = this.open(tag, 1);
+    this.bytes(keyField(key));
+    const any = this.open(0x12, 1); // KeyValue.value
+    if (typeof value === "string") this.string(0x0a, value);
+    else if (typeof value === "boolean") {
+      this.byte(0x10);
+      this.byte(value ? 1 : 0);
+    } else if (Number.isSafeInteger(value) && value >= 0) {
+      this.byte(0x18);
+      this.varint(value);
+    } else {
+      this.byte(0x21); // double_value, fixed64
+      this.room(8);
+      this.view.setFloat64(this.pos, value, true);
+      this.pos += 8;
+    }
+    this.close(any, 1);
+    this.close(kv, 1);
+  }
+
+  /** `KeyValue` entries, in the object's order; undefined values are left out. */
+  attributes(tag: number, values: Readonly<Record<string, SpanValue>>): void {
+    for (const key in values) {
+      const value = values[key];
+      if (value !== undefined) this.attribute(tag, key, value);
+    }
+  }
+}
+
+/** The words of one timestamp being written (reused: no array per timestamp). */
+const NANOS = new Uint32Array(2);
+
+/** Attribute keys are the gateway's own constants: each is encoded once (bounded, in case). */
+const KEYS = new Map<string, Uint8Array>();
+/** Span names repeat too (a method and a tool): each `Span.name` field is encoded once. */
+export const NAMES = new Map<string, Uint8Array>();
+/** Entries per cache, and the longest text kept: a bound, whatever reaches the encoder. */
+const MAX_FIELDS = 1024;
+const MAX_FIELD_TEXT = 256;
+
+/** The string field `tag` holding `text`, encoded once into `cache` (bounded). */
+export function stringField(cache: Map<string, Uint8Array>, tag: number, text: string): Uint8Array {
+  let field = cache.get(text);
+  if (field === undefined) {
+    const w = new ProtoWriter(16 + text.length * 3);
+    w.string(tag, text);
+    field = w.buf.slice(0, w.pos);
+    if (cache.size < MAX_FIELDS && text.length <= MAX_FIELD_TEXT) cache.set(text, field);
+  }
+  return field;
+}
+
+/** `KeyValue.key` (field 1) of `key`, encoded. */
+function keyField(key: string): Uint8Array {
+  return stringField(KEYS, 0x0a, key);
+}
+
+/** The field tag of `Span.attributes` (field 9, length-delimited). */
+export const SPAN_ATTRIBUTE = 0x4a;
+/**
+ * Span attributes whose string value repeats (a tool, an upstream, a verdict, a method), each
+ * `KeyValue` encoded once: most of a span's bytes, and most of the encoder's time. A key seen
+ * with more than {@link MAX_VALUES_PER_KEY} values (a request id) is never kept (null).
+ */
+const PAIRS = new Map<string, Map<string, Uint8Array> | null>();
+const MAX_PAIR_KEYS = 256;
+const MAX_VALUES_PER_KEY = 64;
+const MAX_PAIR_VALUE = 256;
+
+/** The encoded `Span.attributes` entry of `key` = `value`, if it is one that repeats. */
+function repeatedPair(key: string, value: string): Uint8Array | undefined {
+  let values = PAIRS.get(key);
+  if (values === null || value.length > MAX_PAIR_VALUE) return undefined;
+  if (values === undefined) {
+    if (PAIRS.size >= MAX_PAIR_KEYS) return undefined;
+    PAIRS.set(key, values = new Map());
+  }
+  let encoded = values.get(value);
+  if (encoded === undefined) {
+    if (values.size >= MAX_VALUES_PER_KEY) {
+      PAIRS.set(key, null);
+      return undefined;
+    }
+    const w = new ProtoWriter(32 + key.length * 3 + value.length * 3);
+    w.encodeAttribute(SPAN_ATTRIBUTE, key, value);
+    encoded = w.buf.slice(0, w.pos);
+    values.set(value, encoded);
+  }
+  return encoded;
+}
