@@ -33,7 +33,7 @@ import {
 import { redactDeep } from "../support/redact.ts";
 import type { ToolRegistry } from "./tool_registry.ts";
 import { errorType, type TraceSpan } from "../tracing/gateway_tracer.ts";
-import { forwardTraced } from "../tracing/upstream_span.ts";
+import { FORWARDED, forwardTraced } from "../tracing/upstream_span.ts";
 
 /** The `_meta` key of a listed tool the scanner escalated: the finding, in words. */
 export const ESCALATION_META_KEY = "agent33/escalation";
@@ -336,11 +336,7 @@ export class CallPipeline {
     const result = await forwardTraced(
       call.span,
       route,
-      {
-        method: "tools/call",
-        target: route.original,
-        attributes: { "gen_ai.tool.name": route.original },
-      },
+      FORWARDED.toolsCall,
       ctx,
       (traced) => route.handle.callTool(route.original, call.args, traced),
     );

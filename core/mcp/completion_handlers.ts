@@ -6,7 +6,7 @@
  */
 import { CompleteRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { toMcpError } from "../support/errors.ts";
-import { forwardTraced } from "../tracing/upstream_span.ts";
+import { FORWARDED, forwardTraced } from "../tracing/upstream_span.ts";
 import type { EngineCatalog } from "./engine_catalog.ts";
 import { guard } from "./request_handler.ts";
 import type { SessionContext } from "./session_context.ts";
@@ -51,7 +51,7 @@ export function registerCompletionHandlers(ctx: CompletionHandlersContext): void
         return await forwardTraced(
           span,
           route,
-          { method: "completion/complete" },
+          FORWARDED.completionComplete,
           upstreamCallContext(ctx.inbound, extra, undefined, route.handle.id),
           (traced) => route.handle.complete({ ...request.params, ref: upstreamRef }, traced),
         );

@@ -10,7 +10,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError, toMcpError } from "../support/errors.ts";
 import { paginate } from "../support/pagination.ts";
-import { forwardTraced } from "../tracing/upstream_span.ts";
+import { FORWARDED, forwardTraced } from "../tracing/upstream_span.ts";
 import type { EngineCatalog } from "./engine_catalog.ts";
 import { cursor, guard } from "./request_handler.ts";
 import type { SessionContext } from "./session_context.ts";
@@ -51,11 +51,7 @@ export function registerPromptHandlers(ctx: PromptHandlersContext): void {
           return await forwardTraced(
             span,
             route,
-            {
-              method: "prompts/get",
-              target: route.original,
-              attributes: { "gen_ai.prompt.name": route.original },
-            },
+            FORWARDED.promptsGet,
             upstreamCallContext(ctx.inbound, extra, undefined, route.handle.id),
             (traced) => route.handle.getPrompt(route.original, args, traced),
           );

@@ -19,7 +19,7 @@ import type { Logger } from "../support/logger.ts";
 import { paginate } from "../support/pagination.ts";
 import type { Route } from "../proxy/proxy_manager.ts";
 import type { ResourceAudience } from "../proxy/upstream_handle.ts";
-import { forwardTraced } from "../tracing/upstream_span.ts";
+import { FORWARDED, forwardTraced } from "../tracing/upstream_span.ts";
 import type { EngineCatalog } from "./engine_catalog.ts";
 import { cursor, guard } from "./request_handler.ts";
 import type { SessionContext } from "./session_context.ts";
@@ -97,7 +97,7 @@ function registerResourceRead(ctx: ResourceHandlersContext): void {
         const result = await forwardTraced(
           span,
           route,
-          { method: "resources/read", attributes: { "mcp.resource.uri": route.original } },
+          FORWARDED.resourcesRead,
           upstream,
           (traced) => route.handle.readResource(route.original, traced),
         );
@@ -139,7 +139,7 @@ function registerSubscriptions(ctx: ResourceHandlersContext): void {
       await forwardTraced(
         span,
         route,
-        { method: "resources/subscribe", attributes: { "mcp.resource.uri": route.original } },
+        FORWARDED.resourcesSubscribe,
         upstreamCallContext(inbound, extra, undefined, route.handle.id),
         (traced) => route.handle.subscribe(route.original, traced),
       );

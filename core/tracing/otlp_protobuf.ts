@@ -33,6 +33,14 @@ export function encodeAttributes(
 /** The one attribute whose value differs from call to call: written after the template. */
 const VARYING = "jsonrpc.request.id";
 
+/**
+ * A template's value that is the span's target (a tool's name is the span's name and its
+ * `gen_ai.tool.name`): compared by identity with the span's own target, which the template's key
+ * lookup has already compared, rather than by content (a client's tool name is a new string each
+ * call).
+ */
+const TARGET = Symbol("target");
+
 /** A span's repeating fields (name, kind, shared and own attributes but {@link VARYING}), encoded. */
 interface Template {
   readonly name: string;
@@ -41,7 +49,7 @@ interface Template {
   readonly shared: EncodedShared | undefined;
   readonly dropped: number;
   readonly keys: readonly string[];
-  readonly values: readonly SpanValue[];
+  readonly values: readonly (SpanValue | typeof TARGET)[];
   readonly bytes: Uint8Array;
 }
 
@@ -51,20 +59,29 @@ const MAX_TEMPLATE_KEYS = 1024;
 const TEMPLATES_PER_KEY = 4;
 const MAX_TEMPLATE_VALUE = 256;
 
-/** Whether `template` is the encoding of `slot`'s repeating fields. */
+/**
+ * Whether `template` is the encoding of `slot`'s repeating fields. Its key (the target, else the
+ * name) has matched: with a target, the template's name and the target's presence are checked.
+ */
 function matches(template: Template, store: SpanStore, slot: number, first: number, end: number) {
+  const target = store.targets[slot];
   if (
-    template.name !== store.names[slot] || template.target !== store.targets[slot] ||
+    template.name !== store.names[slot] ||
+    (template.target === undefined) !== (target === undefined) ||
     template.kind !== store.kinds[slot] || template.shared !== store.shared[slot] ||
     template.dropped !== store.dropped[slot]
   ) return false;
   const { keys, values } = store;
   const expected = template.keys;
+  const known = template.values;
   let j = 0;
   for (let i = first; i < end; i++) {
     const key = keys[i];
     if (key === VARYING) continue;
-    if (expected[j] !== key || template.values[j] !== values[i]) return false;
+    const value = values[i];
+    if (expected[j] !== key) return false;
+    const was = known[j];
+    if (was === TARGET ? value !== target : was !== value) return false;
     j++;
   }
   return j === expected.length;
@@ -89,7 +106,7 @@ function templateOf(store: SpanStore, slot: number, first: number, end: number):
   const shared = store.shared[slot];
   if (shared !== undefined) w.bytes(shared.proto);
   const keys: string[] = [];
-  const values: SpanValue[] = [];
+  const values: (SpanValue | typeof TARGET)[] = [];
   let short = name.length <= MAX_TEMPLATE_VALUE &&
     (target === undefined || target.length <= MAX_TEMPLATE_VALUE);
   for (let i = first; i < end; i++) {
@@ -98,7 +115,7 @@ function templateOf(store: SpanStore, slot: number, first: number, end: number):
     const value = store.values[i]!;
     if (typeof value === "string" && value.length > MAX_TEMPLATE_VALUE) short = false;
     keys.push(k);
-    values.push(value);
+    values.push(target !== undefined && value === target ? TARGET : value);
     w.attribute(SPAN_ATTRIBUTE, k, value);
   }
   const dropped = store.dropped[slot]!;

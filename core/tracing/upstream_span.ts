@@ -7,15 +7,30 @@
  */
 import type { UpstreamCallContext } from "../proxy/upstream_handle.ts";
 import type { Route } from "../proxy/proxy_manager.ts";
-import { errorType, type SpanValue, type TraceSpan } from "./gateway_tracer.ts";
+import { errorType, type TraceSpan } from "./gateway_tracer.ts";
 
-/** What is forwarded: the method, what it names (a tool or prompt, in the span's name), more attributes. */
+/**
+ * What is forwarded: the method, and the attribute that carries the upstream's own name for what
+ * it names (a tool, a prompt, a resource's URI), which `named` also appends to the span's name.
+ * Module constants ({@link FORWARDED}): no object is built per forwarded request.
+ */
 export interface ForwardedRequest {
-  method: string;
-  /** The upstream's own tool or prompt name; appended to the span's name. */
-  target?: string;
-  attributes?: Record<string, SpanValue>;
+  readonly method: string;
+  readonly attribute?: string;
+  readonly named?: boolean;
 }
+
+/** The requests the gateway forwards, as their client spans describe them. */
+export const FORWARDED = {
+  toolsCall: { method: "tools/call", attribute: "gen_ai.tool.name", named: true },
+  promptsGet: { method: "prompts/get", attribute: "gen_ai.prompt.name", named: true },
+  resourcesRead: { method: "resources/read", attribute: "mcp.resource.uri" },
+  resourcesSubscribe: { method: "resources/subscribe", attribute: "mcp.resource.uri" },
+  completionComplete: { method: "completion/complete" },
+} as const satisfies Record<string, ForwardedRequest>;
+
+/** The longest upstream name or URI a span keeps (an upstream's text is hostile). */
+const MAX_NAME = 2048;
 
 /**
  * Sends `send(ctx)` inside a client span under `parent` (when tracing is on), with `ctx.trace`
@@ -43,9 +58,12 @@ function sendInSpan<T>(
   const server = route.handle.id;
   parent.set("agent33.upstream", server);
   parent.set("agent33.breaker.state", route.handle.breaker.state);
-  const { method, target } = request;
-  // The request's attributes as they are and the rest set: no merged copy of them per call.
-  const span = parent.child(method, request.attributes, "client", target);
+  const { method, attribute } = request;
+  const original = route.original.length > MAX_NAME
+    ? route.original.slice(0, MAX_NAME)
+    : route.original;
+  const span = parent.child(method, undefined, "client", request.named ? original : undefined);
+  if (attribute !== undefined) span.set(attribute, original);
   span.set("mcp.method.name", method);
   span.set("agent33.upstream", server);
   span.set("agent33.upstream.transport", route.handle.server.transport);
