@@ -154,14 +154,18 @@ export async function leanHttp(
 }
 
 /** A `tools/call` of echo with `{ message: "hi" }` that rejects unless the echo came back. */
-export function leanEchoCall(client: LeanClient, tool: string): () => Promise<void> {
+export function leanEchoCall(
+  client: LeanClient,
+  tool: string,
+  message = "hi",
+): () => Promise<void> {
   return async () => {
     const result = await client.request("tools/call", {
       name: tool,
-      arguments: { message: "hi" },
+      arguments: { message },
     });
     const content = result.content as { text?: string }[] | undefined;
-    if (result.isError || !content?.[0]?.text?.includes("hi")) {
+    if (result.isError || !content?.[0]?.text?.includes(message)) {
       throw new Error(`${tool} answered unexpectedly: ${JSON.stringify(result).slice(0, 300)}`);
     }
   };

@@ -6,7 +6,7 @@
  *
  *     deno run -A bench/profile.ts [--root <checkout>] [--transport stdio|http] [--in-flight 16]
  *       [--calls 20000] [--top 30] [--out gateway.cpuprofile] [--traced] [--heap | --threads]
- *       [--instructions] [--warmup 2000] [--env NAME=VALUE]...
+ *       [--instructions] [--warmup 2000] [--message-bytes N] [--env NAME=VALUE]...
  *
  * `--threads` attaches no inspector and reports CPU per call by thread instead (from
  * /proc/<pid>/task/<tid>/schedstat, grouped by thread name: the main thread, the upstream's relay
@@ -314,6 +314,7 @@ async function main(): Promise<void> {
       calls: { type: "string", default: "20000" },
       // Calls before the measured round, for V8 to optimize the call path (more under callgrind).
       warmup: { type: "string", default: "2000" },
+      "message-bytes": { type: "string", default: "0" },
       top: { type: "string", default: "30" },
       out: { type: "string" },
       traced: { type: "boolean", default: false },
@@ -373,7 +374,11 @@ async function main(): Promise<void> {
       pid = child.process.pid;
     }
     await leanWaitForTool(client, "everything__echo", "profiled gateway", 60_000);
-    const call = leanEchoCall(client, "everything__echo");
+    // An echo of "hi" by default; --message-bytes N for a call whose arguments and answer are
+    // N characters each, as a real tool call's are.
+    const bytes = Number(values["message-bytes"]);
+    const message = bytes > 0 ? "lorem ipsum ".repeat(Math.ceil(bytes / 12)).slice(0, bytes) : "hi";
+    const call = leanEchoCall(client, "everything__echo", message);
     await throughputRound(call, Number(values["in-flight"]), Number(values.warmup), 500);
     const profiled: Profiled = {
       root: getGatewayRoot(),

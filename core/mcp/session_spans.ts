@@ -19,7 +19,7 @@ export interface SessionSpans {
   /** Starts every request's span but tools/call's (undefined when tracing is off). */
   request?: RequestSpanStarter;
   /** Starts a tools/call span, named after the tool; undefined while no tracer runs. */
-  toolCall(called: string, meta: unknown, extra: HandlerExtra): TraceSpan | undefined;
+  toolCall(called: string, meta: unknown, extra: HandlerExtra, at: number): TraceSpan | undefined;
 }
 
 /** The span starters of the session `sessionId`. */
@@ -45,7 +45,7 @@ export function sessionSpans(
   };
   // Attributes set one by one into the span's slot, the name kept in two parts: no object or
   // string is built for a traced request.
-  const toolCall = (called: string, meta: unknown, extra: HandlerExtra) => {
+  const toolCall = (called: string, meta: unknown, extra: HandlerExtra, at: number) => {
     const tracer = tracing?.tracer;
     if (tracer === undefined) return undefined;
     const span = tracer.request(
@@ -54,6 +54,7 @@ export function sessionSpans(
       meta,
       extra.requestInfo,
       sessionAttributes(tracer),
+      at,
     );
     span.set("mcp.method.name", "tools/call");
     span.set("jsonrpc.request.id", String(extra.requestId));

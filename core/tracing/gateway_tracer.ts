@@ -37,7 +37,8 @@ export interface TraceSpan {
   ): TraceSpan;
   /** The context a request sent from this span carries (upstream `_meta` and headers). */
   carrier(): TraceCarrier;
-  end(): void;
+  /** Ends the span, at `at` when the caller has just read `performance.now()` (one reading fewer). */
+  end(at?: number): void;
 }
 
 /**
@@ -62,7 +63,8 @@ export interface GatewayTracer {
   /**
    * A server span for one inbound MCP request named `name` (and ` target`, a tool's name), the
    * child of the caller's context if it sent one: from the request's `params._meta` (MCP
-   * clients put `traceparent` there), else from its HTTP headers. It carries `shared`.
+   * clients put `traceparent` there), else from its HTTP headers. It carries `shared`; it starts
+   * at `at` when the caller has just read `performance.now()`.
    */
   request(
     name: string,
@@ -70,6 +72,7 @@ export interface GatewayTracer {
     meta: unknown,
     requestInfo: InboundRequestInfo | undefined,
     shared: SharedAttributes,
+    at?: number,
   ): TraceSpan;
   /** Exports what is buffered. */
   flush(): Promise<void>;

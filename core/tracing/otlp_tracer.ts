@@ -94,6 +94,7 @@ export class OtlpTracer implements GatewayTracer {
     meta: unknown,
     requestInfo: InboundRequestInfo | undefined,
     shared: SharedAttributes,
+    startedAt?: number,
   ): TraceSpan {
     const parent = parentOf(meta, requestInfo);
     const store = this.store;
@@ -121,7 +122,7 @@ export class OtlpTracer implements GatewayTracer {
       ids[at + 7] = parseInt(parent.spanId.slice(8), 16);
       store.traceStates[slot] = parent.tracestate;
     }
-    const span = this.open(slot, name, target, KIND.server, sampled);
+    const span = this.open(slot, name, target, KIND.server, sampled, startedAt);
     // Made by shared(): this tracer's own class.
     store.shared[slot] = shared as EncodedAttributes;
     return span;
@@ -137,6 +138,7 @@ export class OtlpTracer implements GatewayTracer {
     target: string | undefined,
     kind: number,
     sampled: boolean,
+    startedAt?: number,
   ): StoreSpan {
     const store = this.store;
     const ids = store.ids;
@@ -152,8 +154,8 @@ export class OtlpTracer implements GatewayTracer {
     store.targets[slot] = target;
     store.shared[slot] = undefined;
     store.errors[slot] = undefined;
-    if (sampled) store.times[slot * 2] = performance.now();
-    return new StoreSpan(this, slot, store.generations[slot]!);
+    if (sampled) store.times[slot * 2] = startedAt ?? performance.now();
+    return new StoreSpan(this, slot, store.generations[slot]!, sampled);
   }
 
   /** A span that could not get a slot: it carries its ids on and records nothing. */
@@ -220,19 +222,19 @@ class StoreSpan implements TraceSpan {
   readonly #store: SpanStore;
   readonly #slot: number;
   readonly #generation: number;
+  readonly #sampled: boolean;
 
-  constructor(tracer: OtlpTracer, slot: number, generation: number) {
+  constructor(tracer: OtlpTracer, slot: number, generation: number, sampled: boolean) {
     this.#tracer = tracer;
     this.#store = tracer.store;
     this.#slot = slot;
     this.#generation = generation;
+    this.#sampled = sampled;
   }
 
-  /** Whether the span is still open (its slot not freed) and records. */
+  /** Whether the span records and is still open (its slot not freed). */
   #recording(): boolean {
-    const store = this.#store;
-    const slot = this.#slot;
-    return store.generations[slot] === this.#generation && store.sampled[slot] === 1;
+    return this.#sampled && this.#store.generations[this.#slot] === this.#generation;
   }
 
   get traceId(): string {
@@ -322,12 +324,12 @@ class StoreSpan implements TraceSpan {
     return tracestate === undefined ? { traceparent: parent } : { traceparent: parent, tracestate };
   }
 
-  end(): void {
+  end(at?: number): void {
     const store = this.#store;
     const slot = this.#slot;
     if (store.generations[slot] !== this.#generation) return;
     if (store.sampled[slot] === 1) {
-      store.times[slot * 2 + 1] = performance.now();
+      store.times[slot * 2 + 1] = at ?? performance.now();
       this.#tracer.record(slot);
     } else store.free(slot);
   }

@@ -185,6 +185,14 @@ export const READ_ELSEWHERE: readonly ReadElsewhere[] = [
       "`always_on`, `always_off`, `traceidratio`, `parentbased_always_on`, `parentbased_always_off`, `parentbased_traceidratio` (ratio in `OTEL_TRACES_SAMPLER_ARG`, 0–1)",
   },
   {
+    name: "OTEL_BSP_SCHEDULE_DELAY",
+    group: "observability",
+    readBy: "core/tracing/tracing_config.ts",
+    shownDefault: "`1000`",
+    meaning:
+      "Milliseconds a span waits for its export batch to fill; `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` (`2048`) spans per batch, `OTEL_BSP_MAX_QUEUE_SIZE` (`16384`) waiting before new ones are dropped",
+  },
+  {
     name: "MCP_PLUGIN_<NAME>_<KEY>",
     group: "plugins",
     readBy: "core/config/config.ts",
