@@ -214,9 +214,12 @@ Deno.test("With protobuf export (OTLP's default) the same call yields the same c
   }, { OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf" });
 });
 
-Deno.test("A client's traceparent header reaches a Streamable HTTP upstream as a header of the same trace", async () => {
+Deno.test("A client's traceparent and tracestate headers reach a Streamable HTTP upstream as headers of the same trace", async () => {
   await withTracedGateway(async (gateway, receiver) => {
-    const client = await connect(gateway, { traceparent: `00-${HEADER_TRACE}-${HEADER_SPAN}-01` });
+    const client = await connect(gateway, {
+      traceparent: `00-${HEADER_TRACE}-${HEADER_SPAN}-01`,
+      tracestate: "vendor=from-header",
+    });
     try {
       const result = await client.callTool({ name: "echo__headers", arguments: {} });
       const headers = JSON.parse(text(result)) as Record<string, string>;
@@ -230,6 +233,7 @@ Deno.test("A client's traceparent header reaches a Streamable HTTP upstream as a
       const sent = parsed(headers.traceparent);
       assert.equal(sent.traceId, HEADER_TRACE);
       assert.equal(sent.parentId, upstream.spanId);
+      assert.equal(headers.tracestate, "vendor=from-header");
     } finally {
       await client.close();
     }
