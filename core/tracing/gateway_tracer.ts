@@ -20,7 +20,7 @@ export interface TraceCarrier {
 
 /** One span in progress. */
 export interface TraceSpan {
-  /** The trace this span belongs to (32 hex digits). */
+  /** The trace this span belongs to (32 hex digits; all zeros once the span has ended). */
   readonly traceId: string;
   set(key: string, value: SpanValue | undefined): void;
   /** Marks the span failed with a stable error code (`error.type`) and a message. */

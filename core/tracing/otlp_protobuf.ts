@@ -3,9 +3,10 @@
  * `collector/trace/v1`), for `OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf`: only the fields the
  * gateway's spans use. Each span is written, as it ends, straight into one buffer that is reused
  * batch after batch; an export copies it once behind the resource and scope. A span's fields
- * that repeat from call to call of the same kind (its name, kind, session attributes and every
- * attribute but the request id) are copied from a template encoded once per shape, so a span
- * costs its ids, times and request id, and one copy (protobuf takes fields in any order).
+ * that repeat from call to call of the same kind (its name, kind and every attribute but the
+ * request id) are copied from a template encoded once per shape, and its session's attributes
+ * from their own encoding, so a span costs its ids, times and request id, and two copies
+ * (protobuf takes fields in any order).
  * @module
  */
 import type { SpanValue } from "./gateway_tracer.ts";
@@ -20,7 +21,7 @@ import {
   varintSize,
 } from "./proto_writer.ts";
 
-/** Attributes as `KeyValue` fields numbered `field`, for spans to embed ({@link FinishedSpan.shared}). */
+/** Attributes as `KeyValue` fields numbered `field`, for spans to embed (a session's, {@link EncodedShared}). */
 export function encodeAttributes(
   field: number,
   values: Readonly<Record<string, SpanValue>>,
@@ -41,12 +42,15 @@ const VARYING = "jsonrpc.request.id";
  */
 const TARGET = Symbol("target");
 
-/** A span's repeating fields (name, kind, shared and own attributes but {@link VARYING}), encoded. */
+/**
+ * A span's repeating fields (name, kind, own attributes but {@link VARYING}), encoded. Not the
+ * session's attributes: a template serves every session (a client that opens a session per call
+ * would otherwise miss every time), and those are one copy of their own.
+ */
 interface Template {
   readonly name: string;
   readonly target: string | undefined;
   readonly kind: number;
-  readonly shared: EncodedShared | undefined;
   readonly dropped: number;
   readonly keys: readonly string[];
   readonly values: readonly (SpanValue | typeof TARGET)[];
@@ -68,7 +72,7 @@ function matches(template: Template, store: SpanStore, slot: number, first: numb
   if (
     template.name !== store.names[slot] ||
     (template.target === undefined) !== (target === undefined) ||
-    template.kind !== store.kinds[slot] || template.shared !== store.shared[slot] ||
+    template.kind !== store.kinds[slot] ||
     template.dropped !== store.dropped[slot]
   ) return false;
   const { keys, values } = store;
@@ -103,8 +107,6 @@ function templateOf(store: SpanStore, slot: number, first: number, end: number):
   else w.pair(0x2a, name, target);
   w.byte(0x30); // kind
   w.byte(store.kinds[slot]!);
-  const shared = store.shared[slot];
-  if (shared !== undefined) w.bytes(shared.proto);
   const keys: string[] = [];
   const values: (SpanValue | typeof TARGET)[] = [];
   let short = name.length <= MAX_TEMPLATE_VALUE &&
@@ -129,7 +131,6 @@ function templateOf(store: SpanStore, slot: number, first: number, end: number):
       name,
       target,
       kind: store.kinds[slot]!,
-      shared,
       dropped,
       keys,
       values,
@@ -174,6 +175,8 @@ function writeSpan(w: ProtoWriter, store: SpanStore, slot: number): void {
   if (state !== undefined) w.string(0x1a, state);
   const first = slot * MAX_ATTRIBUTES;
   const end = first + store.counts[slot]!;
+  const shared = store.shared[slot];
+  if (shared !== undefined) w.bytes(shared.proto);
   w.bytes(templateOf(store, slot, first, end));
   const { keys, values } = store;
   for (let i = first; i < end; i++) {
