@@ -11,7 +11,7 @@
  */
 import type { SpanValue } from "./gateway_tracer.ts";
 import type { OtlpResource, SpanBatch } from "./span_batch.ts";
-import { type EncodedShared, MAX_ATTRIBUTES, type SpanStore, WORDS } from "./span_store.ts";
+import { MAX_ATTRIBUTES, type SpanStore, WORDS } from "./span_store.ts";
 import {
   NAMES,
   ProtoWriter,
@@ -21,7 +21,7 @@ import {
   varintSize,
 } from "./proto_writer.ts";
 
-/** Attributes as `KeyValue` fields numbered `field`, for spans to embed (a session's, {@link EncodedShared}). */
+/** Attributes as `KeyValue` fields numbered `field`, for spans to embed (a session's: `EncodedShared`). */
 export function encodeAttributes(
   field: number,
   values: Readonly<Record<string, SpanValue>>,
