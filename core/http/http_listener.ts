@@ -18,6 +18,7 @@ import { type Clock, settlesWithin, systemClock } from "../support/clock.ts";
 import { concatBytes } from "../support/concat_bytes.ts";
 import { InFlight } from "../support/in_flight.ts";
 import { hasControlCharacter } from "../support/control_characters.ts";
+import { jsonRpcRefusal } from "../support/jsonrpc_shape.ts";
 import type { Authenticator } from "../auth/authenticator.ts";
 import { unauthorizedResponse } from "../auth/authenticator.ts";
 import type { HostVerdict } from "../auth/host_guard.ts";
@@ -96,10 +97,7 @@ export function jsonError(
 function refusal(route: HttpRoute, status: number, code: string, message: string): Response {
   const headers = { "Connection": "close" };
   if (!route.jsonRpc) return jsonError(status, code, message, headers);
-  return Response.json(
-    { jsonrpc: "2.0", id: null, error: { code: -32600, message, data: { code } } },
-    { status, headers },
-  );
+  return jsonRpcRefusal(status, code, message, headers);
 }
 
 /**

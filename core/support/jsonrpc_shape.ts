@@ -61,3 +61,20 @@ function hasOnly(value: Record<string, unknown>, members: Set<string>): boolean 
 export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
+
+/**
+ * The answer of an MCP endpoint to a request refused before it was read as one (too large, the
+ * wrong type, no such session): a JSON-RPC error with `id` null, `-32600` and the gateway's
+ * stable code in `data.code`, with the HTTP status that says why.
+ */
+export function jsonRpcRefusal(
+  status: number,
+  code: string,
+  message: string,
+  headers?: HeadersInit,
+): Response {
+  return Response.json(
+    { jsonrpc: "2.0", id: null, error: { code: -32600, message, data: { code } } },
+    { status, ...(headers === undefined ? {} : { headers }) },
+  );
+}

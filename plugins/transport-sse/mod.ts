@@ -8,6 +8,7 @@ import {
   definePlugin,
   GatewayError,
   isJsonRpcMessage,
+  jsonRpcRefusal,
   type ServedSession,
   sessionLimitResponse,
   type TokenPayload,
@@ -23,11 +24,11 @@ interface Session {
 
 const decoder = new TextDecoder();
 
-function error(status: number, code: string, message: string): Response {
-  return Response.json({ error: { code, message } }, { status });
-}
-
-/** The POSTed JSON-RPC message, or the answer refusing it (type, size, parse, shape). */
+/**
+ * The POSTed JSON-RPC message, or the answer refusing it (type, size, parse, shape). `/messages`
+ * is an MCP endpoint: every refusal of it is a JSON-RPC error (`data.code` the stable code), the
+ * shape of the listener's own refusals of the route (too large, too slow).
+ */
 async function readMessage(
   request: Request,
   body: Uint8Array | null | undefined,
@@ -36,7 +37,7 @@ async function readMessage(
   if (
     !(request.headers.get("content-type") ?? "").toLowerCase().startsWith("application/json")
   ) {
-    return error(
+    return jsonRpcRefusal(
       415,
       "unsupported_media_type",
       "Send the JSON-RPC message with Content-Type: application/json",
@@ -45,7 +46,7 @@ async function readMessage(
   // The listener read the body (bounded, with a deadline); in-process callers may not have.
   const bytes = body ?? new Uint8Array(await request.arrayBuffer());
   if (bytes.length > max) {
-    return error(
+    return jsonRpcRefusal(
       413,
       "payload_too_large",
       `Message exceeds ${max} bytes (MCP_MAX_MESSAGE_BYTES)`,
@@ -139,7 +140,7 @@ export default definePlugin({
     ): Promise<Response> {
       const id = new URL(request.url).searchParams.get("sessionId");
       if (!id) {
-        return error(
+        return jsonRpcRefusal(
           400,
           "invalid_request",
           "Missing ?sessionId=; POST to the URL sent in the endpoint event of GET /sse",
@@ -147,10 +148,14 @@ export default definePlugin({
       }
       const session = sessions.get(id);
       if (!session) {
-        return error(404, "not_found", `Unknown session "${id}"; open a new one with GET /sse`);
+        return jsonRpcRefusal(
+          404,
+          "not_found",
+          `Unknown session "${id}"; open a new one with GET /sse`,
+        );
       }
       if (session.owner.tenant !== auth.tenant || session.owner.subject !== auth.subject) {
-        return error(
+        return jsonRpcRefusal(
           403,
           "forbidden",
           "This session belongs to another caller; open your own with GET /sse",

@@ -316,7 +316,7 @@ Deno.test("Streamable HTTP answers transport mistakes with 4xx that say what to 
   });
 });
 
-Deno.test("Legacy SSE answers transport mistakes with 4xx that say what to send", async () => {
+Deno.test("Legacy SSE answers transport mistakes with 4xx JSON-RPC errors that say what to send", async () => {
   await withGateway({}, async (gateway) => {
     const post = (query: string, body: string, type = "application/json") =>
       fetch(`${gateway.url}/messages${query}`, {
@@ -324,12 +324,33 @@ Deno.test("Legacy SSE answers transport mistakes with 4xx that say what to send"
         headers: { Authorization: `Bearer ${gateway.token}`, "Content-Type": type },
         body,
       });
-    const noId = await post("", "{}");
-    assert.equal(noId.status, 400);
-    assert.match((await noId.json()).error.message, /sessionId/);
-    const unknown = await post("?sessionId=nope", "{}");
-    assert.equal(unknown.status, 404);
-    assert.match((await unknown.json()).error.message, /GET \/sse/);
+    // /messages is an MCP endpoint: each refusal is a JSON-RPC error with the stable code.
+    const refused = async (answer: Response, status: number, code: string, says: RegExp) => {
+      assert.equal(answer.status, status);
+      const body = await answer.json();
+      assert.equal(body.jsonrpc, "2.0");
+      assert.equal(body.id, null);
+      assert.equal(body.error.code, -32600);
+      assert.equal(body.error.data.code, code);
+      assert.match(body.error.message, says);
+    };
+    await refused(await post("", "{}"), 400, "invalid_request", /sessionId/);
+    await refused(await post("?sessionId=nope", "{}"), 404, "not_found", /GET \/sse/);
+    const sse = await fetch(`${gateway.url}/sse`, {
+      headers: { Authorization: `Bearer ${gateway.token}`, Accept: "text/event-stream" },
+    });
+    const reader = sse.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let head = "";
+    while (!/sessionId=[\w-]+/.test(head)) head += (await reader.read()).value ?? "";
+    const query = /data: \/messages(\?sessionId=[\w-]+)/.exec(head)![1]!;
+    const ping = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" });
+    await refused(
+      await post(query, ping, "text/plain"),
+      415,
+      "unsupported_media_type",
+      /Content-Type: application\/json/,
+    );
+    await reader.cancel();
   });
 });
 
