@@ -490,12 +490,8 @@ export function definePlugin<T extends PluginManifest>(manifest: T): T {
 }
 
 export { StreamTransport } from "../mcp/stream_transport.ts";
-export {
-  isJsonRpcMessage,
-  isObject,
-  isRequestId,
-  jsonRpcRefusal,
-} from "../support/jsonrpc_shape.ts";
+export { isJsonRpcMessage, isObject, isRequestId } from "../support/jsonrpc_shape.ts";
+export { jsonRpcRefusal } from "../support/jsonrpc_shape.ts";
 export { serializeMessage } from "../support/wire_json.ts";
 export { sessionLimitResponse } from "../mcp/session_admission.ts";
 export { unreadLimitName, UnreadOutput } from "../support/unread_output.ts";
