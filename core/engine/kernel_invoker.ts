@@ -29,12 +29,12 @@ export function kernelInvoker(options: KernelInvokerOptions): ToolInvoker {
     async invoke(request: InvokeRequest): Promise<InvokeOutcome> {
       const { name, args } = request;
       // Traced (the inbound call has a span): this call is a child span, and its stages its own.
-      const span = request.context.span?.child(`tools/call ${name}`, {
-        "mcp.method.name": "tools/call",
-        "gen_ai.tool.name": name,
-        ...(request.step === undefined ? {} : { "agent33.workflow.step": request.step }),
-        ...(request.agent === undefined ? {} : { "agent33.agent": request.agent }),
-      });
+      // Named in two parts and its attributes set one by one: no string or object built for it.
+      const span = request.context.span?.child("tools/call", undefined, "internal", name);
+      span?.set("mcp.method.name", "tools/call");
+      span?.set("gen_ai.tool.name", name);
+      span?.set("agent33.workflow.step", request.step);
+      span?.set("agent33.agent", request.agent);
       const context = span === undefined ? request.context : { ...request.context, span };
       const caller: CallContext = {
         tenant: context.auth.tenant,
