@@ -81,45 +81,46 @@ export class ProtoWriter {
 
   /** A string field; ASCII (nearly every string here) is copied unit by unit, the rest UTF-8 encoded. */
   string(tag: number, value: string): void {
-    const n = value.length;
     const start = this.pos;
-    this.room(9 + n);
-    this.buf[this.pos++] = tag;
-    this.varint(n);
-    const buf = this.buf;
-    let pos = this.pos;
-    for (let i = 0; i < n; i++) {
-      const c = value.charCodeAt(i);
-      if (c >= 0x80) {
-        this.pos = start;
-        this.#utf8(tag, value);
-        return;
-      }
-      buf[pos++] = c;
-    }
-    this.pos = pos;
+    this.#header(tag, value.length);
+    const pos = this.#ascii(value, this.pos);
+    if (pos < 0) {
+      this.pos = start;
+      this.#utf8(tag, value);
+    } else this.pos = pos;
   }
 
   /** A string field holding `first`, a space and `second`, written without joining them. */
   pair(tag: number, first: string, second: string): void {
-    const a = first.length;
-    const n = a + 1 + second.length;
     const start = this.pos;
+    this.#header(tag, first.length + 1 + second.length);
+    let pos = this.#ascii(first, this.pos);
+    if (pos >= 0) {
+      this.buf[pos++] = 0x20;
+      pos = this.#ascii(second, pos);
+    }
+    if (pos < 0) {
+      this.pos = start;
+      this.#utf8(tag, `${first} ${second}`);
+    } else this.pos = pos;
+  }
+
+  /** A field's tag and the varint of its `n` bytes, with room made for them and the bytes. */
+  #header(tag: number, n: number): void {
     this.room(9 + n);
     this.buf[this.pos++] = tag;
     this.varint(n);
+  }
+
+  /** Copies ASCII `value` to `pos` (room made); the position after it, or -1 at a non-ASCII unit. */
+  #ascii(value: string, pos: number): number {
     const buf = this.buf;
-    let pos = this.pos;
-    for (let i = 0; i < n; i++) {
-      const c = i < a ? first.charCodeAt(i) : i === a ? 0x20 : second.charCodeAt(i - a - 1);
-      if (c >= 0x80) {
-        this.pos = start;
-        this.#utf8(tag, `${first} ${second}`);
-        return;
-      }
+    for (let i = 0; i < value.length; i++) {
+      const c = value.charCodeAt(i);
+      if (c >= 0x80) return -1;
       buf[pos++] = c;
     }
-    this.pos = pos;
+    return pos;
   }
 
   #utf8(tag: number, value: string): void {
