@@ -7,29 +7,13 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { GatewayEvent } from "../../core/bus/events.ts";
 import { eventually, faultServer, writeFleet } from "../support/fleet.ts";
-import { connectHttp, startGateway, type TestGateway } from "../support/gateway.ts";
+import { connectHttp, startGateway, type TestGateway, withFleet } from "../support/gateway.ts";
 
-async function withFaults(
+/** {@link withFleet} of the `proxy_servers:` entries `servers`. */
+const withFaults = (
   servers: string,
   fn: (gateway: TestGateway, client: Client, events: GatewayEvent[]) => Promise<void>,
-): Promise<void> {
-  const fleet = await writeFleet(`proxy_servers:${servers}`);
-  const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
-  const events: GatewayEvent[] = [];
-  gateway.kernel.bus.subscribe((e) => events.push(e));
-  try {
-    await gateway.kernel.fleetStarted;
-    const client = await connectHttp(gateway);
-    try {
-      await fn(gateway, client, events);
-    } finally {
-      await client.close();
-    }
-  } finally {
-    await gateway.stop();
-    await fleet.remove();
-  }
-}
+) => withFleet(`proxy_servers:${servers}`, fn);
 
 const rejectsNaming = (server: string, pattern: RegExp) => (e: McpError) =>
   e.message.includes(`"${server}"`) && pattern.test(e.message);

@@ -6,8 +6,8 @@
  */
 import assert from "node:assert/strict";
 import type { CallToolResult, McpError } from "@modelcontextprotocol/sdk/types.js";
-import { faultServer, fixture, writeFleet } from "../support/fleet.ts";
-import { connectHttp, startGateway } from "../support/gateway.ts";
+import { faultServer, fixture } from "../support/fleet.ts";
+import { withFleet } from "../support/gateway.ts";
 
 const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
 const FLEET = `proxy_servers:
@@ -29,48 +29,32 @@ function text(result: unknown): string {
 }
 
 Deno.test("A flood of tools/list_changed from an upstream costs one catalog fetch at a time and one after the burst, not one per notification", async () => {
-  const fleet = await writeFleet(FLEET);
-  const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
-  try {
-    await gateway.kernel.fleetStarted;
-    const client = await connectHttp(gateway);
-    try {
-      const lists = async (): Promise<[number, number]> => {
-        const [served, most] = text(await client.callTool({ name: "relist__lists", arguments: {} }))
-          .split(" ").map(Number);
-        return [served!, most!];
-      };
-      const [before] = await lists();
-      await client.callTool({ name: "relist__flood", arguments: { count: 2000 } });
-      // The refetches a flood causes are over once two reads in a row see the same count.
-      let [after, most] = [-1, 0];
-      for (let seen = -2; seen !== after;) {
-        seen = after;
-        await new Promise((resolve) => setTimeout(resolve, 300));
-        [after, most] = await lists();
-      }
-      assert.equal(most, 1, "catalog fetches of one upstream overlapped");
-      // One in flight and one after it per burst; a loaded machine may split the burst in a few.
-      assert.ok(after - before <= 20, `2000 notifications caused ${after - before} tools/list`);
-      assert.ok(after - before >= 1, "the change was fetched at least once");
-    } finally {
-      await client.close();
+  await withFleet(FLEET, async (_gateway, client) => {
+    const lists = async (): Promise<[number, number]> => {
+      const [served, most] = text(await client.callTool({ name: "relist__lists", arguments: {} }))
+        .split(" ").map(Number);
+      return [served!, most!];
+    };
+    const [before] = await lists();
+    await client.callTool({ name: "relist__flood", arguments: { count: 2000 } });
+    // The refetches a flood causes are over once two reads in a row see the same count.
+    let [after, most] = [-1, 0];
+    for (let seen = -2; seen !== after;) {
+      seen = after;
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      [after, most] = await lists();
     }
-  } finally {
-    await gateway.stop();
-    await fleet.remove();
-  }
+    assert.equal(most, 1, "catalog fetches of one upstream overlapped");
+    // One in flight and one after it per burst; a loaded machine may split the burst in a few.
+    assert.ok(after - before <= 20, `2000 notifications caused ${after - before} tools/list`);
+    assert.ok(after - before >= 1, "the change was fetched at least once");
+  });
 });
 
 Deno.test("Progress resets a call's timeout, but never past 10 × timeouts.call: an upstream trickling progress cannot hold a call forever", async () => {
-  const fleet = await writeFleet(
+  await withFleet(
     `proxy_servers:${faultServer("drip", { extra: "    timeouts: { call: 0.3 }\n" })}`,
-  );
-  const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
-  try {
-    await gateway.kernel.fleetStarted;
-    const client = await connectHttp(gateway);
-    try {
+    async (_gateway, client) => {
       let progress = 0;
       const started = Date.now();
       const refused = await client.callTool(
@@ -86,30 +70,17 @@ Deno.test("Progress resets a call's timeout, but never past 10 × timeouts.call:
         refused.message,
       );
       assert.ok(elapsed < 20_000, `the call was held ${elapsed} ms`);
-    } finally {
-      await client.close();
-    }
-  } finally {
-    await gateway.stop();
-    await fleet.remove();
-  }
+    },
+  );
 });
 
 Deno.test("An upstream's log messages that reach no caller are logged at most 20 a second and 2,000 characters each; the rest are counted, not lost", async () => {
-  const fleet = await writeFleet(`proxy_servers:${faultServer("chatty")}`);
-  const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
-  try {
-    await gateway.kernel.fleetStarted;
-    const client = await connectHttp(gateway);
-    try {
-      // Sent after the answer, with no call in flight: no caller may receive them.
-      await client.callTool({
-        name: "chatty__log_after",
-        arguments: { count: 3000, bytes: 100_000 },
-      });
-    } finally {
-      await client.close();
-    }
+  await withFleet(`proxy_servers:${faultServer("chatty")}`, async (gateway, client) => {
+    // Sent after the answer, with no call in flight: no caller may receive them.
+    await client.callTool({
+      name: "chatty__log_after",
+      arguments: { count: 3000, bytes: 100_000 },
+    });
     const logged = () => gateway.logs.filter((l) => l.includes("upstream log not relayed"));
     const held = () =>
       gateway.logs.map((l) => /(\d+) more upstream log messages were not relayed/.exec(l))
@@ -129,29 +100,18 @@ Deno.test("An upstream's log messages that reach no caller are logged at most 20
       assert.ok(line.length < 2500, `a logged line of ${line.length} characters`);
       assert.match(line, /\(100\d{3} characters, cut\)/);
     }
-  } finally {
-    await gateway.stop();
-    await fleet.remove();
-  }
+  });
 });
 
 Deno.test("A credential crossing the cut of an unrelayed log message leaves no prefix in the log", async () => {
-  const fleet = await writeFleet(`proxy_servers:${faultServer("chatty")}`);
-  const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
   const token = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8";
-  try {
-    await gateway.kernel.fleetStarted;
-    const client = await connectHttp(gateway);
-    try {
-      // The data's JSON is `"1 <pad> <token>x…"`: the token starts 12 characters before the cut,
-      // so cut first, "ghp_A1b2C3d4" would be too short to look like a credential any more.
-      await client.callTool({
-        name: "chatty__log_after",
-        arguments: { count: 1, bytes: 100, text: `${"y".repeat(2000 - 12 - 4)} ${token}` },
-      });
-    } finally {
-      await client.close();
-    }
+  await withFleet(`proxy_servers:${faultServer("chatty")}`, async (gateway, client) => {
+    // The data's JSON is `"1 <pad> <token>x…"`: the token starts 12 characters before the cut,
+    // so cut first, "ghp_A1b2C3d4" would be too short to look like a credential any more.
+    await client.callTool({
+      name: "chatty__log_after",
+      arguments: { count: 1, bytes: 100, text: `${"y".repeat(2000 - 12 - 4)} ${token}` },
+    });
     const started = Date.now();
     const line = () => gateway.logs.find((l) => l.includes("upstream log not relayed"));
     while (line() === undefined && Date.now() - started < 30_000) {
@@ -159,8 +119,5 @@ Deno.test("A credential crossing the cut of an unrelayed log message leaves no p
     }
     assert.match(line()!, /characters, cut\)/);
     assert.doesNotMatch(line()!, /ghp_A1b2/);
-  } finally {
-    await gateway.stop();
-    await fleet.remove();
-  }
+  });
 });

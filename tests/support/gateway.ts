@@ -9,6 +9,8 @@ import type { Clock } from "../../core/support/clock.ts";
 import { resolveConfig } from "../../core/config/config.ts";
 import { Kernel, type StartInfo } from "../../core/kernel.ts";
 import { createLogger, type Logger } from "../../core/support/logger.ts";
+import type { GatewayEvent } from "../../core/bus/events.ts";
+import { writeFleet } from "./fleet.ts";
 
 /** A started in-process gateway. */
 export interface TestGateway {
@@ -68,6 +70,33 @@ export async function startGateway(
   });
   const info = await kernel.start();
   return { kernel, info, url: info.url!, token, adminToken, logs, stop: () => kernel.stop() };
+}
+
+/**
+ * A gateway serving the fleet document `yaml` (`proxy_servers: …`) once its fleet started, with an
+ * SDK client connected over Streamable HTTP, for `fn`; `events` holds every bus event from the
+ * gateway's start. The client, the gateway and the fleet file are gone after.
+ */
+export async function withFleet(
+  yaml: string,
+  fn: (gateway: TestGateway, client: Client, events: GatewayEvent[]) => Promise<void>,
+): Promise<void> {
+  const fleet = await writeFleet(yaml);
+  const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
+  const events: GatewayEvent[] = [];
+  gateway.kernel.bus.subscribe((e) => events.push(e));
+  try {
+    await gateway.kernel.fleetStarted;
+    const client = await connectHttp(gateway);
+    try {
+      await fn(gateway, client, events);
+    } finally {
+      await client.close();
+    }
+  } finally {
+    await gateway.stop();
+    await fleet.remove();
+  }
 }
 
 /** An SDK client connected over Streamable HTTP. */
