@@ -31,7 +31,7 @@ import { encodeAttributes, ProtobufBatch } from "./otlp_protobuf.ts";
 import { SpanExporter } from "./otlp_exporter.ts";
 import type { OtlpResource } from "./span_batch.ts";
 import { type EncodedShared, SpanStore, WORDS } from "./span_store.ts";
-import { hex32, randomWord, traceHex, traceparent } from "./span_ids.ts";
+import { randomWord, traceHex, traceparent } from "./span_ids.ts";
 import { type ParentContext, parseTraceparent } from "./w3c_trace_context.ts";
 
 /** OTLP SpanKind values. */
@@ -173,7 +173,7 @@ export class OtlpTracer implements GatewayTracer {
           "(a span never ended, or a flood); its ids are still passed on",
       );
     }
-    return new DetachedSpan(traceHex(w0, w1, w2, w3), sampled, state);
+    return new DetachedSpan([w0, w1, w2, w3], sampled, state);
   }
 
   /** Encodes a finished span for export and frees its slot. */
@@ -329,8 +329,7 @@ class StoreSpan implements TraceSpan {
       ids[at + 5]!,
       store.sampled[slot] === 1,
     );
-    const tracestate = store.traceStates[slot];
-    return tracestate === undefined ? { traceparent: parent } : { traceparent: parent, tracestate };
+    return carrierOf(parent, store.traceStates[slot]);
   }
 
   end(at?: number): void {
@@ -349,16 +348,21 @@ class StoreSpan implements TraceSpan {
  * ids, so what it sends still carries a valid context.
  */
 class DetachedSpan implements TraceSpan {
-  readonly traceId: string;
-  readonly #spanId: string;
+  /** Trace id words 0–3, then this span's id words: random unless the trace is given. */
+  readonly #ids: readonly number[];
   readonly #sampled: boolean;
   readonly #state: string | undefined;
 
-  constructor(traceId: string | undefined, sampled: boolean, state: string | undefined) {
-    this.traceId = traceId ?? traceHex(randomWord() | 1, randomWord(), randomWord(), randomWord());
-    this.#spanId = hex32(randomWord() | 1) + hex32(randomWord());
+  constructor(trace: readonly number[] | undefined, sampled: boolean, state: string | undefined) {
+    const [w0, w1, w2, w3] = trace ?? [randomWord() | 1, randomWord(), randomWord(), randomWord()];
+    this.#ids = [w0!, w1!, w2!, w3!, randomWord() | 1, randomWord()];
     this.#sampled = sampled;
     this.#state = state;
+  }
+
+  get traceId(): string {
+    const [w0, w1, w2, w3] = this.#ids as [number, number, number, number];
+    return traceHex(w0, w1, w2, w3);
   }
 
   set(): void {}
@@ -366,13 +370,18 @@ class DetachedSpan implements TraceSpan {
   end(): void {}
 
   child(): TraceSpan {
-    return new DetachedSpan(this.traceId, this.#sampled, this.#state);
+    return new DetachedSpan(this.#ids.slice(0, 4), this.#sampled, this.#state);
   }
 
   carrier(): TraceCarrier {
-    const traceparent = ["00", this.traceId, this.#spanId, this.#sampled ? "01" : "00"].join("-");
-    return this.#state === undefined ? { traceparent } : { traceparent, tracestate: this.#state };
+    const [w0, w1, w2, w3, hi, lo] = this.#ids as [number, number, number, number, number, number];
+    return carrierOf(traceparent(w0, w1, w2, w3, hi, lo, this.#sampled), this.#state);
   }
+}
+
+/** A span's context as requests carry it: its `traceparent`, and `tracestate` when there is one. */
+function carrierOf(traceparent: string, tracestate: string | undefined): TraceCarrier {
+  return tracestate === undefined ? { traceparent } : { traceparent, tracestate };
 }
 
 /** Decides at a trace's root; `parentbased_*` follows the caller's sampled flag when it sent one. */

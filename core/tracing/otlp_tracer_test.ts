@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
-import { silentLogger } from "../support/logger.ts";
+import { createLogger, silentLogger } from "../support/logger.ts";
 import { OtlpTracer } from "./otlp_tracer.ts";
+import { MAX_SLOTS } from "./span_store.ts";
 import { tracingConfig } from "./tracing_config.ts";
 
 Deno.test("traceidratio samples about its ratio of new traces, whatever the id's top bit", async () => {
@@ -80,5 +81,28 @@ Deno.test("Spans keep their ids and parents while the store grows under them", a
     child.end();
     span.end();
   }
+  await tracer.shutdown();
+});
+
+Deno.test("A span past the store's open-span bound records nothing but still carries its trace on, and says so once", async () => {
+  const { config } = tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9" });
+  const lines: string[] = [];
+  const tracer = new OtlpTracer(config, createLogger({ sink: (l) => lines.push(l) }));
+  const shared = tracer.shared({});
+  const open = Array.from(
+    { length: MAX_SLOTS },
+    () => tracer.request("tools/call", "t", undefined, undefined, shared),
+  );
+  const parent = "4bf92f3577b34da6a3ce929d0e0e4736";
+  const meta = { traceparent: `00-${parent}-00f067aa0ba902b7-01`, tracestate: "v=1" };
+  const lost = tracer.request("tools/call", "t", meta, undefined, shared);
+  const again = tracer.request("tools/call", "t", undefined, undefined, shared);
+  assert.equal(lost.traceId, parent);
+  const carried = lost.child("tools/call", {}, "client", "echo").carrier();
+  assert.match(carried.traceparent, new RegExp(`^00-${parent}-[0-9a-f]{16}-01$`));
+  assert.equal(carried.tracestate, "v=1");
+  assert.match(again.carrier().traceparent, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+  assert.equal(lines.filter((l) => l.includes("a span was not recorded")).length, 1);
+  for (const span of open) span.end();
   await tracer.shutdown();
 });
