@@ -22,6 +22,15 @@ export interface SessionSpans {
   toolCall(called: string, meta: unknown, extra: HandlerExtra, at: number): TraceSpan | undefined;
 }
 
+/** The longest request id a span keeps: a client's string id is bounded only by the message. */
+const MAX_REQUEST_ID = 256;
+
+/** The request's JSON-RPC id as a span attribute, at most {@link MAX_REQUEST_ID} characters. */
+function requestId(extra: HandlerExtra): string {
+  const id = String(extra.requestId);
+  return id.length > MAX_REQUEST_ID ? id.slice(0, MAX_REQUEST_ID) : id;
+}
+
 /** The span starters of the session `sessionId`. */
 export function sessionSpans(
   sessionId: string,
@@ -57,7 +66,7 @@ export function sessionSpans(
       at,
     );
     span.set("mcp.method.name", "tools/call");
-    span.set("jsonrpc.request.id", String(extra.requestId));
+    span.set("jsonrpc.request.id", requestId(extra));
     span.set("gen_ai.tool.name", called);
     return span;
   };
@@ -75,7 +84,7 @@ export function sessionSpans(
       sessionAttributes(tracer),
     );
     span.set("mcp.method.name", method);
-    span.set("jsonrpc.request.id", String(extra.requestId));
+    span.set("jsonrpc.request.id", requestId(extra));
     if (typeof p?.uri === "string") span.set("mcp.resource.uri", p.uri.slice(0, 2048));
     if (method === "prompts/get" && typeof p?.name === "string") {
       span.set("gen_ai.prompt.name", p.name.slice(0, 256));

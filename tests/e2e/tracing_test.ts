@@ -10,7 +10,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { type CallToolResult, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { startHeaderEchoServer } from "../fixtures/upstreams/header_echo_server.ts";
 import { fixture, writeFleet } from "../support/fleet.ts";
-import { startGateway, type TestGateway } from "../support/gateway.ts";
+import { openSession, startGateway, type TestGateway } from "../support/gateway.ts";
 import {
   type OtlpReceiver,
   type ReceivedSpan,
@@ -212,6 +212,31 @@ Deno.test("With protobuf export (OTLP's default) the same call yields the same c
       await client.close();
     }
   }, { OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf" });
+});
+
+Deno.test("A client's request id is kept on its span to at most 256 characters", async () => {
+  await withTracedGateway(async (gateway, receiver) => {
+    const headers = await openSession(gateway);
+    const trace = "5bf92f3577b34da6a3ce929d0e0e4737";
+    const answer = await fetch(`${gateway.url}/mcp`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: "r".repeat(10_000),
+        method: "tools/call",
+        params: {
+          name: "meta__meta",
+          arguments: {},
+          _meta: { traceparent: `00-${trace}-${CLIENT_SPAN}-01` },
+        },
+      }),
+    });
+    assert.equal(answer.status, 200);
+    await answer.text();
+    const { named } = await traceOf(gateway, receiver, trace);
+    assert.equal(named("tools/call meta__meta").attributes["jsonrpc.request.id"], "r".repeat(256));
+  });
 });
 
 Deno.test("A client's traceparent and tracestate headers reach a Streamable HTTP upstream as headers of the same trace", async () => {
