@@ -15,7 +15,7 @@
  */
 import { type Clock, systemClock } from "../support/clock.ts";
 import type { Logger } from "../support/logger.ts";
-import { redact } from "../support/redact.ts";
+import { redactCut } from "../support/redact.ts";
 import { GATEWAY_INFO } from "../support/version.ts";
 import type {
   GatewayTracer,
@@ -263,7 +263,7 @@ class StoreSpan implements TraceSpan {
     const store = this.#store;
     store.set(this.#slot, "error.type", code);
     // An upstream's error text may quote anything: redacted like every diagnostic.
-    store.errors[this.#slot] = redact(message).slice(0, 256);
+    store.errors[this.#slot] = redactCut(message, 256);
   }
 
   child(
