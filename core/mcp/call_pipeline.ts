@@ -350,7 +350,8 @@ export class CallPipeline {
    */
   async admit(call: PipelineCall, target: ToolTarget): Promise<Verdict & { action: "allow" }> {
     const { governance } = this.#options;
-    const span = call.span;
+    // Stage spans only under a span that records: an unsampled call skips their reactions.
+    const span = call.span?.recording ? call.span : undefined;
     const checking = span?.child("governance");
     const check = governance.check(call.caller, target, call.args, {
       ...(call.approvalToken === undefined ? {} : { approvalToken: call.approvalToken }),

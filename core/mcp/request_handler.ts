@@ -57,7 +57,8 @@ export function handleRequest<S extends z.ZodObject>(
   };
   server.setRequestHandler(lenient, (request, extra) => {
     const span = startSpan?.(method, (request as { params?: unknown }).params, extra);
-    if (span === undefined) return run(request, extra) as never;
+    // An unsampled span passes its context on but needs no outcome or end.
+    if (span === undefined || !span.recording) return run(request, extra, span) as never;
     return traced(span, () => run(request, extra, span)) as never;
   });
 }

@@ -65,6 +65,7 @@ export function sessionSpans(
       sessionAttributes(tracer),
       at,
     );
+    if (!span.recording) return span;
     span.set("mcp.method.name", "tools/call");
     span.set("jsonrpc.request.id", requestId(extra));
     span.set("gen_ai.tool.name", called);
@@ -83,6 +84,7 @@ export function sessionSpans(
       extra.requestInfo,
       sessionAttributes(tracer),
     );
+    if (!span.recording) return span;
     span.set("mcp.method.name", method);
     span.set("jsonrpc.request.id", requestId(extra));
     if (typeof p?.uri === "string") span.set("mcp.resource.uri", p.uri.slice(0, 2048));

@@ -22,6 +22,11 @@ export interface TraceCarrier {
 export interface TraceSpan {
   /** The trace this span belongs to (32 hex digits; all zeros once the span has ended). */
   readonly traceId: string;
+  /**
+   * Whether the span records (sampled and still open): when it does not, its attributes and
+   * children are dropped, so work done only for them can be skipped (OTel's `isRecording`).
+   */
+  readonly recording: boolean;
   set(key: string, value: SpanValue | undefined): void;
   /** Marks the span failed with a stable error code (`error.type`) and a message. */
   fail(code: string, message: string): void;

@@ -1,7 +1,9 @@
 /**
- * The tracer behind {@link GatewayTracer}: spans recorded in the slots of a {@link SpanStore} (no
- * object per span but a three-field handle) and encoded into the export batch the moment they end (otlp_exporter.ts), as protobuf (otlp_protobuf.ts, the
- * default) or as the OTLP specification's JSON encoding (`OTEL_EXPORTER_OTLP_PROTOCOL=http/json`).
+ * The tracer behind {@link GatewayTracer}: a sampled span is recorded in a slot of a
+ * {@link SpanStore} (no object per span but a four-field handle) and encoded into the export batch
+ * the moment it ends (otlp_exporter.ts), as protobuf (otlp_protobuf.ts, the default) or as the
+ * OTLP specification's JSON encoding (`OTEL_EXPORTER_OTLP_PROTOCOL=http/json`); an unsampled one
+ * is a {@link DetachedSpan} that only passes its context on.
  *
  * Why not the OpenTelemetry SDK: measured on the gateway's own three spans per call, the SDK
  * (`@opentelemetry/sdk-trace` 3.1.1 with a batch processor and the official serializers) cost
@@ -98,7 +100,6 @@ export class OtlpTracer implements GatewayTracer {
   ): TraceSpan {
     const parent = parentOf(meta, requestInfo);
     const store = this.store;
-    const slot = store.alloc();
     let w0: number, w1: number, w2: number, w3: number;
     if (parent === undefined) {
       do {
@@ -109,8 +110,12 @@ export class OtlpTracer implements GatewayTracer {
       w0 = parseInt(hex.slice(0, 8), 16), w1 = parseInt(hex.slice(8, 16), 16);
       w2 = parseInt(hex.slice(16, 24), 16), w3 = parseInt(hex.slice(24), 16);
     }
-    const sampled = this.#sample(w3, parent);
-    if (slot < 0) return this.lostSpan(w0, w1, w2, w3, sampled, parent?.tracestate);
+    // An unsampled request records nothing: ids to pass on in one small object, no slot.
+    if (!this.#sample(w3, parent)) {
+      return new DetachedSpan([w0, w1, w2, w3], false, parent?.tracestate);
+    }
+    const slot = store.alloc();
+    if (slot < 0) return this.lostSpan(w0, w1, w2, w3, parent?.tracestate);
     const ids = store.ids;
     const at = slot * WORDS;
     ids[at] = w0, ids[at + 1] = w1, ids[at + 2] = w2, ids[at + 3] = w3;
@@ -122,7 +127,7 @@ export class OtlpTracer implements GatewayTracer {
       ids[at + 7] = parseInt(parent.spanId.slice(8), 16);
       store.traceStates[slot] = parent.tracestate;
     }
-    const span = this.open(slot, name, target, KIND.server, sampled, startedAt);
+    const span = this.open(slot, name, target, KIND.server, startedAt);
     // Made by shared(): this tracer's own class.
     store.shared[slot] = shared as EncodedAttributes;
     return span;
@@ -137,7 +142,6 @@ export class OtlpTracer implements GatewayTracer {
     name: string,
     target: string | undefined,
     kind: number,
-    sampled: boolean,
     startedAt?: number,
   ): StoreSpan {
     const store = this.store;
@@ -149,31 +153,23 @@ export class OtlpTracer implements GatewayTracer {
     ids[at + 4] = hi;
     ids[at + 5] = lo;
     store.kinds[slot] = kind;
-    store.sampled[slot] = sampled ? 1 : 0;
     store.names[slot] = name;
     store.targets[slot] = target;
     store.shared[slot] = undefined;
     store.errors[slot] = undefined;
-    if (sampled) store.times[slot * 2] = startedAt ?? performance.now();
-    return new StoreSpan(this, slot, store.generations[slot]!, sampled);
+    store.times[slot * 2] = startedAt ?? performance.now();
+    return new StoreSpan(this, slot, store.generations[slot]!);
   }
 
-  /** A span that could not get a slot: it carries its ids on and records nothing. */
-  lostSpan(
-    w0: number,
-    w1: number,
-    w2: number,
-    w3: number,
-    sampled: boolean,
-    state: string | undefined,
-  ): TraceSpan {
+  /** A sampled span that could not get a slot: it carries its ids on and records nothing. */
+  lostSpan(w0: number, w1: number, w2: number, w3: number, state: string | undefined): TraceSpan {
     if (this.#lost++ === 0) {
       this.#log.warn(
         `a span was not recorded: more than ${this.store.size} spans are open or waiting ` +
           "(a span never ended, or a flood); its ids are still passed on",
       );
     }
-    return new DetachedSpan([w0, w1, w2, w3], sampled, state);
+    return new DetachedSpan([w0, w1, w2, w3], true, state);
   }
 
   /** Encodes a finished span for export and frees its slot. */
@@ -222,44 +218,40 @@ function first(value: string | string[] | undefined): string | undefined {
 }
 
 /**
- * A span's handle: its slot and the generation it was started in, so a handle used after its
- * span ended (its slot freed, maybe reused) changes nothing. An unsampled span still has ids (its
- * children and upstreams carry them) but reads no clock, keeps no attributes and is never encoded.
+ * A recorded span's handle: its slot and the generation it was started in, so a handle used after
+ * its span ended (its slot freed, maybe reused) changes nothing.
  */
 class StoreSpan implements TraceSpan {
   readonly #tracer: OtlpTracer;
   readonly #store: SpanStore;
   readonly #slot: number;
   readonly #generation: number;
-  readonly #sampled: boolean;
 
-  constructor(tracer: OtlpTracer, slot: number, generation: number, sampled: boolean) {
+  constructor(tracer: OtlpTracer, slot: number, generation: number) {
     this.#tracer = tracer;
     this.#store = tracer.store;
     this.#slot = slot;
     this.#generation = generation;
-    this.#sampled = sampled;
   }
 
-  /** Whether the span records and is still open (its slot not freed). */
-  #recording(): boolean {
-    return this.#sampled && this.#store.generations[this.#slot] === this.#generation;
+  /** Whether the span is still open (its slot not freed). */
+  get recording(): boolean {
+    return this.#store.generations[this.#slot] === this.#generation;
   }
 
   get traceId(): string {
-    const store = this.#store;
-    if (store.generations[this.#slot] !== this.#generation) return "0".repeat(32);
+    if (!this.recording) return "0".repeat(32);
     const at = this.#slot * WORDS;
-    const ids = store.ids;
+    const ids = this.#store.ids;
     return traceHex(ids[at]!, ids[at + 1]!, ids[at + 2]!, ids[at + 3]!);
   }
 
   set(key: string, value: SpanValue | undefined): void {
-    if (value !== undefined && this.#recording()) this.#store.set(this.#slot, key, value);
+    if (value !== undefined && this.recording) this.#store.set(this.#slot, key, value);
   }
 
   fail(code: string, message: string): void {
-    if (!this.#recording()) return;
+    if (!this.recording) return;
     const store = this.#store;
     store.set(this.#slot, "error.type", code);
     // An upstream's error text may quote anything: redacted like every diagnostic.
@@ -272,27 +264,18 @@ class StoreSpan implements TraceSpan {
     kind: "internal" | "client" = "internal",
     target?: string,
   ): TraceSpan {
+    // The parent ended first (work that outlived its request): a trace of its own.
+    if (!this.recording) return new DetachedSpan(undefined, false, undefined);
     const tracer = this.#tracer;
     const store = this.#store;
     const parent = this.#slot;
-    if (store.generations[parent] !== this.#generation) {
-      // The parent ended first (work that outlived its request): a trace of its own.
-      return new DetachedSpan(undefined, false, undefined);
-    }
-    const sampled = store.sampled[parent] === 1;
     const slot = store.alloc();
     // After alloc(): growing the store replaces its columns.
     const ids = store.ids;
     const from = parent * WORDS;
     if (slot < 0) {
-      return tracer.lostSpan(
-        ids[from]!,
-        ids[from + 1]!,
-        ids[from + 2]!,
-        ids[from + 3]!,
-        sampled,
-        store.traceStates[parent],
-      );
+      const state = store.traceStates[parent];
+      return tracer.lostSpan(ids[from]!, ids[from + 1]!, ids[from + 2]!, ids[from + 3]!, state);
     }
     const at = slot * WORDS;
     ids[at] = ids[from]!;
@@ -302,8 +285,8 @@ class StoreSpan implements TraceSpan {
     ids[at + 6] = ids[from + 4]!;
     ids[at + 7] = ids[from + 5]!;
     store.traceStates[slot] = store.traceStates[parent];
-    const span = tracer.open(slot, name, target, KIND[kind], sampled);
-    if (sampled && attributes !== undefined) {
+    const span = tracer.open(slot, name, target, KIND[kind]);
+    if (attributes !== undefined) {
       for (const key in attributes) {
         const value = attributes[key];
         if (value !== undefined) store.set(slot, key, value);
@@ -313,45 +296,39 @@ class StoreSpan implements TraceSpan {
   }
 
   carrier(): TraceCarrier {
+    if (!this.recording) return new DetachedSpan(undefined, false, undefined).carrier();
     const store = this.#store;
     const slot = this.#slot;
-    if (store.generations[slot] !== this.#generation) {
-      return new DetachedSpan(undefined, false, undefined).carrier();
-    }
     const at = slot * WORDS;
     const ids = store.ids;
+    // deno-fmt-ignore
     const parent = traceparent(
-      ids[at]!,
-      ids[at + 1]!,
-      ids[at + 2]!,
-      ids[at + 3]!,
-      ids[at + 4]!,
-      ids[at + 5]!,
-      store.sampled[slot] === 1,
+      ids[at]!, ids[at + 1]!, ids[at + 2]!, ids[at + 3]!, ids[at + 4]!, ids[at + 5]!, true,
     );
     return carrierOf(parent, store.traceStates[slot]);
   }
 
   end(at?: number): void {
-    const store = this.#store;
+    if (!this.recording) return;
     const slot = this.#slot;
-    if (store.generations[slot] !== this.#generation) return;
-    if (store.sampled[slot] === 1) {
-      store.times[slot * 2 + 1] = at ?? performance.now();
-      this.#tracer.record(slot);
-    } else store.free(slot);
+    this.#store.times[slot * 2 + 1] = at ?? performance.now();
+    this.#tracer.record(slot);
   }
 }
 
 /**
- * A span outside the store (none was free, or its parent had ended): it records nothing but has
- * ids, so what it sends still carries a valid context.
+ * A span that records nothing but has ids, so what it sends carries a valid context: an unsampled
+ * request's (the common case under a ratio sampler, so it costs one object and one `traceparent`
+ * at most), or a sampled one that found no free slot or outlived its parent. Its children are
+ * itself: with nothing recorded, one span id serves them all.
  */
 class DetachedSpan implements TraceSpan {
+  readonly recording = false;
   /** Trace id words 0–3, then this span's id words: random unless the trace is given. */
   readonly #ids: readonly number[];
   readonly #sampled: boolean;
   readonly #state: string | undefined;
+  #carrier: TraceCarrier | undefined;
 
   constructor(trace: readonly number[] | undefined, sampled: boolean, state: string | undefined) {
     const [w0, w1, w2, w3] = trace ?? [randomWord() | 1, randomWord(), randomWord(), randomWord()];
@@ -370,12 +347,14 @@ class DetachedSpan implements TraceSpan {
   end(): void {}
 
   child(): TraceSpan {
-    return new DetachedSpan(this.#ids.slice(0, 4), this.#sampled, this.#state);
+    return this;
   }
 
   carrier(): TraceCarrier {
+    if (this.#carrier !== undefined) return this.#carrier;
     const [w0, w1, w2, w3, hi, lo] = this.#ids as [number, number, number, number, number, number];
-    return carrierOf(traceparent(w0, w1, w2, w3, hi, lo, this.#sampled), this.#state);
+    const parent = traceparent(w0, w1, w2, w3, hi, lo, this.#sampled);
+    return this.#carrier = carrierOf(parent, this.#state);
   }
 }
 

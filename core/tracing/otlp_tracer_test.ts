@@ -106,3 +106,39 @@ Deno.test("A span past the store's open-span bound records nothing but still car
   for (const span of open) span.end();
   await tracer.shutdown();
 });
+
+Deno.test("An unsampled request takes no slot and records nothing, but passes its caller's trace on unsampled", async () => {
+  const { config } = tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9" });
+  const tracer = new OtlpTracer(config, silentLogger);
+  const parent = "4bf92f3577b34da6a3ce929d0e0e4736";
+  // parentbased_always_on (the default) follows the caller's "not sampled" flag.
+  const meta = { traceparent: `00-${parent}-00f067aa0ba902b7-00`, tracestate: "v=1" };
+  const span = tracer.request("tools/call", "t", meta, undefined, tracer.shared({}));
+  assert.equal(span.recording, false);
+  assert.equal(span.traceId, parent);
+  const upstream = span.child("tools/call", { "gen_ai.tool.name": "echo" }, "client", "echo");
+  assert.equal(upstream.recording, false);
+  const carried = upstream.carrier();
+  assert.match(carried.traceparent, new RegExp(`^00-${parent}-[0-9a-f]{16}-00$`));
+  assert.notEqual(carried.traceparent.split("-")[2], "00f067aa0ba902b7", "its own span id");
+  assert.equal(carried.tracestate, "v=1");
+  upstream.end();
+  span.end();
+  assert.equal(tracer.store.size, 0, "no slot was made");
+  await tracer.shutdown();
+});
+
+Deno.test("A sampled span records until it ends", async () => {
+  const { config } = tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9" });
+  const tracer = new OtlpTracer(config, silentLogger);
+  const span = tracer.request("tools/call", "t", undefined, undefined, tracer.shared({}));
+  const child = span.child("governance");
+  assert.equal(span.recording, true);
+  assert.equal(child.recording, true);
+  child.end();
+  assert.equal(child.recording, false);
+  assert.equal(span.recording, true);
+  span.end();
+  assert.equal(span.recording, false);
+  await tracer.shutdown();
+});

@@ -25,7 +25,7 @@ export interface EncodedShared {
   readonly json: string;
 }
 
-/** The columns of every span in progress or waiting to be encoded. */
+/** The columns of every recorded span in progress (an unsampled span takes no slot). */
 export class SpanStore {
   /** Per slot: trace id words 0–3, span id high and low, parent span id high and low (0 for a root). */
   ids = new Uint32Array(0);
@@ -33,8 +33,6 @@ export class SpanStore {
   times = new Float64Array(0);
   /** OTLP SpanKind: 1 internal, 2 server, 3 client. */
   kinds = new Uint8Array(0);
-  /** 1 when the span is sampled (recorded and exported), 0 when it only carries its ids. */
-  sampled = new Uint8Array(0);
   /** Attributes set, and attributes dropped beyond {@link MAX_ATTRIBUTES}. */
   counts = new Uint8Array(0);
   dropped = new Uint16Array(0);
@@ -106,7 +104,6 @@ export class SpanStore {
     this.ids = grown(this.ids, new Uint32Array(next * WORDS));
     this.times = grown(this.times, new Float64Array(next * 2));
     this.kinds = grown(this.kinds, new Uint8Array(next));
-    this.sampled = grown(this.sampled, new Uint8Array(next));
     this.counts = grown(this.counts, new Uint8Array(next));
     this.dropped = grown(this.dropped, new Uint16Array(next));
     this.generations = grown(this.generations, new Uint32Array(next));
@@ -164,7 +161,6 @@ export function recordFinished(store: SpanStore, fields: FinishedFields): number
   store.times[slot * 2] = fields.startMs;
   store.times[slot * 2 + 1] = fields.endMs;
   store.kinds[slot] = fields.kind;
-  store.sampled[slot] = 1;
   store.names[slot] = fields.name;
   store.targets[slot] = fields.target;
   store.traceStates[slot] = fields.traceState;

@@ -43,8 +43,11 @@ export function forwardTraced<T>(
   ctx: UpstreamCallContext,
   send: (ctx: UpstreamCallContext) => Promise<T>,
 ): Promise<T> {
-  // Untraced, no async frame of its own: one promise and closure fewer on every call.
-  return parent === undefined ? send(ctx) : sendInSpan(parent, route, request, ctx, send);
+  // Untraced, no async frame of its own: one promise and closure fewer on every call; under a
+  // span that records nothing (unsampled), its context only.
+  if (parent === undefined) return send(ctx);
+  if (!parent.recording) return send({ ...ctx, trace: parent.carrier() });
+  return sendInSpan(parent, route, request, ctx, send);
 }
 
 /** The client span around one send; settles with it (reactions, not an async frame of its own). */

@@ -265,6 +265,35 @@ Deno.test("A client's traceparent and tracestate headers reach a Streamable HTTP
   });
 });
 
+Deno.test("A caller's unsampled trace reaches stdio and HTTP upstreams unsampled, and the gateway exports none of it", async () => {
+  await withTracedGateway(async (gateway, receiver) => {
+    const unsampled = `00-${HEADER_TRACE}-${HEADER_SPAN}-00`;
+    const client = await connect(gateway, { traceparent: unsampled });
+    try {
+      const meta = await client.callTool({
+        name: "meta__meta",
+        arguments: {},
+        _meta: { traceparent: `00-${CLIENT_TRACE}-${CLIENT_SPAN}-00`, tracestate: "v=1" },
+      });
+      const seen = JSON.parse(text(meta)) as Record<string, string>;
+      assert.match(seen.traceparent!, new RegExp(`^00-${CLIENT_TRACE}-[0-9a-f]{16}-00$`));
+      assert.notEqual(seen.traceparent!.split("-")[2], CLIENT_SPAN, "the gateway's own span id");
+      assert.equal(seen.tracestate, "v=1");
+      const headers = JSON.parse(
+        text(await client.callTool({ name: "echo__headers", arguments: {} })),
+      ) as Record<string, string>;
+      assert.match(headers.traceparent!, new RegExp(`^00-${HEADER_TRACE}-[0-9a-f]{16}-00$`));
+      await gateway.kernel.tracing.tracer!.flush();
+      const exported = receiver.spans.filter((s) =>
+        s.traceId === CLIENT_TRACE || s.traceId === HEADER_TRACE
+      );
+      assert.deepEqual(exported.map((s) => s.name), [], "no span of an unsampled trace");
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 /** The gateway's server span and its one client span to the upstream, in one trace. */
 async function forwarded(
   gateway: TestGateway,
