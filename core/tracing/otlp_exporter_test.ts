@@ -4,7 +4,8 @@ import { createLogger } from "../support/logger.ts";
 import { decodeTraceRequest } from "../../tests/support/otlp_proto.ts";
 import { MAX_IN_FLIGHT, SpanExporter } from "./otlp_exporter.ts";
 import { ProtobufBatch } from "./otlp_protobuf.ts";
-import { recordFinished, SpanStore } from "./span_store.ts";
+import { recordFinished } from "../../tests/support/finished_spans.ts";
+import { SpanStore } from "./span_store.ts";
 import { TRACING_OFF, tracingConfig } from "./tracing_config.ts";
 
 const { batchDelayMs: BATCH_DELAY_MS, batchSpans: BATCH_SPANS, maxQueuedSpans: MAX_QUEUED_SPANS } =

@@ -2,13 +2,8 @@ import assert from "node:assert/strict";
 import { jsonAttributes, JsonBatch } from "./otlp_json.ts";
 import { encodeAttributes, ProtobufBatch } from "./otlp_protobuf.ts";
 import { type OtlpResource, unixNanoWords } from "./span_batch.ts";
-import {
-  type FinishedFields,
-  MAX_ATTRIBUTES,
-  recordFinished,
-  type SpanStore,
-  SpanStore as Store,
-} from "./span_store.ts";
+import { MAX_ATTRIBUTES, type SpanStore, SpanStore as Store } from "./span_store.ts";
+import { type FinishedFields, recordFinished } from "../../tests/support/finished_spans.ts";
 import { decodeTraceRequest, hex } from "../../tests/support/otlp_proto.ts";
 
 interface Decoded {
