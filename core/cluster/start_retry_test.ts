@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { ManualClock } from "../support/clock.ts";
 import { GatewayError } from "../support/errors.ts";
 import { silentLogger } from "../support/logger.ts";
-import { retryStart, START_ATTEMPTS } from "./start_retry.ts";
+import { retryStart, START_ATTEMPTS, START_BUDGET_MS } from "./start_retry.ts";
 
 /** Advances the clock until `promise` settles (each retry waits on it). */
 async function driven<T>(clock: ManualClock, promise: Promise<T>): Promise<T> {
@@ -70,4 +70,23 @@ Deno.test("a GatewayError saying the shared state is unreachable (internal) is t
   );
   assert.equal(value, "open");
   assert.equal(tries, 2);
+});
+
+Deno.test("a start step whose own tries took the whole start budget is not tried again", async () => {
+  const clock = new ManualClock();
+  let tries = 0;
+  await assert.rejects(
+    () =>
+      driven(
+        clock,
+        retryStart("fleet", () => {
+          tries++;
+          // A bucket open that kept trying for as long as a forming cluster may take.
+          clock.advance(START_BUDGET_MS);
+          return Promise.reject(new Error("TIMEOUT"));
+        }, { clock, logger: silentLogger }),
+      ),
+    /TIMEOUT/,
+  );
+  assert.equal(tries, 1);
 });
