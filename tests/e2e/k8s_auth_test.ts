@@ -178,6 +178,21 @@ const LISTED = ["tools/weather-mcp", "tools/legacy-sse"];
 /** The tests that make certificates. */
 const OPENSSL = needsBinary("openssl", ["openssl"], "apt-get install -y openssl");
 
+/** A fake API server with `options` over certificates in a fresh directory, for `fn`; both gone after. */
+async function withApiServer(
+  options: Parameters<typeof fakeApiServer>[1],
+  fn: (dir: string, api: Awaited<ReturnType<typeof fakeApiServer>>) => Promise<void>,
+): Promise<void> {
+  await withDir(async (dir) => {
+    const api = await fakeApiServer(dir, options);
+    try {
+      await fn(dir, api);
+    } finally {
+      await api.close();
+    }
+  });
+}
+
 async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "k8s-auth-" });
   try {
@@ -192,9 +207,9 @@ Deno.test(
   "kubeconfig: the current-context's server, CA data and bearer token reach the API",
   OPENSSL,
   async () => {
-    await withDir(async (dir) => {
-      const api = await fakeApiServer(dir, { accept: (s) => s.authorization === "Bearer s3cret" });
-      try {
+    await withApiServer(
+      { accept: (s) => s.authorization === "Bearer s3cret" },
+      async (dir, api) => {
         const ca = await Deno.readTextFile(`${dir}/ca.crt`);
         await Deno.writeTextFile(
           `${dir}/config`,
@@ -212,10 +227,8 @@ Deno.test(
         assert.equal(connection.origin, 'kubeconfig context "dev"');
         assert.deepEqual(await listIds(connection), LISTED);
         assert.deepEqual(api.seen.map((s) => s.authorization), ["Bearer s3cret"]);
-      } finally {
-        await api.close();
-      }
-    });
+      },
+    );
   },
 );
 
@@ -223,30 +236,25 @@ Deno.test(
   "kubeconfig: a client certificate and key from files (relative to the kubeconfig) pass an API server that requires one",
   OPENSSL,
   async () => {
-    await withDir(async (dir) => {
-      const api = await fakeApiServer(dir, {
-        requireClientCert: true,
-        accept: (s) => s.clientCn === "alice" && s.authorization === undefined,
+    await withApiServer({
+      requireClientCert: true,
+      accept: (s) => s.clientCn === "alice" && s.authorization === undefined,
+    }, async (dir, api) => {
+      await Deno.writeTextFile(
+        `${dir}/config`,
+        kubeconfig({
+          current: "mtls",
+          clusters: { mtls: { server: api.url, "certificate-authority": "ca.crt" } },
+          users: { alice: { "client-certificate": "client.crt", "client-key": "client.key" } },
+          contexts: { mtls: { cluster: "mtls", user: "alice" } },
+        }),
+      );
+      const connection = await resolveConnection({
+        env: { KUBECONFIG: `${dir}/config` },
+        clock: systemClock,
       });
-      try {
-        await Deno.writeTextFile(
-          `${dir}/config`,
-          kubeconfig({
-            current: "mtls",
-            clusters: { mtls: { server: api.url, "certificate-authority": "ca.crt" } },
-            users: { alice: { "client-certificate": "client.crt", "client-key": "client.key" } },
-            contexts: { mtls: { cluster: "mtls", user: "alice" } },
-          }),
-        );
-        const connection = await resolveConnection({
-          env: { KUBECONFIG: `${dir}/config` },
-          clock: systemClock,
-        });
-        assert.deepEqual(await listIds(connection), LISTED);
-        assert.deepEqual(api.seen.map((s) => s.clientCn), ["alice"]);
-      } finally {
-        await api.close();
-      }
+      assert.deepEqual(await listIds(connection), LISTED);
+      assert.deepEqual(api.seen.map((s) => s.clientCn), ["alice"]);
     });
   },
 );
@@ -255,47 +263,42 @@ Deno.test(
   "kubeconfig: client-certificate-data and client-key-data work inline, and without them the API server refuses the handshake",
   OPENSSL,
   async () => {
-    await withDir(async (dir) => {
-      const api = await fakeApiServer(dir, {
-        requireClientCert: true,
-        accept: (s) => s.clientCn === "alice",
-      });
-      try {
-        const file = (name: string) => Deno.readTextFile(`${dir}/${name}`);
-        const cluster = {
-          server: api.url,
-          "certificate-authority-data": b64(await file("ca.crt")),
-        };
-        await Deno.writeTextFile(
-          `${dir}/config`,
-          kubeconfig({
-            current: "inline",
-            clusters: { c: cluster },
-            users: {
-              inline: {
-                "client-certificate-data": b64(await file("client.crt")),
-                "client-key-data": b64(await file("client.key")),
-              },
-              nobody: { token: "not-a-certificate" },
+    await withApiServer({
+      requireClientCert: true,
+      accept: (s) => s.clientCn === "alice",
+    }, async (dir, api) => {
+      const file = (name: string) => Deno.readTextFile(`${dir}/${name}`);
+      const cluster = {
+        server: api.url,
+        "certificate-authority-data": b64(await file("ca.crt")),
+      };
+      await Deno.writeTextFile(
+        `${dir}/config`,
+        kubeconfig({
+          current: "inline",
+          clusters: { c: cluster },
+          users: {
+            inline: {
+              "client-certificate-data": b64(await file("client.crt")),
+              "client-key-data": b64(await file("client.key")),
             },
-            contexts: {
-              inline: { cluster: "c", user: "inline" },
-              anonymous: { cluster: "c", user: "nobody" },
-            },
-          }),
-        );
-        const env = { KUBECONFIG: `${dir}/config` };
-        assert.deepEqual(
-          await listIds(await resolveConnection({ env, clock: systemClock })),
-          LISTED,
-        );
-        await assert.rejects(
-          listIds(await resolveConnection({ env, context: "anonymous", clock: systemClock })),
-          /kubeconfig context "anonymous"\): .* unreachable: /,
-        );
-      } finally {
-        await api.close();
-      }
+            nobody: { token: "not-a-certificate" },
+          },
+          contexts: {
+            inline: { cluster: "c", user: "inline" },
+            anonymous: { cluster: "c", user: "nobody" },
+          },
+        }),
+      );
+      const env = { KUBECONFIG: `${dir}/config` };
+      assert.deepEqual(
+        await listIds(await resolveConnection({ env, clock: systemClock })),
+        LISTED,
+      );
+      await assert.rejects(
+        listIds(await resolveConnection({ env, context: "anonymous", clock: systemClock })),
+        /kubeconfig context "anonymous"\): .* unreachable: /,
+      );
     });
   },
 );
@@ -304,30 +307,25 @@ Deno.test(
   "kubeconfig: the server is verified against the cluster's CA, not any CA",
   OPENSSL,
   async () => {
-    await withDir(async (dir) => {
-      const api = await fakeApiServer(dir, { accept: () => true });
-      try {
-        await Deno.writeTextFile(
-          `${dir}/config`,
-          kubeconfig({
-            current: "wrong-ca",
-            clusters: { wrong: { server: api.url, "certificate-authority": `${dir}/other.crt` } },
-            users: { u: { token: "t" } },
-            contexts: { "wrong-ca": { cluster: "wrong", user: "u" } },
-          }),
-        );
-        const connection = await resolveConnection({
-          env: { KUBECONFIG: `${dir}/config` },
-          clock: systemClock,
-        });
-        await assert.rejects(
-          listIds(connection),
-          /discovery-k8s \(kubeconfig context "wrong-ca"\): https:\/\/127\.0\.0\.1:\d+\/api\/v1\/services unreachable: .*(certificate|UnknownIssuer)/i,
-        );
-        assert.deepEqual(api.seen, []);
-      } finally {
-        await api.close();
-      }
+    await withApiServer({ accept: () => true }, async (dir, api) => {
+      await Deno.writeTextFile(
+        `${dir}/config`,
+        kubeconfig({
+          current: "wrong-ca",
+          clusters: { wrong: { server: api.url, "certificate-authority": `${dir}/other.crt` } },
+          users: { u: { token: "t" } },
+          contexts: { "wrong-ca": { cluster: "wrong", user: "u" } },
+        }),
+      );
+      const connection = await resolveConnection({
+        env: { KUBECONFIG: `${dir}/config` },
+        clock: systemClock,
+      });
+      await assert.rejects(
+        listIds(connection),
+        /discovery-k8s \(kubeconfig context "wrong-ca"\): https:\/\/127\.0\.0\.1:\d+\/api\/v1\/services unreachable: .*(certificate|UnknownIssuer)/i,
+      );
+      assert.deepEqual(api.seen, []);
     });
   },
 );
@@ -454,50 +452,45 @@ Deno.test(
   "kubeconfig exec plugin: a client certificate and key in its ExecCredential pass an API server that requires one",
   OPENSSL,
   async () => {
-    await withDir(async (dir) => {
-      const api = await fakeApiServer(dir, {
-        requireClientCert: true,
-        accept: (s) => s.clientCn === "alice",
+    await withApiServer({
+      requireClientCert: true,
+      accept: (s) => s.clientCn === "alice",
+    }, async (dir, api) => {
+      const credential = JSON.stringify({
+        apiVersion: "client.authentication.k8s.io/v1beta1",
+        kind: "ExecCredential",
+        status: {
+          clientCertificateData: await Deno.readTextFile(`${dir}/client.crt`),
+          clientKeyData: await Deno.readTextFile(`${dir}/client.key`),
+        },
       });
-      try {
-        const credential = JSON.stringify({
-          apiVersion: "client.authentication.k8s.io/v1beta1",
-          kind: "ExecCredential",
-          status: {
-            clientCertificateData: await Deno.readTextFile(`${dir}/client.crt`),
-            clientKeyData: await Deno.readTextFile(`${dir}/client.key`),
-          },
-        });
-        await Deno.writeTextFile(`${dir}/credential.json`, credential);
-        await Deno.writeTextFile(
-          `${dir}/config`,
-          kubeconfig({
-            current: "dev",
-            clusters: { dev: { server: api.url, "certificate-authority": "ca.crt" } },
-            users: {
-              dev: {
-                exec: {
-                  apiVersion: "client.authentication.k8s.io/v1beta1",
-                  command: "cat",
-                  args: [`${dir}/credential.json`],
-                },
+      await Deno.writeTextFile(`${dir}/credential.json`, credential);
+      await Deno.writeTextFile(
+        `${dir}/config`,
+        kubeconfig({
+          current: "dev",
+          clusters: { dev: { server: api.url, "certificate-authority": "ca.crt" } },
+          users: {
+            dev: {
+              exec: {
+                apiVersion: "client.authentication.k8s.io/v1beta1",
+                command: "cat",
+                args: [`${dir}/credential.json`],
               },
             },
-            contexts: { dev: { cluster: "dev", user: "dev" } },
-          }),
-        );
-        const connection = await resolveConnection({
-          env: { KUBECONFIG: `${dir}/config` },
-          clock: systemClock,
-        });
-        assert.deepEqual(await listIds(connection), LISTED);
-        assert.deepEqual(api.seen.map((s) => [s.clientCn, s.authorization]), [[
-          "alice",
-          undefined,
-        ]]);
-      } finally {
-        await api.close();
-      }
+          },
+          contexts: { dev: { cluster: "dev", user: "dev" } },
+        }),
+      );
+      const connection = await resolveConnection({
+        env: { KUBECONFIG: `${dir}/config` },
+        clock: systemClock,
+      });
+      assert.deepEqual(await listIds(connection), LISTED);
+      assert.deepEqual(api.seen.map((s) => [s.clientCn, s.authorization]), [[
+        "alice",
+        undefined,
+      ]]);
     });
   },
 );
@@ -506,39 +499,34 @@ Deno.test(
   "kubeconfig exec plugin: a failing plugin is named with its stderr",
   OPENSSL,
   async () => {
-    await withDir(async (dir) => {
-      const api = await fakeApiServer(dir, { accept: () => true });
-      try {
-        await writeExecPlugin(dir, "2030-01-01T00:00:00Z");
-        await Deno.writeTextFile(
-          `${dir}/config`,
-          kubeconfig({
-            current: "dev",
-            clusters: { dev: { server: api.url, "certificate-authority": "ca.crt" } },
-            users: {
-              dev: {
-                exec: {
-                  apiVersion: "client.authentication.k8s.io/v1",
-                  command: `${dir}/bin/fake-auth-plugin`,
-                  args: ["wrong"],
-                },
+    await withApiServer({ accept: () => true }, async (dir, api) => {
+      await writeExecPlugin(dir, "2030-01-01T00:00:00Z");
+      await Deno.writeTextFile(
+        `${dir}/config`,
+        kubeconfig({
+          current: "dev",
+          clusters: { dev: { server: api.url, "certificate-authority": "ca.crt" } },
+          users: {
+            dev: {
+              exec: {
+                apiVersion: "client.authentication.k8s.io/v1",
+                command: `${dir}/bin/fake-auth-plugin`,
+                args: ["wrong"],
               },
             },
-            contexts: { dev: { cluster: "dev", user: "dev" } },
-          }),
-        );
-        const connection = await resolveConnection({
-          env: { KUBECONFIG: `${dir}/config` },
-          clock: systemClock,
-        });
-        await assert.rejects(
-          listIds(connection),
-          /exec credential plugin ".*fake-auth-plugin" exited with 4: bad args: wrong/,
-        );
-        assert.deepEqual(api.seen, []);
-      } finally {
-        await api.close();
-      }
+          },
+          contexts: { dev: { cluster: "dev", user: "dev" } },
+        }),
+      );
+      const connection = await resolveConnection({
+        env: { KUBECONFIG: `${dir}/config` },
+        clock: systemClock,
+      });
+      await assert.rejects(
+        listIds(connection),
+        /exec credential plugin ".*fake-auth-plugin" exited with 4: bad args: wrong/,
+      );
+      assert.deepEqual(api.seen, []);
     });
   },
 );
@@ -585,92 +573,87 @@ Deno.test(
   "discover --plugin k8s --context picks that context's cluster and user from a merged KUBECONFIG",
   OPENSSL,
   async () => {
-    await withDir(async (dir) => {
-      const api = await fakeApiServer(dir, {
-        accept: (s) => s.authorization === "Bearer staging-token",
-      });
-      try {
-        const ca = b64(await Deno.readTextFile(`${dir}/ca.crt`));
-        const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-        const gone = `https://127.0.0.1:${closed.addr.port}`;
-        closed.close();
-        // The first file's current-context points at a server that is not there.
-        await Deno.writeTextFile(
-          `${dir}/a.yaml`,
-          kubeconfig({
-            current: "prod",
-            clusters: { prod: { server: gone, "certificate-authority-data": ca } },
-            users: { prod: { token: "prod-token" } },
-            contexts: { prod: { cluster: "prod", user: "prod" } },
-          }),
-        );
-        // The second file's "prod" cluster loses to the first file's: the first to define a name wins.
-        await Deno.writeTextFile(
-          `${dir}/b.yaml`,
-          kubeconfig({
-            current: "staging",
-            clusters: {
-              staging: { server: api.url, "certificate-authority-data": ca },
-              prod: { server: api.url, "certificate-authority-data": ca },
-            },
-            users: { staging: { token: "staging-token" } },
-            contexts: { staging: { cluster: "staging", user: "staging" } },
-          }),
-        );
-        const env = {
-          KUBECONFIG: `${dir}/a.yaml:${dir}/missing.yaml:${dir}/b.yaml`,
-          NO_COLOR: "1",
-        };
-        const run = async (...args: string[]) => {
-          const output = await new Deno.Command(Deno.execPath(), {
-            args: [
-              "run",
-              "--allow-read",
-              "--allow-write",
-              "--allow-net",
-              "--allow-env",
-              "--allow-run",
-              "--allow-sys",
-              MAIN,
-              "discover",
-              "--plugin",
-              "k8s",
-              "--json",
-              "--timeout",
-              "2",
-              ...args,
-            ],
-            env,
-            clearEnv: false,
-            stdout: "piped",
-            stderr: "piped",
-          }).output();
-          const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
-          return { code: output.code, out: text(output.stdout), err: text(output.stderr) };
-        };
-        const staging = await run("--context", "staging");
-        assert.equal(staging.code, 0, staging.err);
-        assert.deepEqual(
-          JSON.parse(staging.out).candidates.map((c: { id: string }) => c.id).sort(),
-          [...LISTED].sort(),
-        );
-        assert.ok(
-          api.seen.length > 0 && api.seen.every((s) => s.authorization === "Bearer staging-token"),
-        );
+    await withApiServer({
+      accept: (s) => s.authorization === "Bearer staging-token",
+    }, async (dir, api) => {
+      const ca = b64(await Deno.readTextFile(`${dir}/ca.crt`));
+      const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+      const gone = `https://127.0.0.1:${closed.addr.port}`;
+      closed.close();
+      // The first file's current-context points at a server that is not there.
+      await Deno.writeTextFile(
+        `${dir}/a.yaml`,
+        kubeconfig({
+          current: "prod",
+          clusters: { prod: { server: gone, "certificate-authority-data": ca } },
+          users: { prod: { token: "prod-token" } },
+          contexts: { prod: { cluster: "prod", user: "prod" } },
+        }),
+      );
+      // The second file's "prod" cluster loses to the first file's: the first to define a name wins.
+      await Deno.writeTextFile(
+        `${dir}/b.yaml`,
+        kubeconfig({
+          current: "staging",
+          clusters: {
+            staging: { server: api.url, "certificate-authority-data": ca },
+            prod: { server: api.url, "certificate-authority-data": ca },
+          },
+          users: { staging: { token: "staging-token" } },
+          contexts: { staging: { cluster: "staging", user: "staging" } },
+        }),
+      );
+      const env = {
+        KUBECONFIG: `${dir}/a.yaml:${dir}/missing.yaml:${dir}/b.yaml`,
+        NO_COLOR: "1",
+      };
+      const run = async (...args: string[]) => {
+        const output = await new Deno.Command(Deno.execPath(), {
+          args: [
+            "run",
+            "--allow-read",
+            "--allow-write",
+            "--allow-net",
+            "--allow-env",
+            "--allow-run",
+            "--allow-sys",
+            MAIN,
+            "discover",
+            "--plugin",
+            "k8s",
+            "--json",
+            "--timeout",
+            "2",
+            ...args,
+          ],
+          env,
+          clearEnv: false,
+          stdout: "piped",
+          stderr: "piped",
+        }).output();
+        const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+        return { code: output.code, out: text(output.stdout), err: text(output.stderr) };
+      };
+      const staging = await run("--context", "staging");
+      assert.equal(staging.code, 0, staging.err);
+      assert.deepEqual(
+        JSON.parse(staging.out).candidates.map((c: { id: string }) => c.id).sort(),
+        [...LISTED].sort(),
+      );
+      assert.ok(
+        api.seen.length > 0 && api.seen.every((s) => s.authorization === "Bearer staging-token"),
+      );
 
-        const current = await run();
-        assert.equal(current.code, 1);
-        assert.match(
-          current.err,
-          new RegExp(`context "prod"\\): ${gone}/api/v1/services unreachable`),
-        );
+      const current = await run();
+      assert.equal(current.code, 1);
+      assert.match(
+        current.err,
+        new RegExp(`context "prod"\\): ${gone}/api/v1/services unreachable`),
+      );
 
-        const unknown = await run("--context", "nope");
-        assert.equal(unknown.code, 1);
-        assert.match(unknown.err, /has no context "nope"; contexts: prod, staging/);
-      } finally {
-        await api.close();
-      }
+      const unknown = await run("--context", "nope");
+      assert.equal(unknown.code, 1);
+      assert.match(unknown.err, /has no context "nope"; contexts: prod, staging/);
     });
   },
 );
