@@ -5,7 +5,8 @@
  * @module
  */
 import type { SpanValue } from "./gateway_tracer.ts";
-import { type OtlpResource, type SpanBatch, unixNanoWords } from "./span_batch.ts";
+import { type OtlpResource, type SpanBatch, unixNanoDecimal } from "./span_batch.ts";
+import { PairCache } from "./pair_cache.ts";
 import { hex32, traceHex } from "./span_ids.ts";
 import { MAX_ATTRIBUTES, type SpanStore, WORDS } from "./span_store.ts";
 
@@ -37,14 +38,6 @@ export class JsonBatch implements SpanBatch {
   }
 }
 
-const NANOS = new Uint32Array(2);
-
-/** Unix epoch nanoseconds of a performance.now() reading, as the decimal string OTLP JSON uses. */
-function unixNanos(now: number): string {
-  unixNanoWords(now, NANOS);
-  return String((BigInt(NANOS[1]!) << 32n) | BigInt(NANOS[0]!));
-}
-
 /** One span as OTLP JSON, from its slot in the span store. */
 function jsonSpan(store: SpanStore, slot: number): string {
   const ids = store.ids;
@@ -59,12 +52,16 @@ function jsonSpan(store: SpanStore, slot: number): string {
   const target = store.targets[slot];
   const name = target === undefined ? store.names[slot]! : `${store.names[slot]} ${target}`;
   out += `,"name":${JSON.stringify(name)},"kind":${store.kinds[slot]},"startTimeUnixNano":"${
-    unixNanos(store.times[slot * 2]!)
-  }","endTimeUnixNano":"${unixNanos(store.times[slot * 2 + 1]!)}","attributes":[`;
+    unixNanoDecimal(store.times[slot * 2]!)
+  }","endTimeUnixNano":"${unixNanoDecimal(store.times[slot * 2 + 1]!)}","attributes":[`;
   let own = "";
   const first = slot * MAX_ATTRIBUTES;
   for (let i = first, end = first + store.counts[slot]!; i < end; i++) {
-    own += `${own === "" ? "" : ","}${jsonKeyValue(store.keys[i]!, store.values[i]!)}`;
+    const key = store.keys[i]!;
+    const value = store.values[i]!;
+    const pair = (typeof value === "string" ? PAIRS.get(key, value, jsonKeyValue) : undefined) ??
+      jsonKeyValue(key, value);
+    own += own === "" ? pair : `,${pair}`;
   }
   const shared = store.shared[slot];
   out += shared === undefined
@@ -81,6 +78,9 @@ function jsonSpan(store: SpanStore, slot: number): string {
     : `,"status":{"code":2,"message":${JSON.stringify(error)}}}`;
   return out;
 }
+
+/** Span attributes whose string value repeats, each `KeyValue` made once. */
+const PAIRS = new PairCache<string>();
 
 /** Attributes as OTLP JSON `KeyValue`s, comma-separated (the inside of the list). */
 export function jsonAttributes(attributes: Readonly<Record<string, SpanValue>>): string {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { jsonAttributes, JsonBatch } from "./otlp_json.ts";
 import { encodeAttributes, ProtobufBatch } from "./otlp_protobuf.ts";
-import { type OtlpResource, unixNanoWords } from "./span_batch.ts";
+import { type OtlpResource, unixNanoDecimal, unixNanoWords } from "./span_batch.ts";
 import { MAX_ATTRIBUTES, type SpanStore, SpanStore as Store } from "./span_store.ts";
 import { type FinishedFields, recordFinished } from "../../tests/support/finished_spans.ts";
 import { decodeTraceRequest, hex } from "../../tests/support/otlp_proto.ts";
@@ -117,12 +117,18 @@ Deno.test("Timestamps are the Unix nanoseconds of the time origin plus the readi
     performance.now(),
   ];
   for (let i = 0; i < 2000; i++) readings.push(Math.random() * 10 ** (i % 12));
+  // Readings a nanosecond either side of a whole Unix second, where a quotient may round over.
+  const originNanos = Number(referenceNanos(0).slice(-9));
+  for (const seconds of [1, 1_000, 100_000, 10_000_000]) {
+    for (const d of [-1, 0, 1]) readings.push((seconds * 1e9 - originNanos + d) / 1e6);
+  }
   for (const now of readings) {
     const words = new Uint32Array(2);
     unixNanoWords(now, words);
     const [low, high] = words as unknown as [number, number];
     assert.ok(low >= 0 && low < 2 ** 32 && Number.isInteger(low), `low word of ${now}`);
     assert.equal(String((BigInt(high) << 32n) + BigInt(low)), referenceNanos(now), `at ${now}`);
+    assert.equal(unixNanoDecimal(now), referenceNanos(now), `JSON's decimal form at ${now}`);
   }
 });
 

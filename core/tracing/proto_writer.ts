@@ -7,6 +7,7 @@
  * @module
  */
 import type { SpanValue } from "./gateway_tracer.ts";
+import { PairCache } from "./pair_cache.ts";
 import { unixNanoWords } from "./span_batch.ts";
 
 const utf8 = new TextEncoder();
@@ -179,7 +180,7 @@ export class ProtoWriter {
   /** One `KeyValue` (field tag `tag` of the enclosing message). */
   attribute(tag: number, key: string, value: SpanValue): void {
     if (tag === SPAN_ATTRIBUTE && typeof value === "string") {
-      const encoded = repeatedPair(key, value);
+      const encoded = PAIRS.get(key, value, encodedPair);
       if (encoded !== undefined) return this.bytes(encoded);
     }
     this.encodeAttribute(tag, key, value);
@@ -246,34 +247,12 @@ function keyField(key: string): Uint8Array {
 
 /** The field tag of `Span.attributes` (field 9, length-delimited). */
 export const SPAN_ATTRIBUTE = 0x4a;
-/**
- * Span attributes whose string value repeats (a tool, an upstream, a verdict, a method), each
- * `KeyValue` encoded once: most of a span's bytes, and most of the encoder's time. A key seen
- * with more than {@link MAX_VALUES_PER_KEY} values (a request id) is never kept (null).
- */
-const PAIRS = new Map<string, Map<string, Uint8Array> | null>();
-const MAX_PAIR_KEYS = 256;
-const MAX_VALUES_PER_KEY = 64;
-const MAX_PAIR_VALUE = 256;
+/** Span attributes whose string value repeats, each `KeyValue` encoded once. */
+const PAIRS = new PairCache<Uint8Array>();
 
-/** The encoded `Span.attributes` entry of `key` = `value`, if it is one that repeats. */
-function repeatedPair(key: string, value: string): Uint8Array | undefined {
-  let values = PAIRS.get(key);
-  if (values === null || value.length > MAX_PAIR_VALUE) return undefined;
-  if (values === undefined) {
-    if (PAIRS.size >= MAX_PAIR_KEYS) return undefined;
-    PAIRS.set(key, values = new Map());
-  }
-  let encoded = values.get(value);
-  if (encoded === undefined) {
-    if (values.size >= MAX_VALUES_PER_KEY) {
-      PAIRS.set(key, null);
-      return undefined;
-    }
-    const w = new ProtoWriter(32 + key.length * 3 + value.length * 3);
-    w.encodeAttribute(SPAN_ATTRIBUTE, key, value);
-    encoded = w.buf.slice(0, w.pos);
-    values.set(value, encoded);
-  }
-  return encoded;
+/** One span attribute's `KeyValue` on its own. */
+function encodedPair(key: string, value: string): Uint8Array {
+  const w = new ProtoWriter(32 + key.length * 3 + value.length * 3);
+  w.encodeAttribute(SPAN_ATTRIBUTE, key, value);
+  return w.buf.slice(0, w.pos);
 }

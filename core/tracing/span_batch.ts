@@ -67,3 +67,37 @@ export function unixNanoWords(now: number, out: Uint32Array): void {
   out[0] = low;
   out[1] = high;
 }
+
+/**
+ * The time origin's Unix nanoseconds as whole seconds and the nanoseconds past them, exactly, from
+ * the same whole milliseconds and rounded rest as {@link epochNanoWords}: both forms agree.
+ */
+const ORIGIN_MS = Math.floor(TIME_ORIGIN);
+const ORIGIN_SECONDS = Math.floor(ORIGIN_MS / 1000);
+const ORIGIN_NANOS = (ORIGIN_MS - ORIGIN_SECONDS * 1000) * 1e6 +
+  Math.min(999_999, Math.round((TIME_ORIGIN - ORIGIN_MS) * 1e6));
+
+/**
+ * Unix epoch nanoseconds of a performance.now() reading as a decimal string (OTLP JSON's form),
+ * the same value as {@link unixNanoWords}: seconds and the nanoseconds past them, each an exact
+ * double, with no BigInt made (two per span cost more than the rest of its JSON) for the first
+ * 104 days of a process; past those, from the words.
+ */
+export function unixNanoDecimal(now: number): string {
+  const offset = Math.max(0, Math.round(now * 1e6));
+  if (offset >= MAX_EXACT_OFFSET) {
+    unixNanoWords(now, DECIMAL_WORDS);
+    return String((BigInt(DECIMAL_WORDS[1]!) << 32n) | BigInt(DECIMAL_WORDS[0]!));
+  }
+  const nanos = ORIGIN_NANOS + offset;
+  let carry = Math.floor(nanos / 1e9);
+  let rest = nanos - carry * 1e9;
+  // The quotient can round across a whole second; the rest says which way.
+  if (rest < 0) carry--, rest += 1e9;
+  else if (rest >= 1e9) carry++, rest -= 1e9;
+  return `${ORIGIN_SECONDS + carry}${String(rest).padStart(9, "0")}`;
+}
+
+/** Offsets below this keep `ORIGIN_NANOS + offset` an exact double. */
+const MAX_EXACT_OFFSET = 2 ** 53 - 1e9;
+const DECIMAL_WORDS = new Uint32Array(2);
