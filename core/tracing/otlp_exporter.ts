@@ -18,7 +18,7 @@ export const MAX_IN_FLIGHT = 4;
 
 /** A sealed batch waiting for its post. */
 interface Sealed {
-  body: Uint8Array<ArrayBuffer> | string;
+  body: Uint8Array<ArrayBuffer>;
   spans: number;
 }
 

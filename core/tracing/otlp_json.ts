@@ -1,7 +1,7 @@
 /**
  * The OTLP specification's JSON encoding of an `ExportTraceServiceRequest`, for
  * `OTEL_EXPORTER_OTLP_PROTOCOL=http/json`: each span written as text when it ends (cheaper than
- * building objects and stringifying them), the batch joined at export.
+ * building objects and stringifying them), encoded as UTF-8 into the batch as it ends.
  * @module
  */
 import type { SpanValue } from "./gateway_tracer.ts";
@@ -13,30 +13,55 @@ import { MAX_ATTRIBUTES, type SpanStore, WORDS } from "./span_store.ts";
 /** Spans encoded as OTLP JSON as they end. */
 export class JsonBatch implements SpanBatch {
   readonly contentType = "application/json";
-  /** The export body around the spans, serialized once. */
-  readonly #head: string;
-  #spans: string[] = [];
+  /** The export body before and after the spans, encoded once. */
+  readonly #head: Uint8Array;
+  readonly #tail = utf8.encode("]}]}]}");
+  /**
+   * The spans so far, comma-separated, as UTF-8: written as each ends, so an export copies them
+   * once (joined as one string, the body was flattened and then encoded again by `fetch`).
+   */
+  #buf = new Uint8Array(64 * 1024);
+  #pos = 0;
+  #count = 0;
 
   constructor(resource: OtlpResource) {
-    this.#head = `{"resourceSpans":[{"resource":{"attributes":[${
-      jsonAttributes(resource.attributes)
-    }]},"scopeSpans":[{"scope":${JSON.stringify(resource.scope)},"spans":`;
+    this.#head = utf8.encode(
+      `{"resourceSpans":[{"resource":{"attributes":[${
+        jsonAttributes(resource.attributes)
+      }]},"scopeSpans":[{"scope":${JSON.stringify(resource.scope)},"spans":[`,
+    );
   }
 
   get count(): number {
-    return this.#spans.length;
+    return this.#count;
   }
 
   add(store: SpanStore, slot: number): void {
-    this.#spans.push(jsonSpan(store, slot));
+    const span = jsonSpan(store, slot);
+    // UTF-8 takes at most 3 bytes per UTF-16 unit, and a comma.
+    const room = span.length * 3 + 1;
+    if (this.#pos + room > this.#buf.length) {
+      const next = new Uint8Array(Math.max(this.#buf.length * 2, this.#pos + room));
+      next.set(this.#buf.subarray(0, this.#pos));
+      this.#buf = next;
+    }
+    if (this.#count++ > 0) this.#buf[this.#pos++] = 0x2c;
+    this.#pos += utf8.encodeInto(span, this.#buf.subarray(this.#pos)).written;
   }
 
-  take(): string {
-    const body = `${this.#head}[${this.#spans.join(",")}]}]}]}`;
-    this.#spans = [];
+  take(): Uint8Array<ArrayBuffer> {
+    const head = this.#head;
+    const body = new Uint8Array(head.length + this.#pos + this.#tail.length);
+    body.set(head);
+    body.set(this.#buf.subarray(0, this.#pos), head.length);
+    body.set(this.#tail, head.length + this.#pos);
+    this.#pos = 0;
+    this.#count = 0;
     return body;
   }
 }
+
+const utf8 = new TextEncoder();
 
 /** One span as OTLP JSON, from its slot in the span store. */
 function jsonSpan(store: SpanStore, slot: number): string {

@@ -196,7 +196,7 @@ Deno.test("The JSON encoding carries the same span as the protobuf one", () => {
   });
   const json = new JsonBatch(RESOURCE);
   json.add(store, one);
-  const body = JSON.parse(json.take()) as {
+  const body = JSON.parse(new TextDecoder().decode(json.take())) as {
     resourceSpans: { scopeSpans: { scope: unknown; spans: Record<string, unknown>[] }[] }[];
   };
   assert.deepEqual(body.resourceSpans[0]!.scopeSpans[0]!.scope, RESOURCE.scope);
@@ -261,7 +261,7 @@ Deno.test("A span keeps its first 16 attributes and counts the rest as dropped",
   assert.equal(s.droppedAttributesCount, 3);
   const json = new JsonBatch(RESOURCE);
   json.add(store, span({ attributes: many }));
-  const body = JSON.parse(json.take());
+  const body = JSON.parse(new TextDecoder().decode(json.take()));
   assert.equal(body.resourceSpans[0].scopeSpans[0].spans[0].droppedAttributesCount, 3);
 });
 

@@ -22,7 +22,7 @@ export interface SpanBatch {
   /** Encodes the finished span in `slot` of `store`. */
   add(store: SpanStore, slot: number): void;
   /** The `ExportTraceServiceRequest` of the spans added so far; starts the next batch. */
-  take(): Uint8Array<ArrayBuffer> | string;
+  take(): Uint8Array<ArrayBuffer>;
 }
 
 /** performance.timeOrigin, read once: it is a getter call in Deno, and it never changes. */
