@@ -7,8 +7,11 @@
 import type { SpanValue } from "./gateway_tracer.ts";
 import { type OtlpResource, type SpanBatch, unixNanoDecimal } from "./span_batch.ts";
 import { PairCache } from "./pair_cache.ts";
+import { ProtoWriter } from "./proto_writer.ts";
 import { hex32, traceHex } from "./span_ids.ts";
 import { MAX_ATTRIBUTES, type SpanStore, WORDS } from "./span_store.ts";
+
+const utf8 = new TextEncoder();
 
 /** Spans encoded as OTLP JSON as they end. */
 export class JsonBatch implements SpanBatch {
@@ -20,8 +23,7 @@ export class JsonBatch implements SpanBatch {
    * The spans so far, comma-separated, as UTF-8: written as each ends, so an export copies them
    * once (joined as one string, the body was flattened and then encoded again by `fetch`).
    */
-  #buf = new Uint8Array(64 * 1024);
-  #pos = 0;
+  readonly #spans = new ProtoWriter(64 * 1024);
   #count = 0;
 
   constructor(resource: OtlpResource) {
@@ -38,30 +40,25 @@ export class JsonBatch implements SpanBatch {
 
   add(store: SpanStore, slot: number): void {
     const span = jsonSpan(store, slot);
+    const w = this.#spans;
     // UTF-8 takes at most 3 bytes per UTF-16 unit, and a comma.
-    const room = span.length * 3 + 1;
-    if (this.#pos + room > this.#buf.length) {
-      const next = new Uint8Array(Math.max(this.#buf.length * 2, this.#pos + room));
-      next.set(this.#buf.subarray(0, this.#pos));
-      this.#buf = next;
-    }
-    if (this.#count++ > 0) this.#buf[this.#pos++] = 0x2c;
-    this.#pos += utf8.encodeInto(span, this.#buf.subarray(this.#pos)).written;
+    w.room(span.length * 3 + 1);
+    if (this.#count++ > 0) w.buf[w.pos++] = 0x2c;
+    w.pos += utf8.encodeInto(span, w.buf.subarray(w.pos)).written;
   }
 
   take(): Uint8Array<ArrayBuffer> {
     const head = this.#head;
-    const body = new Uint8Array(head.length + this.#pos + this.#tail.length);
+    const spans = this.#spans;
+    const body = new Uint8Array(head.length + spans.pos + this.#tail.length);
     body.set(head);
-    body.set(this.#buf.subarray(0, this.#pos), head.length);
-    body.set(this.#tail, head.length + this.#pos);
-    this.#pos = 0;
+    body.set(spans.buf.subarray(0, spans.pos), head.length);
+    body.set(this.#tail, head.length + spans.pos);
+    spans.pos = 0;
     this.#count = 0;
     return body;
   }
 }
-
-const utf8 = new TextEncoder();
 
 /** One span as OTLP JSON, from its slot in the span store. */
 function jsonSpan(store: SpanStore, slot: number): string {

@@ -29,7 +29,10 @@ export function putVarint(buf: Uint8Array, at: number, value: number): number {
   return at;
 }
 
-/** A growing buffer written front to back. Tags are written as one byte: every tag here is < 128. */
+/**
+ * A growing buffer written front to back (OTLP JSON's batch keeps its UTF-8 in one too). Tags are
+ * written as one byte: every tag here is < 128.
+ */
 export class ProtoWriter {
   buf: Uint8Array<ArrayBuffer>;
   view: DataView;
