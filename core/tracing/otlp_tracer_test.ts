@@ -4,14 +4,17 @@ import { OtlpTracer } from "./otlp_tracer.ts";
 import { MAX_SLOTS } from "./span_store.ts";
 import { tracingConfig } from "./tracing_config.ts";
 
+/** A tracer with `env`'s settings, exporting where nothing listens (an export fails at once, logged once). */
+function tracerWith(env: Record<string, string> = {}, logger = silentLogger): OtlpTracer {
+  const { config } = tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9", ...env });
+  return new OtlpTracer(config, logger);
+}
+
 Deno.test("traceidratio samples about its ratio of new traces, whatever the id's top bit", async () => {
-  const { config } = tracingConfig({
-    // Nothing listens there: an export fails at once and is logged once.
-    OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9",
+  const tracer = tracerWith({
     OTEL_TRACES_SAMPLER: "traceidratio",
     OTEL_TRACES_SAMPLER_ARG: "0.25",
   });
-  const tracer = new OtlpTracer(config, silentLogger);
   const shared = tracer.shared({});
   let sampled = 0;
   for (let i = 0; i < 4000; i++) {
@@ -24,8 +27,7 @@ Deno.test("traceidratio samples about its ratio of new traces, whatever the id's
 });
 
 Deno.test("A span's handle used after the span ended changes nothing, even once its slot is reused", async () => {
-  const { config } = tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9" });
-  const tracer = new OtlpTracer(config, silentLogger);
+  const tracer = tracerWith();
   const shared = tracer.shared({});
   const first = tracer.request("tools/call", "a", undefined, undefined, shared);
   const firstParent = first.carrier().traceparent;
@@ -47,8 +49,7 @@ Deno.test("A span's handle used after the span ended changes nothing, even once 
 });
 
 Deno.test("A child carries its parent's trace id and its own span id", async () => {
-  const { config } = tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9" });
-  const tracer = new OtlpTracer(config, silentLogger);
+  const tracer = tracerWith();
   const parentId = "4bf92f3577b34da6a3ce929d0e0e4736";
   const meta = { traceparent: `00-${parentId}-00f067aa0ba902b7-01`, tracestate: "v=1" };
   const span = tracer.request("tools/call", "t", meta, undefined, tracer.shared({}));
@@ -65,8 +66,7 @@ Deno.test("A child carries its parent's trace id and its own span id", async () 
 });
 
 Deno.test("Spans keep their ids and parents while the store grows under them", async () => {
-  const { config } = tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9" });
-  const tracer = new OtlpTracer(config, silentLogger);
+  const tracer = tracerWith();
   const shared = tracer.shared({});
   const open = Array.from({ length: 300 }, (_, i) => {
     const meta = { traceparent: `00-${i.toString(16).padStart(32, "a")}-00f067aa0ba902b7-01` };
@@ -85,9 +85,8 @@ Deno.test("Spans keep their ids and parents while the store grows under them", a
 });
 
 Deno.test("A span past the store's open-span bound records nothing but still carries its trace on, and says so once", async () => {
-  const { config } = tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9" });
   const lines: string[] = [];
-  const tracer = new OtlpTracer(config, createLogger({ sink: (l) => lines.push(l) }));
+  const tracer = tracerWith({}, createLogger({ sink: (l) => lines.push(l) }));
   const shared = tracer.shared({});
   const open = Array.from(
     { length: MAX_SLOTS },
@@ -108,8 +107,7 @@ Deno.test("A span past the store's open-span bound records nothing but still car
 });
 
 Deno.test("An unsampled request takes no slot and records nothing, but passes its caller's trace on unsampled", async () => {
-  const { config } = tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9" });
-  const tracer = new OtlpTracer(config, silentLogger);
+  const tracer = tracerWith();
   const parent = "4bf92f3577b34da6a3ce929d0e0e4736";
   // parentbased_always_on (the default) follows the caller's "not sampled" flag.
   const meta = { traceparent: `00-${parent}-00f067aa0ba902b7-00`, tracestate: "v=1" };
@@ -129,8 +127,7 @@ Deno.test("An unsampled request takes no slot and records nothing, but passes it
 });
 
 Deno.test("A sampled span records until it ends", async () => {
-  const { config } = tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9" });
-  const tracer = new OtlpTracer(config, silentLogger);
+  const tracer = tracerWith();
   const span = tracer.request("tools/call", "t", undefined, undefined, tracer.shared({}));
   const child = span.child("governance");
   assert.equal(span.recording, true);
