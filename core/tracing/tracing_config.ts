@@ -129,11 +129,7 @@ export function tracingConfig(
   const timeoutName = get("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT") === undefined
     ? "OTEL_EXPORTER_OTLP_TIMEOUT"
     : "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT";
-  const timeoutText = get(timeoutName);
-  const timeoutMs = timeoutText === undefined ? TRACING_OFF.timeoutMs : Number(timeoutText);
-  if (!Number.isInteger(timeoutMs) || timeoutMs < 100 || timeoutMs > 600_000) {
-    issue(timeoutName, `${timeoutName} must be milliseconds between 100 and 600000`);
-  }
+  const timeoutMs = wholeSetting(get, issue, timeoutName, TRACING_OFF.timeoutMs, 100, 600_000, MS);
   const resourceAttributes = keyValues(
     get("OTEL_RESOURCE_ATTRIBUTES"),
     "OTEL_RESOURCE_ATTRIBUTES",
@@ -177,21 +173,33 @@ export function tracingConfig(
   };
 }
 
+const MS = " of milliseconds";
+
+/** `variable` as a whole number from `least` to `most` (`fallback` when unset); an issue otherwise. */
+function wholeSetting(
+  get: (name: string) => string | undefined,
+  issue: (variable: string, message: string) => void,
+  variable: string,
+  fallback: number,
+  least: number,
+  most: number,
+  unit = "",
+): number {
+  const text = get(variable);
+  const value = text === undefined ? fallback : Number(text);
+  if (Number.isInteger(value) && value >= least && value <= most) return value;
+  issue(variable, `${variable} must be a whole number${unit} from ${least} to ${most}`);
+  return fallback;
+}
+
 /** The batch processor's `OTEL_BSP_*` variables, each a whole number in its range. */
 function batchSettings(
   get: (name: string) => string | undefined,
   issue: (variable: string, message: string) => void,
 ): Pick<TracingConfig, "batchDelayMs" | "batchSpans" | "maxQueuedSpans"> {
-  const whole = (variable: string, fallback: number, least: number, most: number) => {
-    const text = get(variable);
-    const value = text === undefined ? fallback : Number(text);
-    if (!Number.isInteger(value) || value < least || value > most) {
-      issue(variable, `${variable} must be a whole number from ${least} to ${most}`);
-      return fallback;
-    }
-    return value;
-  };
-  const batchDelayMs = whole("OTEL_BSP_SCHEDULE_DELAY", TRACING_OFF.batchDelayMs, 1, 600_000);
+  const whole = (variable: string, fallback: number, least: number, most: number, unit = "") =>
+    wholeSetting(get, issue, variable, fallback, least, most, unit);
+  const batchDelayMs = whole("OTEL_BSP_SCHEDULE_DELAY", TRACING_OFF.batchDelayMs, 1, 600_000, MS);
   const maxQueuedSpans = whole(
     "OTEL_BSP_MAX_QUEUE_SIZE",
     TRACING_OFF.maxQueuedSpans,
