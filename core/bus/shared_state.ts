@@ -45,7 +45,7 @@ export interface SharedBucket {
   update(key: string, value: Uint8Array, revision: number): Promise<number | null>;
   /** Deletes the key (watchers see `value: null`). */
   delete(key: string): Promise<void>;
-  /** The live keys. */
+  /** The live keys, each named once. */
   keys(): Promise<string[]>;
   /**
    * Calls `handler` with the current value of every key, then with every later change, until

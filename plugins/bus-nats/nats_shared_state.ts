@@ -112,9 +112,11 @@ class NatsBucket implements SharedBucket {
   }
 
   async keys(): Promise<string[]> {
-    const keys: string[] = [];
-    for await (const key of await this.#kv.keys()) keys.push(key);
-    return keys;
+    // The listing is a consumer over the stream: a key written while it reads is delivered
+    // again, so a heartbeat landing mid-listing would name its replica twice.
+    const keys = new Set<string>();
+    for await (const key of await this.#kv.keys()) keys.add(key);
+    return [...keys];
   }
 
   async watch(handler: (change: SharedChange) => void): Promise<() => void> {

@@ -80,6 +80,24 @@ export function sharedStateContract(
     assert.notEqual(await a.create("gone", encodeJson(2)), null);
   });
 
+  rule("keys names each key once, even while another replica rewrites one", async (s, name) => {
+    const a = await s.a.bucket(name);
+    const b = await s.b.bucket(name);
+    const written = Array.from({ length: 50 }, (_, i) => `k${i}`);
+    for (const key of written) await a.put(key, encodeJson(0));
+    // A listing reads the bucket while heartbeats keep landing: a key rewritten mid-read must
+    // still be named once (JetStream's key listing delivers such a key a second time).
+    for (let round = 0; round < 5; round++) {
+      let listing = true;
+      const rewriting = (async () => {
+        for (let n = 0; listing; n++) await a.put("k0", encodeJson(n));
+      })();
+      const keys = await b.keys().finally(() => listing = false);
+      await rewriting;
+      assert.deepEqual([...keys].sort(), [...written].sort(), `round ${round}`);
+    }
+  });
+
   rule(
     "a watch starts with the current values, then sees writes and deletes from any replica",
     async (s, name) => {
