@@ -7,7 +7,7 @@
 import { type CommandIo, EXIT_USAGE, parseFlags } from "./command.ts";
 import { parseFleetConfig } from "../core/proxy/fleet_config.ts";
 import { FleetEditError } from "../core/proxy/fleet_writer.ts";
-import type { ResolveHost } from "../core/sync/private_address.ts";
+import type { ResolveHost } from "../core/support/private_address.ts";
 import { RegistryError } from "../core/sync/registry_client.ts";
 import { applySyncResult, planFromRegistry, type SyncResult } from "../core/sync/sync_run.ts";
 

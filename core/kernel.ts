@@ -43,7 +43,7 @@ import { startGatewayHttp } from "./operator/gateway_routes.ts";
 import { forgetSecrets, registerSecrets } from "./support/redact.ts";
 import { ensureDataDir } from "./config/data_dir.ts";
 import type { ProxyManager } from "./proxy/proxy_manager.ts";
-import { createProxy, type ProxyRoom } from "./proxy/proxy_room.ts";
+import { createProxy, type ProxyDeps, type ProxyRoom } from "./proxy/proxy_room.ts";
 import type { GatewayScanner } from "./scanner/gateway_scanner.ts";
 import { createScanner } from "./scanner/scanner_room.ts";
 import { systemStatusTool } from "./mcp/system_tools.ts";
@@ -69,6 +69,8 @@ export interface KernelOptions {
    * variables from, and plugins and the operator routes read; the process's own by default.
    */
   env?: Record<string, string | undefined>;
+  /** How the egress guard looks up the names of registry-written upstreams; the system's resolver by default. */
+  resolveHost?: ProxyDeps["resolveHost"];
 }
 
 /** What a started gateway tells the person who started it. */
@@ -158,6 +160,7 @@ export class Kernel implements OperatorHost {
       isNativeTool: (name) => this.tools.has(name),
       env: this.env,
       stopping: () => this.#stopping !== undefined,
+      resolveHost: options.resolveHost,
     });
     this.proxy = this.#proxyRoom.proxy;
     const room = this.#governanceRoom = createGovernance(config, {
@@ -445,6 +448,7 @@ export class Kernel implements OperatorHost {
       await this.#listener?.close();
       await this.#fleetStarted.catch(() => {});
       await this.proxy.stop();
+      await this.#proxyRoom.upstreams.close();
       this.scanner?.close();
       this.#governanceRoom.shared?.close();
       // Running transports were closed first; close() is not required to be idempotent.

@@ -33,7 +33,7 @@ import {
   type YamlPath,
 } from "../config/yaml_source.ts";
 import { type CatalogLimits, DEFAULT_CATALOG_LIMITS } from "./catalog_fetch.ts";
-import { originAt, refusedVariable, syncEnvAllow } from "./fleet_origin.ts";
+import { type FleetOrigin, originAt, refusedVariable, syncEnvAllow } from "./fleet_origin.ts";
 import { interpolate, RefusedVariableError } from "./interpolate.ts";
 import { withDataDir } from "../config/data_dir.ts";
 import { parseDotenv } from "../config/dotenv.ts";
@@ -105,6 +105,8 @@ export interface FleetServer {
   passthroughAudience?: string[];
   /** Bounds of the upstream's catalog (`limits:`); absent means the defaults. */
   limits?: CatalogLimits;
+  /** Who wrote the entry, when not the operator: its marker line says sync or discovery. */
+  origin?: Exclude<FleetOrigin, "operator">;
   /** 1-based line of the entry in the file */
   line: number;
 }
@@ -773,6 +775,7 @@ export function parseFleetConfig(
         ? { passthroughAudience: [fields.passthrough_audience].flat() }
         : {}),
       ...(fields.limits ? { limits: catalogLimits(fields.limits) } : {}),
+      ...(origin === "operator" ? {} : { origin }),
       line,
     });
   });

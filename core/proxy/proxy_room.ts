@@ -8,6 +8,7 @@ import type { EventBus } from "../bus/event_bus.ts";
 import type { GatewayConfig } from "../config/config.ts";
 import type { Clock } from "../support/clock.ts";
 import type { Logger } from "../support/logger.ts";
+import type { ResolveHost } from "../support/private_address.ts";
 import { FleetReloader } from "./fleet_reloader.ts";
 import { ProxyManager } from "./proxy_manager.ts";
 import { baseEnv, UpstreamTransports } from "./upstream_transports.ts";
@@ -20,20 +21,25 @@ export interface ProxyRoom {
   fleet: FleetReloader;
 }
 
+/** What the proxy room is built with besides the settings. */
+export interface ProxyDeps {
+  clock: Clock;
+  bus: EventBus;
+  logger: Logger;
+  /** Whether a name is a native tool (an upstream's tool may not shadow it). */
+  isNativeTool: (name: string) => boolean;
+  /** The resolved environment: what fleet files interpolate and children take their base from. */
+  env: Readonly<Record<string, string | undefined>>;
+  /** True once the gateway stops. */
+  stopping: () => boolean;
+  /** How the egress guard looks names up; the system's resolver by default. */
+  resolveHost?: ResolveHost | undefined;
+}
+
 /** Builds the proxy room. */
 export function createProxy(
   config: GatewayConfig,
-  deps: {
-    clock: Clock;
-    bus: EventBus;
-    logger: Logger;
-    /** Whether a name is a native tool (an upstream's tool may not shadow it). */
-    isNativeTool: (name: string) => boolean;
-    /** The resolved environment: what fleet files interpolate and children take their base from. */
-    env: Readonly<Record<string, string | undefined>>;
-    /** True once the gateway stops. */
-    stopping: () => boolean;
-  },
+  deps: ProxyDeps,
 ): ProxyRoom {
   const { clock, bus, logger } = deps;
   const upstreams = new UpstreamTransports({
@@ -41,6 +47,8 @@ export function createProxy(
     baseEnv: baseEnv(deps.env),
     logger: logger.child("upstream"),
     clock,
+    ...(deps.resolveHost ? { resolveHost: deps.resolveHost } : {}),
+    ...(deps.env.MCP_SYNC_ALLOW_PRIVATE === "true" ? { allowPrivate: true } : {}),
   });
   const proxy = new ProxyManager({
     createTransport: (server) => upstreams.create(server),

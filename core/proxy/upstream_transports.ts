@@ -9,6 +9,8 @@ import { GatewayError } from "../support/errors.ts";
 import type { Logger } from "../support/logger.ts";
 import type { UpstreamAdapter, UpstreamPlan } from "../plugin_api/mod.ts";
 import type { FleetServer } from "./fleet_config.ts";
+import type { ResolveHost } from "../support/private_address.ts";
+import { EgressGuard } from "./egress_guard.ts";
 import { WorkerTransport } from "./worker_transport.ts";
 
 /** Environment variables a child process gets from the gateway (plus its configured `env`). */
@@ -54,12 +56,18 @@ export interface UpstreamTransportsOptions {
   logger: Logger;
   /** Times each worker's start and stop; the real clock by default. */
   clock?: Clock;
+  /** How the egress guard looks names up; the system's resolver by default. */
+  resolveHost?: ResolveHost;
+  /** `MCP_SYNC_ALLOW_PRIVATE=true`: the egress guard lets private addresses through (pinned). */
+  allowPrivate?: boolean;
 }
 
 /** Plans and creates upstream transports from the loaded adapter plugins. */
 export class UpstreamTransports {
   #adapters = new Map<string, UpstreamAdapter>();
   #options: UpstreamTransportsOptions;
+  /** Made when the first entry a registry wrote is reached over HTTP. */
+  #guard: EgressGuard | undefined;
 
   constructor(options: UpstreamTransportsOptions) {
     this.#options = options;
@@ -82,7 +90,56 @@ export class UpstreamTransports {
       );
     }
     const { maxMessageBytes, baseEnv } = this.#options;
-    return { adapter, plan: adapter.plan(server, { maxMessageBytes, baseEnv }) };
+    const plan = adapter.plan(server, { maxMessageBytes, baseEnv });
+    return { adapter, plan: this.#guarded(server) ? this.#throughGuard(plan) : plan };
+  }
+
+  /** Whether the server is reached through the egress guard: an HTTP entry a registry wrote. */
+  #guarded(server: FleetServer): boolean {
+    return server.origin === "sync" && server.transport !== "stdio" && server.url !== undefined;
+  }
+
+  /** The plan with its worker sent through the egress guard, which alone may resolve the name. */
+  #throughGuard(plan: UpstreamPlan): UpstreamPlan {
+    const guard = this.#guard ??= new EgressGuard({
+      logger: this.#options.logger.child("egress"),
+      ...(this.#options.resolveHost ? { resolve: this.#options.resolveHost } : {}),
+      ...(this.#options.clock ? { clock: this.#options.clock } : {}),
+      ...(this.#options.allowPrivate ? { allowPrivate: true } : {}),
+    });
+    const url = new URL(plan.start.url!);
+    guard.permit(url.hostname, Number(url.port || (url.protocol === "https:" ? 443 : 80)));
+    const net = plan.permissions.net;
+    return {
+      permissions: {
+        ...plan.permissions,
+        net: [...(Array.isArray(net) ? net : []), guard.address],
+      },
+      start: { ...plan.start, egressProxy: guard.proxyUrl },
+    };
+  }
+
+  /** Refuses, with egress_refused, a registry's server whose host points into the gateway's network. */
+  async #preflight(server: FleetServer): Promise<void> {
+    const guard = this.#guard;
+    if (guard === undefined) {
+      throw new GatewayError("shutting_down", `Upstream "${server.id}": the gateway is stopping`);
+    }
+    const verdict = await guard.check(new URL(server.url!).hostname);
+    if (!("refused" in verdict)) return;
+    throw new GatewayError(
+      "egress_refused",
+      `Upstream "${server.id}" was written by registry sync, and its url host ${verdict.refused}; ` +
+        "the gateway does not connect there. Set MCP_SYNC_ALLOW_PRIVATE=true to allow it, or " +
+        "delete the entry's marker line to adopt it as your own",
+      { server: server.id },
+    );
+  }
+
+  /** Stops the egress guard, once the upstreams it served have stopped. */
+  async close(): Promise<void> {
+    await this.#guard?.close();
+    this.#guard = undefined;
   }
 
   /** A new worker-backed transport to the server. */
@@ -103,6 +160,7 @@ export class UpstreamTransports {
       logger: this.#options.logger,
       startTimeoutMs: server.timeouts.connectMs,
       ...(this.#options.clock ? { clock: this.#options.clock } : {}),
+      ...(this.#guarded(server) ? { preflight: () => this.#preflight(server) } : {}),
       ...(server.isolation === "inline" && adapter.inlineRelay
         ? { inlineRelay: adapter.inlineRelay }
         : {}),

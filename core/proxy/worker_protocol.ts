@@ -19,6 +19,12 @@ export interface WorkerStartSpec {
   url?: string;
   /** http / sse: extra request headers. */
   headers?: Record<string, string>;
+  /**
+   * http / sse: connect through this SOCKS5 proxy (`socks5h://127.0.0.1:PORT`, the gateway's
+   * egress guard, for entries a registry wrote): the name is resolved and checked there, never
+   * by the worker.
+   */
+  egressProxy?: string;
   /** Largest frame accepted from the upstream. */
   maxMessageBytes: number;
 }

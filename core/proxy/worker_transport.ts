@@ -42,6 +42,8 @@ export interface WorkerTransportOptions {
   inlineRelay?: InlineRelay;
   /** Times the start and the stop; the real clock by default. */
   clock?: Clock;
+  /** Runs before the worker is made; its rejection is start()'s (the egress guard's check). */
+  preflight?: () => Promise<void>;
 }
 
 /** Why and how the upstream connection ended. */
@@ -162,6 +164,22 @@ export class WorkerTransport implements Transport {
       return Promise.reject(new Error(`WorkerTransport for "${this.#id}" already started`));
     }
     this.#state = "starting";
+    const preflight = this.#options.preflight;
+    if (preflight === undefined) return this.#launch();
+    return preflight().then(
+      () =>
+        this.#state === "starting" ? this.#launch() : this.#teardown(false).then(() => {
+          throw this.#error("was closed before it started");
+        }),
+      (error) => {
+        this.#workerGone.resolve();
+        return this.#teardown(false).then(() => Promise.reject(error));
+      },
+    );
+  }
+
+  /** Creates the worker and sends it the start message. */
+  #launch(): Promise<void> {
     const { workerUrl, plan, startTimeoutMs, inlineRelay } = this.#options;
     try {
       if (inlineRelay) {

@@ -174,6 +174,7 @@ export async function collectFleet(
     maxMessageBytes: MAX_MESSAGE_BYTES,
     baseEnv: baseEnv(env),
     logger: silentLogger,
+    ...(env.MCP_SYNC_ALLOW_PRIVATE === "true" ? { allowPrivate: true } : {}),
   });
   const ctx: PluginContext = {
     logger: silentLogger,
@@ -188,18 +189,23 @@ export async function collectFleet(
     if (manifest.kind === "upstream") upstreams.add(await manifest.create(ctx));
   }
   const result: Collected = { descriptors: [], failures: [] };
-  await Promise.all(
-    fleet.servers.filter((s) => s.enabled).map(async (server) => {
-      try {
-        const transport = upstreams.create(server);
-        result.descriptors.push(
-          await describeOver(transport, server.id, server.timeouts.connectMs),
-        );
-      } catch (error) {
-        result.failures.push({ server: server.id, error: message(error) });
-      }
-    }),
-  );
+  try {
+    await Promise.all(
+      fleet.servers.filter((s) => s.enabled).map(async (server) => {
+        try {
+          const transport = upstreams.create(server);
+          result.descriptors.push(
+            await describeOver(transport, server.id, server.timeouts.connectMs),
+          );
+        } catch (error) {
+          result.failures.push({ server: server.id, error: message(error) });
+        }
+      }),
+    );
+  } finally {
+    // The egress guard, if a registry's entry needed it.
+    await upstreams.close();
+  }
   result.descriptors.sort((a, b) => a.id.localeCompare(b.id));
   return result;
 }

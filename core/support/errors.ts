@@ -39,6 +39,8 @@ export type GatewayErrorCode =
   | "rate_limited"
   | "circuit_open"
   | "upstream_error"
+  /** An upstream a registry chose points inside the gateway's own network (the egress guard). */
+  | "egress_refused"
   | "timeout"
   | "shutting_down"
   | "session_limit"
@@ -76,6 +78,7 @@ const RPC_CODE: Record<GatewayErrorCode, number> = {
   rate_limited: ErrorCode.InvalidRequest,
   circuit_open: ErrorCode.InternalError,
   upstream_error: ErrorCode.InternalError,
+  egress_refused: ErrorCode.InternalError,
   timeout: ErrorCode.RequestTimeout,
   shutting_down: -32000,
   session_limit: -32000,

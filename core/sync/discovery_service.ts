@@ -19,7 +19,7 @@ import {
   OutsideTextError,
   quoteOutside,
 } from "../support/outside_text.ts";
-import { privateAddressOf } from "./private_address.ts";
+import { privateAddressOf } from "../support/private_address.ts";
 import { type SyncProposal, withYaml } from "./sync_plan.ts";
 
 export { DISCOVERY_MARKER };

@@ -12,7 +12,7 @@
  * @module
  */
 import { isGatewayVariable } from "../proxy/interpolate.ts";
-import { hostOf, privateAddressOf } from "./private_address.ts";
+import { hostOf, privateAddressOf } from "../support/private_address.ts";
 import {
   checkOutsideText,
   checkRemoteUrl,

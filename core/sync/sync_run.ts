@@ -6,7 +6,7 @@
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { syncEnvAllow } from "../proxy/fleet_origin.ts";
-import { privateNamesOf, type ResolveHost } from "./private_address.ts";
+import { privateNamesOf, type ResolveHost } from "../support/private_address.ts";
 import { readRegistry, type RegistryQuery } from "./registry_client.ts";
 import { applyProposals } from "./sync_apply.ts";
 import { planSync, type SyncPlan } from "./sync_plan.ts";

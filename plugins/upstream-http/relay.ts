@@ -12,8 +12,11 @@ import { takeStreamMark } from "./related_streams.ts";
 
 /** How a relay builds and judges its SDK transport. */
 export interface HttpRelayOptions {
-  /** The SDK client transport for the upstream URL, sending `headers` on every request. */
-  create(url: URL, headers: Record<string, string>): Transport;
+  /**
+   * The SDK client transport for the upstream URL, sending `headers` on every request, its
+   * requests made with `fetch` (which connects through the start spec's egress proxy, if any).
+   */
+  create(url: URL, headers: Record<string, string>, fetch: typeof globalThis.fetch): Transport;
   /** Whether an error the transport reports on its own (not from a send) ends the session. */
   isFatal(error: Error): boolean;
   /**
@@ -50,7 +53,11 @@ export function runHttpRelay(options: HttpRelayOptions): void {
   const start = async (startSpec: WorkerStartSpec) => {
     if (transport) return;
     spec = startSpec;
-    const t = options.create(new URL(startSpec.url ?? ""), startSpec.headers ?? {});
+    const t = options.create(
+      new URL(startSpec.url ?? ""),
+      startSpec.headers ?? {},
+      startSpec.egressProxy === undefined ? fetch : proxiedFetch(startSpec.egressProxy),
+    );
     transport = t;
     t.onmessage = (message: JSONRPCMessage) => {
       // The SDK has parsed it already; the bound keeps one huge message from reaching the kernel.
@@ -128,6 +135,15 @@ export function runHttpRelay(options: HttpRelayOptions): void {
         break;
     }
   };
+}
+
+/**
+ * A fetch whose every connection goes through the SOCKS5 proxy at `url`. The client lives as
+ * long as the worker: the worker ends with its upstream.
+ */
+function proxiedFetch(url: string): typeof fetch {
+  const client = Deno.createHttpClient({ proxy: { transport: "socks5", url } });
+  return (input, init) => fetch(input, { ...init, client });
 }
 
 function describe(error: unknown): string {

@@ -11,12 +11,12 @@ import { traceHeadersFetch } from "./trace_headers.ts";
 const markKey = streamMarkKey();
 
 runHttpRelay({
-  create: (url, headers) =>
+  create: (url, headers, base) =>
     new StreamableHTTPClientTransport(url, {
       requestInit: { headers },
       // Marks what arrives on each request's own response stream with that request's id, and
       // sends a request's trace context (its `_meta.traceparent`) as headers too.
-      fetch: markingFetch(markKey, traceHeadersFetch()),
+      fetch: markingFetch(markKey, traceHeadersFetch(base)),
     }),
   streamMarkKey: markKey,
   // Its own errors concern the optional GET stream, which the SDK reconnects; a dead server

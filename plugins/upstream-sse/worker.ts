@@ -7,7 +7,7 @@ import { SSEClientTransport, SseError } from "@modelcontextprotocol/sdk/client/s
 import { runHttpRelay } from "../upstream-http/relay.ts";
 
 runHttpRelay({
-  create: (url, headers) => new SSEClientTransport(url, { requestInit: { headers } }),
+  create: (url, headers, fetch) => new SSEClientTransport(url, { requestInit: { headers }, fetch }),
   // The session lives on the GET stream: once that fails, the server has forgotten the session.
   isFatal: (error) => error instanceof SseError,
 });

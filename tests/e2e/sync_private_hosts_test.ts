@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { runSyncCommand } from "../../cli/sync_cli.ts";
 import { candidateProposals } from "../../core/sync/discovery_service.ts";
-import type { ResolveHost } from "../../core/sync/private_address.ts";
+import type { ResolveHost } from "../../core/support/private_address.ts";
 import { startDnsServer } from "../support/dns_server.ts";
 import { writeFleet } from "../support/fleet.ts";
 

@@ -6,7 +6,7 @@
  */
 import dgram from "node:dgram";
 import type { Buffer } from "node:buffer";
-import { parseV6, type ResolveHost } from "../../core/sync/private_address.ts";
+import { parseV6, type ResolveHost } from "../../core/support/private_address.ts";
 
 /** A running server: its port, a resolver asking it, and how to stop it. */
 export interface DnsServer {

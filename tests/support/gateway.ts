@@ -6,7 +6,9 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Clock } from "../../core/support/clock.ts";
+import type { ResolveHost } from "../../core/support/private_address.ts";
 import { resolveConfig } from "../../core/config/config.ts";
+import { processEnvironment } from "../../core/config/environment.ts";
 import { Kernel, type StartInfo } from "../../core/kernel.ts";
 import { createLogger, type Logger } from "../../core/support/logger.ts";
 import type { GatewayEvent } from "../../core/bus/events.ts";
@@ -40,6 +42,10 @@ export async function startGateway(
     keepLog?: (line: string) => boolean;
     /** The kernel's clock (e.g. one running ahead, to make tokens expire without waiting). */
     clock?: Clock;
+    /** How the egress guard looks names up (a test's own DNS server). */
+    resolveHost?: ResolveHost;
+    /** Variables the kernel reads itself (fleet interpolation, MCP_SYNC_*), over the process's. */
+    kernelEnv?: Record<string, string>;
   } = {},
 ): Promise<TestGateway> {
   const logs: string[] = [];
@@ -67,6 +73,8 @@ export async function startGateway(
     logger,
     ...(options.pluginDirs ? { pluginDirs: options.pluginDirs } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),
+    ...(options.kernelEnv ? { env: { ...processEnvironment(), ...options.kernelEnv } } : {}),
   });
   const info = await kernel.start();
   return { kernel, info, url: info.url!, token, adminToken, logs, stop: () => kernel.stop() };

@@ -99,7 +99,7 @@ export const READ_ELSEWHERE: readonly ReadElsewhere[] = [
     readBy: "core/sync/sync_run.ts",
     shownDefault: "`false`",
     meaning:
-      "`true`: registry remotes may point at loopback, link-local and private hosts ([sync-and-discovery.md](sync-and-discovery.md))",
+      "`true`: registry remotes may point at loopback, link-local and private hosts, at sync and at each connection ([sync-and-discovery.md](sync-and-discovery.md))",
   },
   {
     name: "MCP_SYNC_ENV_ALLOW",

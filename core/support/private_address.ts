@@ -7,7 +7,7 @@
  * {@link privateNamesOf} before a sync maps its entries.
  * @module
  */
-import { type Clock, deadline, systemClock } from "../support/clock.ts";
+import { type Clock, deadline, systemClock } from "./clock.ts";
 
 /** IPv4 ranges as [first octets as a 32-bit number, prefix length, what it is]. */
 const V4: [number, number, string][] = [
