@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import type { ResolveHost } from "../../core/support/private_address.ts";
 import { startHeaderEchoServer } from "../fixtures/upstreams/header_echo_server.ts";
+import { startEverything } from "../fixtures/upstreams/reference_server.ts";
 import { startDnsServer } from "../support/dns_server.ts";
 import { eventually, writeFleet } from "../support/fleet.ts";
 import { connectHttp, startGateway, type TestGateway } from "../support/gateway.ts";
@@ -145,5 +146,39 @@ Deno.test("An operator's own entry (no marker) is not sent through the guard", a
     await gateway.stop();
     await fleet.remove();
     await inside.close();
+  }
+});
+
+Deno.test("A registry's SSE upstream goes through the guard too: server-everything's SSE mode is reached by its name", async () => {
+  const everything = await startEverything("sse");
+  const dns = await startDnsServer({ [NAME]: ["127.0.0.1"] });
+  const url = new URL(everything.url);
+  url.hostname = NAME;
+  const fleet = await writeFleet(`proxy_servers:
+  # synced from registry: io.example/legacy@1.0.0
+  - id: legacy
+    transport: sse
+    url: ${url.href}
+`);
+  const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path }, {
+    resolveHost: dns.resolveHost,
+    kernelEnv: { MCP_SYNC_ALLOW_PRIVATE: "true" },
+  });
+  try {
+    await gateway.kernel.fleetStarted;
+    const legacy = () => gateway.kernel.proxy.status().find((s) => s.id === "legacy");
+    await eventually(() => legacy()?.state === "READY", "the SSE upstream ready");
+    const client = await connectHttp(gateway);
+    try {
+      const result = await client.callTool({ name: "legacy__echo", arguments: { message: "hi" } });
+      assert.match(JSON.stringify(result.content), /hi/);
+    } finally {
+      await client.close();
+    }
+  } finally {
+    await gateway.stop();
+    await fleet.remove();
+    await dns.close();
+    await everything.stop();
   }
 });
