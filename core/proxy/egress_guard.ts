@@ -229,13 +229,12 @@ async function replyAndClose(client: Deno.Conn, code: number): Promise<void> {
 /** Copies both ways until either side ends; `early` is what the client sent past its request. */
 async function tunnel(client: Deno.Conn, upstream: Deno.Conn, early: Uint8Array): Promise<void> {
   if (early.length > 0) await upstream.write(early);
-  const ends = [
+  // A side that ends closes the other's write half (a half-close, as TCP has); the tunnel is done
+  // when both have, or when one fails, and the caller's finally closes both connections.
+  await Promise.all([
     client.readable.pipeTo(upstream.writable),
     upstream.readable.pipeTo(client.writable),
-  ];
-  // One side ending ends the tunnel: the finally of the caller closes both.
-  await Promise.race(ends.map((end) => end.catch(() => {})));
-  await Promise.allSettled(ends);
+  ]);
 }
 
 /** Reads exact byte counts off a connection, keeping what arrived beyond them. */
