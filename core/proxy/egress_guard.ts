@@ -13,7 +13,8 @@
 import { type Clock, deadline, systemClock } from "../support/clock.ts";
 import type { Logger } from "../support/logger.ts";
 import {
-  parseV6,
+  insideAnswer,
+  isIpLiteral,
   privateIpKind,
   RESOLVE_MS,
   type ResolveHost,
@@ -30,8 +31,11 @@ export interface EgressGuardOptions {
   allowPrivate?: boolean;
 }
 
-/** Where a host may be reached: the addresses judged, or why not (a sentence naming the host). */
-export type EgressVerdict = { addresses: string[] } | { refused: string };
+/**
+ * Where a host may be reached: the addresses judged, or why not (a sentence naming the host), and
+ * whether that is because it points inside the gateway's own network.
+ */
+export type EgressVerdict = { addresses: string[] } | { refused: string; inside: boolean };
 
 /** How long a client may take to say where it wants to go. */
 const HANDSHAKE_MS = 10_000;
@@ -74,35 +78,30 @@ export class EgressGuard {
   /** Looks `host` up (an IP literal is itself) and judges every address it has. */
   async check(host: string): Promise<EgressVerdict> {
     const name = bare(host);
-    let addresses: string[];
+    const { allowPrivate } = this.#options;
     if (isIpLiteral(name)) {
-      addresses = [name];
-    } else {
-      const { resolve = systemResolveHost, clock = systemClock } = this.#options;
-      const limit = deadline(clock, RESOLVE_MS);
-      try {
-        addresses = await Promise.race([
-          resolve(name, limit.signal).catch(() => [] as string[]),
-          limit.expired.then(() => undefined),
-        ]) ?? [];
-        if (limit.passed) {
-          return { refused: `${name} could not be looked up within ${RESOLVE_MS} ms` };
-        }
-      } finally {
-        limit.cancel();
-      }
-      if (addresses.length === 0) return { refused: `${name} does not resolve` };
+      const kind = allowPrivate ? undefined : privateIpKind(name);
+      return kind
+        ? { refused: `${name}, ${kind}, inside the gateway's own network`, inside: true }
+        : { addresses: [name] };
     }
-    if (!this.#options.allowPrivate) {
-      for (const address of addresses) {
-        const kind = privateIpKind(address);
-        if (kind) {
-          const what = address === name ? name : `${name} resolves to ${address}`;
-          return { refused: `${what}, ${kind}, inside the gateway's own network` };
-        }
+    const { resolve = systemResolveHost, clock = systemClock } = this.#options;
+    const limit = deadline(clock, RESOLVE_MS);
+    let addresses: string[];
+    try {
+      addresses = await Promise.race([
+        resolve(name, limit.signal).catch(() => [] as string[]),
+        limit.expired.then(() => undefined),
+      ]) ?? [];
+      if (limit.passed) {
+        return { refused: `${name} could not be looked up within ${RESOLVE_MS} ms`, inside: false };
       }
+    } finally {
+      limit.cancel();
     }
-    return { addresses };
+    if (addresses.length === 0) return { refused: `${name} does not resolve`, inside: false };
+    const inside = allowPrivate ? undefined : insideAnswer(addresses);
+    return inside ? { refused: `${name} ${inside}`, inside: true } : { addresses };
   }
 
   /** Stops accepting and cuts the tunnels still open. */
@@ -169,7 +168,7 @@ export class EgressGuard {
         `egress guard refused a connection to a registry's upstream: ${verdict.refused}; ` +
           "set MCP_SYNC_ALLOW_PRIVATE=true to allow it, or delete the entry's marker line",
       );
-      return verdict.refused.includes("inside") ? REPLY.notAllowed : REPLY.hostUnreachable;
+      return verdict.inside ? REPLY.notAllowed : REPLY.hostUnreachable;
     }
     for (const address of verdict.addresses) {
       try {
@@ -271,11 +270,6 @@ class ByteReader {
 function bare(host: string): string {
   const h = host.toLowerCase().replace(/\.+$/, "");
   return h.startsWith("[") && h.endsWith("]") ? h.slice(1, -1) : h;
-}
-
-function isIpLiteral(host: string): boolean {
-  return /^\d{1,3}(\.\d{1,3}){3}$/.test(host) ||
-    (host.includes(":") && parseV6(host) !== undefined);
 }
 
 function closeQuietly(conn: Deno.Conn): void {

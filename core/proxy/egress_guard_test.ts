@@ -54,14 +54,17 @@ Deno.test("the egress guard judges an address literal as itself, and every addre
   try {
     assert.deepEqual(await guard.check("[::1]"), {
       refused: "::1, a loopback address, inside the gateway's own network",
+      inside: true,
     });
     assert.deepEqual(await guard.check("169.254.169.254"), {
       refused:
         "169.254.169.254, a link-local address (where cloud metadata services answer), inside the gateway's own network",
+      inside: true,
     });
     assert.deepEqual(await guard.check("split.test"), {
       refused:
         "split.test resolves to 10.0.0.5, a private address, inside the gateway's own network",
+      inside: true,
     });
     assert.deepEqual(await guard.check("Public.Test."), { addresses: ["203.0.113.9"] });
   } finally {
@@ -80,10 +83,16 @@ Deno.test("the egress guard refuses a name that does not resolve, or not within 
         : Promise.resolve([]),
   });
   try {
-    assert.deepEqual(await guard.check("nx.test"), { refused: "nx.test does not resolve" });
+    assert.deepEqual(await guard.check("nx.test"), {
+      refused: "nx.test does not resolve",
+      inside: false,
+    });
     const slow = guard.check("slow.test");
     clock.advance(3000);
-    assert.deepEqual(await slow, { refused: "slow.test could not be looked up within 3000 ms" });
+    assert.deepEqual(await slow, {
+      refused: "slow.test could not be looked up within 3000 ms",
+      inside: false,
+    });
   } finally {
     await guard.close();
   }

@@ -29,6 +29,14 @@ export function originAt(lines: readonly string[], line: number): FleetOrigin {
   return "operator";
 }
 
+/**
+ * `MCP_SYNC_ALLOW_PRIVATE=true`: registry remotes may point inside the gateway's own network, at
+ * sync and at each connection (the egress guard).
+ */
+export function syncAllowsPrivate(env: Readonly<Record<string, string | undefined>>): boolean {
+  return env.MCP_SYNC_ALLOW_PRIVATE === "true";
+}
+
 /** `MCP_SYNC_ENV_ALLOW`: the variables entries from sync and discovery may reference. */
 export function syncEnvAllow(env: Record<string, string | undefined>): Set<string> {
   return new Set(

@@ -9,6 +9,7 @@ import type { GatewayConfig } from "../config/config.ts";
 import type { Clock } from "../support/clock.ts";
 import type { Logger } from "../support/logger.ts";
 import type { ResolveHost } from "../support/private_address.ts";
+import { syncAllowsPrivate } from "./fleet_origin.ts";
 import { FleetReloader } from "./fleet_reloader.ts";
 import { ProxyManager } from "./proxy_manager.ts";
 import { baseEnv, UpstreamTransports } from "./upstream_transports.ts";
@@ -48,7 +49,7 @@ export function createProxy(
     logger: logger.child("upstream"),
     clock,
     ...(deps.resolveHost ? { resolveHost: deps.resolveHost } : {}),
-    ...(deps.env.MCP_SYNC_ALLOW_PRIVATE === "true" ? { allowPrivate: true } : {}),
+    ...(syncAllowsPrivate(deps.env) ? { allowPrivate: true } : {}),
   });
   const proxy = new ProxyManager({
     createTransport: (server) => upstreams.create(server),

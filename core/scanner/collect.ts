@@ -14,6 +14,7 @@ import { silentLogger } from "../support/logger.ts";
 import type { PluginContext } from "../plugin_api/mod.ts";
 import { BUILTIN_PLUGIN_DIR, loadPlugins } from "../plugin_host/plugin_loader.ts";
 import { loadFleetConfig } from "../proxy/fleet_config.ts";
+import { syncAllowsPrivate } from "../proxy/fleet_origin.ts";
 import { baseEnv, UpstreamTransports } from "../proxy/upstream_transports.ts";
 import { withTimeout } from "../proxy/with_timeout.ts";
 import { StreamTransport } from "../mcp/stream_transport.ts";
@@ -174,7 +175,7 @@ export async function collectFleet(
     maxMessageBytes: MAX_MESSAGE_BYTES,
     baseEnv: baseEnv(env),
     logger: silentLogger,
-    ...(env.MCP_SYNC_ALLOW_PRIVATE === "true" ? { allowPrivate: true } : {}),
+    ...(syncAllowsPrivate(env) ? { allowPrivate: true } : {}),
   });
   const ctx: PluginContext = {
     logger: silentLogger,

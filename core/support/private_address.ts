@@ -92,6 +92,25 @@ export function privateIpKind(ip: string): string | undefined {
   return privateAddressOf(`http://${host}/`)?.kind;
 }
 
+/** Whether `host` (bare, or as the URL parser writes it: `[::1]`, `10.0.0.5`) is an IP address. */
+export function isIpLiteral(host: string): boolean {
+  if (host.startsWith("[") && host.endsWith("]")) return parseV6(host.slice(1, -1)) !== undefined;
+  return /^\d{1,3}(\.\d{1,3}){3}$/.test(host) ||
+    (host.includes(":") && parseV6(host) !== undefined);
+}
+
+/**
+ * Why a name whose lookup gave `addresses` may not be reached (`resolves to 10.0.0.5, a private
+ * address, inside the gateway's own network`), or undefined when every address is outside.
+ */
+export function insideAnswer(addresses: readonly string[]): string | undefined {
+  for (const address of addresses) {
+    const kind = privateIpKind(address);
+    if (kind) return `resolves to ${address}, ${kind}, inside the gateway's own network`;
+  }
+  return undefined;
+}
+
 /** Looks a name up: its IPv4 and IPv6 addresses (none when it does not resolve). */
 export type ResolveHost = (host: string, signal: AbortSignal) => Promise<string[]>;
 
@@ -127,7 +146,7 @@ export async function privateNamesOf(
     const host = hostOf(url);
     // IP literals are judged by privateAddressOf; only names are looked up.
     if (host === undefined || privateAddressOf(url) !== undefined) continue;
-    if (host.startsWith("[") || /^[\d.]+$/.test(host)) continue;
+    if (isIpLiteral(host)) continue;
     names.add(host);
   }
   const found = new Map<string, string>();
@@ -140,13 +159,8 @@ export async function privateNamesOf(
       const addresses = await resolve(host, limit.signal).catch(() => [] as string[]);
       if (limit.signal.aborted) return;
       unchecked.delete(host);
-      for (const address of addresses) {
-        const kind = privateIpKind(address);
-        if (kind) {
-          found.set(host, `resolves to ${address}, ${kind}, inside the gateway's own network`);
-          break;
-        }
-      }
+      const inside = insideAnswer(addresses);
+      if (inside) found.set(host, inside);
     }
   };
   try {

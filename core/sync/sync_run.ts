@@ -5,7 +5,7 @@
  */
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { syncEnvAllow } from "../proxy/fleet_origin.ts";
+import { syncAllowsPrivate, syncEnvAllow } from "../proxy/fleet_origin.ts";
 import { privateNamesOf, type ResolveHost } from "../support/private_address.ts";
 import { readRegistry, type RegistryQuery } from "./registry_client.ts";
 import { applyProposals } from "./sync_apply.ts";
@@ -55,7 +55,7 @@ export async function planFromRegistry(options: SyncOptions): Promise<SyncResult
   if (options.fetch) query.fetch = options.fetch;
   if (options.signal) query.signal = options.signal;
   const listing = await readRegistry(options.registry, query);
-  const allowPrivate = options.env.MCP_SYNC_ALLOW_PRIVATE === "true";
+  const allowPrivate = syncAllowsPrivate(options.env);
   // Names are looked up before the mapping judges them: a registry's DNS name may point inside.
   const privateNames = allowPrivate ? undefined : await privateNamesOf(
     listing.servers.flatMap(({ server }) =>

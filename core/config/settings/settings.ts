@@ -96,7 +96,7 @@ export const READ_ELSEWHERE: readonly ReadElsewhere[] = [
   {
     name: "MCP_SYNC_ALLOW_PRIVATE",
     group: "discovery",
-    readBy: "core/sync/sync_run.ts",
+    readBy: "core/proxy/fleet_origin.ts",
     shownDefault: "`false`",
     meaning:
       "`true`: registry remotes may point at loopback, link-local and private hosts, at sync and at each connection ([sync-and-discovery.md](sync-and-discovery.md))",
