@@ -330,6 +330,23 @@ Deno.test(
   },
 );
 
+/** Writes `${dir}/config`: context `dev` on `server` (CA `ca.crt`), its user the exec plugin `exec`. */
+async function writeExecKubeconfig(
+  dir: string,
+  server: string,
+  exec: Record<string, unknown>,
+): Promise<void> {
+  await Deno.writeTextFile(
+    `${dir}/config`,
+    kubeconfig({
+      current: "dev",
+      clusters: { dev: { server, "certificate-authority": "ca.crt" } },
+      users: { dev: { exec } },
+      contexts: { dev: { cluster: "dev", user: "dev" } },
+    }),
+  );
+}
+
 /** An exec credential plugin: prints `exec-token-<n>` for its n-th run, expiring at `expiry`. */
 async function writeExecPlugin(dir: string, expiry: string): Promise<string> {
   const path = `${dir}/bin/fake-auth-plugin`;
@@ -361,25 +378,13 @@ Deno.test(
       const clock = new ManualClock(Date.parse(expiry) - 60_000);
       try {
         await writeExecPlugin(dir, expiry);
-        await Deno.writeTextFile(
-          `${dir}/config`,
-          kubeconfig({
-            current: "dev",
-            clusters: { dev: { server: api.url, "certificate-authority": "ca.crt" } },
-            users: {
-              dev: {
-                exec: {
-                  apiVersion: "client.authentication.k8s.io/v1",
-                  command: "./bin/fake-auth-plugin", // relative to the kubeconfig's directory
-                  args: ["get-token", "--cluster=dev"],
-                  env: [{ name: "COUNTER", value: counter }],
-                  interactiveMode: "Never",
-                },
-              },
-            },
-            contexts: { dev: { cluster: "dev", user: "dev" } },
-          }),
-        );
+        await writeExecKubeconfig(dir, api.url, {
+          apiVersion: "client.authentication.k8s.io/v1",
+          command: "./bin/fake-auth-plugin", // relative to the kubeconfig's directory
+          args: ["get-token", "--cluster=dev"],
+          env: [{ name: "COUNTER", value: counter }],
+          interactiveMode: "Never",
+        });
         const connection = await resolveConnection({ env: { KUBECONFIG: `${dir}/config` }, clock });
         try {
           const source = new K8sSource({ api: connection.api, fetch: connection.fetch });
@@ -406,32 +411,17 @@ Deno.test(
   "kubeconfig exec plugin: a 401 (a revoked token) runs the plugin again once, and its new token is used",
   OPENSSL,
   async () => {
-    await withDir(async (dir) => {
-      const counter = `${dir}/runs`;
-      // The API server has already revoked the first token the plugin hands out.
-      const api = await fakeApiServer(dir, {
-        accept: (s) => s.authorization === "Bearer exec-token-2",
-      });
-      try {
+    // The API server has already revoked the first token the plugin hands out.
+    await withApiServer(
+      { accept: (s) => s.authorization === "Bearer exec-token-2" },
+      async (dir, api) => {
         await writeExecPlugin(dir, "2030-01-01T00:00:00Z");
-        await Deno.writeTextFile(
-          `${dir}/config`,
-          kubeconfig({
-            current: "dev",
-            clusters: { dev: { server: api.url, "certificate-authority": "ca.crt" } },
-            users: {
-              dev: {
-                exec: {
-                  apiVersion: "client.authentication.k8s.io/v1",
-                  command: `${dir}/bin/fake-auth-plugin`,
-                  args: ["get-token", "--cluster=dev"],
-                  env: [{ name: "COUNTER", value: counter }],
-                },
-              },
-            },
-            contexts: { dev: { cluster: "dev", user: "dev" } },
-          }),
-        );
+        await writeExecKubeconfig(dir, api.url, {
+          apiVersion: "client.authentication.k8s.io/v1",
+          command: `${dir}/bin/fake-auth-plugin`,
+          args: ["get-token", "--cluster=dev"],
+          env: [{ name: "COUNTER", value: `${dir}/runs` }],
+        });
         const connection = await resolveConnection({
           env: { KUBECONFIG: `${dir}/config` },
           clock: systemClock,
@@ -441,10 +431,8 @@ Deno.test(
           "Bearer exec-token-1",
           "Bearer exec-token-2",
         ]);
-      } finally {
-        await api.close();
-      }
-    });
+      },
+    );
   },
 );
 
@@ -465,23 +453,11 @@ Deno.test(
         },
       });
       await Deno.writeTextFile(`${dir}/credential.json`, credential);
-      await Deno.writeTextFile(
-        `${dir}/config`,
-        kubeconfig({
-          current: "dev",
-          clusters: { dev: { server: api.url, "certificate-authority": "ca.crt" } },
-          users: {
-            dev: {
-              exec: {
-                apiVersion: "client.authentication.k8s.io/v1beta1",
-                command: "cat",
-                args: [`${dir}/credential.json`],
-              },
-            },
-          },
-          contexts: { dev: { cluster: "dev", user: "dev" } },
-        }),
-      );
+      await writeExecKubeconfig(dir, api.url, {
+        apiVersion: "client.authentication.k8s.io/v1beta1",
+        command: "cat",
+        args: [`${dir}/credential.json`],
+      });
       const connection = await resolveConnection({
         env: { KUBECONFIG: `${dir}/config` },
         clock: systemClock,
@@ -501,23 +477,11 @@ Deno.test(
   async () => {
     await withApiServer({ accept: () => true }, async (dir, api) => {
       await writeExecPlugin(dir, "2030-01-01T00:00:00Z");
-      await Deno.writeTextFile(
-        `${dir}/config`,
-        kubeconfig({
-          current: "dev",
-          clusters: { dev: { server: api.url, "certificate-authority": "ca.crt" } },
-          users: {
-            dev: {
-              exec: {
-                apiVersion: "client.authentication.k8s.io/v1",
-                command: `${dir}/bin/fake-auth-plugin`,
-                args: ["wrong"],
-              },
-            },
-          },
-          contexts: { dev: { cluster: "dev", user: "dev" } },
-        }),
-      );
+      await writeExecKubeconfig(dir, api.url, {
+        apiVersion: "client.authentication.k8s.io/v1",
+        command: `${dir}/bin/fake-auth-plugin`,
+        args: ["wrong"],
+      });
       const connection = await resolveConnection({
         env: { KUBECONFIG: `${dir}/config` },
         clock: systemClock,
