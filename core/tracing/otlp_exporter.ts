@@ -66,8 +66,11 @@ export class SpanExporter {
     this.#timer = undefined;
     const spans = this.#batch.count;
     if (spans === 0) return;
-    this.#ready.push({ body: this.#batch.take(), spans });
-    this.#pump();
+    const body = this.#batch.take();
+    // The body is the batch's buffer, which the next span overwrites: posted now (fetch copies
+    // it as it is called), or copied to wait for a post to finish.
+    if (this.#ready.length === 0 && this.#pending.size < MAX_IN_FLIGHT) this.#post({ body, spans });
+    else this.#ready.push({ body: body.slice(), spans });
   }
 
   #pump(): void {

@@ -30,15 +30,17 @@ function addSpan(exporter: SpanExporter, i: number): void {
 }
 
 /** A collector on 127.0.0.1 counting the spans it is sent; `hold` keeps every answer until released. */
-function collector(hold = false) {
+function collector(hold = false, env: Record<string, string> = {}) {
   const { promise: released, resolve: release } = Promise.withResolvers<void>();
   const { promise: first, resolve: arrived } = Promise.withResolvers<void>();
-  const state = { spans: 0, requests: 0, open: 0, mostOpen: 0 };
+  const state = { spans: 0, requests: 0, open: 0, mostOpen: 0, names: [] as string[] };
   const http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
     state.open++;
     state.mostOpen = Math.max(state.mostOpen, state.open);
     const body = decodeTraceRequest(new Uint8Array(await req.arrayBuffer()));
-    state.spans += body.resourceSpans?.[0]?.scopeSpans?.[0]?.spans?.length ?? 0;
+    const spans = body.resourceSpans?.[0]?.scopeSpans?.[0]?.spans ?? [];
+    state.spans += spans.length;
+    state.names.push(...spans.map((s) => String(s.name)));
     state.requests++;
     arrived();
     if (hold) await released;
@@ -47,6 +49,7 @@ function collector(hold = false) {
   });
   const { config } = tracingConfig({
     OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${http.addr.port}`,
+    ...env,
   });
   return { state, config, first, release: () => release(), close: () => http.shutdown() };
 }
@@ -83,7 +86,13 @@ Deno.test("A full batch goes out at once, without waiting for the delay", async 
     for (let i = 0; i < BATCH_SPANS; i++) addSpan(exporter, i);
     assert.equal(batch.count, 0);
     await sink.first;
-    assert.deepEqual(sink.state, { spans: BATCH_SPANS, requests: 1, open: 0, mostOpen: 1 });
+    assert.deepEqual({ ...sink.state, names: sink.state.names.length }, {
+      spans: BATCH_SPANS,
+      requests: 1,
+      open: 0,
+      mostOpen: 1,
+      names: BATCH_SPANS,
+    });
   } finally {
     await exporter.flush();
     await sink.close();
@@ -111,4 +120,29 @@ Deno.test("Spans beyond the bound, waiting on a collector that does not answer, 
   assert.equal(sink.state.spans, MAX_QUEUED_SPANS, "every span within the bound arrives");
   assert.ok(sink.state.mostOpen <= MAX_IN_FLIGHT, `at most ${MAX_IN_FLIGHT} posts at once`);
   assert.ok(lines.some((line) => line.includes("100 spans dropped")), lines.join("\n"));
+});
+
+Deno.test("A batch arrives as it was sealed though the next spans reuse its buffer at once", async () => {
+  for (const hold of [false, true]) {
+    // One span per batch, so each span seals a batch; held, posts wait and later batches queue.
+    const sink = collector(hold);
+    const config = { ...sink.config, batchSpans: 1 };
+    const exporter = new SpanExporter(
+      config,
+      createLogger({ sink: () => {} }),
+      new ManualClock(),
+      new ProtobufBatch(RESOURCE),
+    );
+    const count = MAX_IN_FLIGHT * 3;
+    try {
+      for (let i = 0; i < count; i++) addSpan(exporter, i);
+      await sink.first;
+    } finally {
+      sink.release();
+      await exporter.flush();
+      await sink.close();
+    }
+    const expected = Array.from({ length: count }, (_, i) => `span ${i}`);
+    assert.deepEqual(sink.state.names.toSorted(), expected.toSorted(), hold ? "held" : "at once");
+  }
 });

@@ -32,6 +32,8 @@ export class JsonBatch implements SpanBatch {
         jsonAttributes(resource.attributes)
       }]},"scopeSpans":[{"scope":${JSON.stringify(resource.scope)},"spans":[`,
     );
+    // The head is written once, before the spans: an export is a view of this buffer.
+    this.#spans.bytes(this.#head);
   }
 
   get count(): number {
@@ -42,19 +44,17 @@ export class JsonBatch implements SpanBatch {
     const span = jsonSpan(store, slot);
     const w = this.#spans;
     // UTF-8 takes at most 3 bytes per UTF-16 unit, and a comma.
-    w.room(span.length * 3 + 1);
+    w.room(span.length * 3 + 1 + this.#tail.length);
     if (this.#count++ > 0) w.buf[w.pos++] = 0x2c;
     w.pos += utf8.encodeInto(span, w.buf.subarray(w.pos)).written;
   }
 
   take(): Uint8Array<ArrayBuffer> {
-    const head = this.#head;
     const spans = this.#spans;
-    const body = new Uint8Array(head.length + spans.pos + this.#tail.length);
-    body.set(head);
-    body.set(spans.buf.subarray(0, spans.pos), head.length);
-    body.set(this.#tail, head.length + spans.pos);
-    spans.pos = 0;
+    // Room for the tail was made with the last span.
+    spans.buf.set(this.#tail, spans.pos);
+    const body = spans.buf.subarray(0, spans.pos + this.#tail.length);
+    spans.pos = this.#head.length;
     this.#count = 0;
     return body;
   }

@@ -196,11 +196,16 @@ function writeSpan(w: ProtoWriter, store: SpanStore, slot: number): void {
 /** Spans encoded as protobuf as they end. */
 export class ProtobufBatch implements SpanBatch {
   readonly contentType = "application/x-protobuf";
-  readonly #spans = new ProtoWriter(64 * 1024);
   /** `ResourceSpans.resource` (field 1), whole. */
   readonly #resource: Uint8Array;
   /** `ScopeSpans.scope` (field 1), whole. */
   readonly #scope: Uint8Array;
+  /**
+   * Bytes kept before the spans for what encloses them (the resource, the scope, two tags and
+   * three lengths of at most 5 bytes), so an export is a view of this buffer: no copy of its own.
+   */
+  readonly #headroom: number;
+  readonly #spans: ProtoWriter;
   #count = 0;
 
   constructor(resource: OtlpResource) {
@@ -215,6 +220,9 @@ export class ProtobufBatch implements SpanBatch {
     s.string(0x12, resource.scope.version);
     s.close(scope, 1);
     this.#scope = s.buf.slice(0, s.pos);
+    this.#headroom = 12 + this.#resource.length + this.#scope.length;
+    this.#spans = new ProtoWriter(64 * 1024);
+    this.#spans.pos = this.#headroom;
   }
 
   get count(): number {
@@ -228,19 +236,21 @@ export class ProtobufBatch implements SpanBatch {
 
   take(): Uint8Array<ArrayBuffer> {
     const spans = this.#spans;
-    const scopeSpans = this.#scope.length + spans.pos;
+    const end = spans.pos;
+    const scopeSpans = this.#scope.length + end - this.#headroom;
     const resourceSpans = this.#resource.length + 1 + varintSize(scopeSpans) + scopeSpans;
-    const out = new Uint8Array(1 + varintSize(resourceSpans) + resourceSpans);
-    out[0] = 0x0a; // ExportTraceServiceRequest.resource_spans
-    let pos = putVarint(out, 1, resourceSpans);
+    // What encloses the spans, written right before them.
+    const start = end - (1 + varintSize(resourceSpans) + resourceSpans);
+    const out = spans.buf;
+    out[start] = 0x0a; // ExportTraceServiceRequest.resource_spans
+    let pos = putVarint(out, start + 1, resourceSpans);
     out.set(this.#resource, pos);
     pos += this.#resource.length;
     out[pos++] = 0x12; // ResourceSpans.scope_spans
     pos = putVarint(out, pos, scopeSpans);
     out.set(this.#scope, pos);
-    out.set(spans.buf.subarray(0, spans.pos), pos + this.#scope.length);
-    spans.pos = 0;
+    spans.pos = this.#headroom;
     this.#count = 0;
-    return out;
+    return out.subarray(start, end);
   }
 }

@@ -132,10 +132,12 @@ Deno.test("Timestamps are the Unix nanoseconds of the time origin plus the readi
   }
 });
 
-Deno.test("Spans added after a take() make a request of their own (the buffer is reused)", () => {
+Deno.test("A take() lends the batch's buffer until the next add, and the spans after it make a request of their own", () => {
   const batch = new ProtobufBatch(RESOURCE);
   batch.add(store, span({ name: "first", attributes: { a: "x".repeat(5000) } }));
-  const first = batch.take();
+  const lent = batch.take();
+  const first = lent.slice();
+  assert.deepEqual(spansOf(lent).map((s) => s.name), ["first"]);
   assert.equal(batch.count, 0);
   batch.add(store, span({ name: "second" }));
   batch.add(store, span({ name: "third" }));
@@ -301,4 +303,21 @@ Deno.test("Spans of one name whose attributes, kind or shared attributes differ 
       m.id,
     ]),
   );
+});
+
+Deno.test("OTLP JSON batches after a take() are requests of their own, as large as they grow", () => {
+  const json = new JsonBatch(RESOURCE);
+  const names = (body: Uint8Array) =>
+    (JSON.parse(new TextDecoder().decode(body)) as {
+      resourceSpans: { scopeSpans: { spans: { name: string }[] }[] }[];
+    }).resourceSpans[0]!.scopeSpans[0]!.spans.map((s) => s.name);
+  json.add(store, span({ name: "first" }));
+  assert.deepEqual(names(json.take()), ["first"]);
+  // Past the buffer's first 64 KiB: it grows with the head kept in front.
+  for (let i = 0; i < 40; i++) {
+    json.add(store, span({ name: `big ${i}`, attributes: { a: "é".repeat(1000) } }));
+  }
+  assert.deepEqual(names(json.take()), Array.from({ length: 40 }, (_, i) => `big ${i}`));
+  json.add(store, span({ name: "last" }));
+  assert.deepEqual(names(json.take()), ["last"]);
 });

@@ -106,9 +106,7 @@ export class OtlpTracer implements GatewayTracer {
         w0 = randomWord(), w1 = randomWord(), w2 = randomWord(), w3 = randomWord();
       } while ((w0 | w1 | w2 | w3) === 0);
     } else {
-      const hex = parent.traceId;
-      w0 = parseInt(hex.slice(0, 8), 16), w1 = parseInt(hex.slice(8, 16), 16);
-      w2 = parseInt(hex.slice(16, 24), 16), w3 = parseInt(hex.slice(24), 16);
+      w0 = parent.t0, w1 = parent.t1, w2 = parent.t2, w3 = parent.t3;
     }
     // An unsampled request records nothing: ids to pass on in one small object, no slot.
     if (!this.#sample(w3, parent)) {
@@ -123,8 +121,8 @@ export class OtlpTracer implements GatewayTracer {
       ids[at + 6] = ids[at + 7] = 0;
       store.traceStates[slot] = undefined;
     } else {
-      ids[at + 6] = parseInt(parent.spanId.slice(0, 8), 16);
-      ids[at + 7] = parseInt(parent.spanId.slice(8), 16);
+      ids[at + 6] = parent.spanHi;
+      ids[at + 7] = parent.spanLo;
       store.traceStates[slot] = parent.tracestate;
     }
     const span = this.open(slot, name, target, KIND.server, startedAt);

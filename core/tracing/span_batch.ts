@@ -21,7 +21,11 @@ export interface SpanBatch {
   readonly count: number;
   /** Encodes the finished span in `slot` of `store`. */
   add(store: SpanStore, slot: number): void;
-  /** The `ExportTraceServiceRequest` of the spans added so far; starts the next batch. */
+  /**
+   * The `ExportTraceServiceRequest` of the spans added so far, and the next batch started: a view
+   * of the batch's own buffer, valid until the next {@link SpanBatch.add} (no copy per export;
+   * `fetch` copies its body when called, so a post made at once may be given the view).
+   */
   take(): Uint8Array<ArrayBuffer>;
 }
 
