@@ -9,7 +9,7 @@ import { type OtlpResource, type SpanBatch, unixNanoDecimal } from "./span_batch
 import { PairCache } from "./pair_cache.ts";
 import { ProtoWriter } from "./proto_writer.ts";
 import { hex32, traceHex } from "./span_ids.ts";
-import { MAX_ATTRIBUTES, type SpanStore, WORDS } from "./span_store.ts";
+import { MAX_ATTRIBUTES, REQUEST_ID, type SpanStore, WORDS } from "./span_store.ts";
 
 const utf8 = new TextEncoder();
 
@@ -83,6 +83,11 @@ function jsonSpan(store: SpanStore, slot: number): string {
     const value = store.values[i]!;
     const pair = (typeof value === "string" ? PAIRS.get(key, value, jsonKeyValue) : undefined) ??
       jsonKeyValue(key, value);
+    own += own === "" ? pair : `,${pair}`;
+  }
+  const requestId = store.requestIds[slot];
+  if (requestId !== undefined) {
+    const pair = jsonKeyValue(REQUEST_ID, requestId);
     own += own === "" ? pair : `,${pair}`;
   }
   const shared = store.shared[slot];

@@ -11,7 +11,7 @@
  */
 import type { SpanValue } from "./gateway_tracer.ts";
 import type { OtlpResource, SpanBatch } from "./span_batch.ts";
-import { MAX_ATTRIBUTES, type SpanStore, WORDS } from "./span_store.ts";
+import { MAX_ATTRIBUTES, REQUEST_ID, type SpanStore, WORDS } from "./span_store.ts";
 import {
   NAMES,
   ProtoWriter,
@@ -31,9 +31,6 @@ export function encodeAttributes(
   return w.buf.slice(0, w.pos);
 }
 
-/** The one attribute whose value differs from call to call: written after the template. */
-const VARYING = "jsonrpc.request.id";
-
 /**
  * A template's value that is the span's target (a tool's name is the span's name and its
  * `gen_ai.tool.name`): compared by identity with the span's own target, which the template's key
@@ -43,7 +40,7 @@ const VARYING = "jsonrpc.request.id";
 const TARGET = Symbol("target");
 
 /**
- * A span's repeating fields (name, kind, own attributes but {@link VARYING}), encoded. Not the
+ * A span's repeating fields (name, kind, own attributes), encoded. Not the
  * session's attributes: a template serves every session (a client that opens a session per call
  * would otherwise miss every time), and those are one copy of their own.
  */
@@ -81,7 +78,6 @@ function matches(template: Template, store: SpanStore, slot: number, first: numb
   let j = 0;
   for (let i = first; i < end; i++) {
     const key = keys[i];
-    if (key === VARYING) continue;
     const value = values[i];
     if (expected[j] !== key) return false;
     const was = known[j];
@@ -113,7 +109,6 @@ function templateOf(store: SpanStore, slot: number, first: number, end: number):
     (target === undefined || target.length <= MAX_TEMPLATE_VALUE);
   for (let i = first; i < end; i++) {
     const k = store.keys[i]!;
-    if (k === VARYING) continue;
     const value = store.values[i]!;
     if (typeof value === "string" && value.length > MAX_TEMPLATE_VALUE) short = false;
     keys.push(k);
@@ -141,6 +136,44 @@ function templateOf(store: SpanStore, slot: number, first: number, end: number):
     else known[(known.length + slot) % TEMPLATES_PER_KEY] = template;
   }
   return bytes;
+}
+
+/** `KeyValue.key` of {@link REQUEST_ID}, encoded. */
+const REQUEST_ID_KEY = (() => {
+  const w = new ProtoWriter(32);
+  w.string(0x0a, REQUEST_ID);
+  return w.buf.slice(0, w.pos);
+})();
+
+/**
+ * The request id's `KeyValue`: an ASCII id of up to 100 characters (every id a client sends but a
+ * pathological one) byte by byte, its lengths one byte each; any other through the encoder.
+ */
+function writeRequestId(w: ProtoWriter, id: SpanValue): void {
+  const n = typeof id === "string" ? id.length : 101;
+  if (n > 100) return w.attribute(SPAN_ATTRIBUTE, REQUEST_ID, id);
+  const text = id as string;
+  const key = REQUEST_ID_KEY;
+  w.room(key.length + 6 + n);
+  const buf = w.buf;
+  const start = w.pos;
+  let pos = start;
+  buf[pos++] = SPAN_ATTRIBUTE;
+  buf[pos++] = key.length + 4 + n; // KeyValue
+  for (let i = 0; i < key.length; i++) buf[pos++] = key[i]!;
+  buf[pos++] = 0x12; // KeyValue.value
+  buf[pos++] = 2 + n;
+  buf[pos++] = 0x0a; // AnyValue.string_value
+  buf[pos++] = n;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0x80) {
+      w.pos = start;
+      return w.attribute(SPAN_ATTRIBUTE, REQUEST_ID, id);
+    }
+    buf[pos++] = c;
+  }
+  w.pos = pos;
 }
 
 /** One `Span` (field 2 of `ScopeSpans`), from its slot in the span store. */
@@ -178,10 +211,8 @@ function writeSpan(w: ProtoWriter, store: SpanStore, slot: number): void {
   const shared = store.shared[slot];
   if (shared !== undefined) w.bytes(shared.proto);
   w.bytes(templateOf(store, slot, first, end));
-  const { keys, values } = store;
-  for (let i = first; i < end; i++) {
-    if (keys[i] === VARYING) w.attribute(SPAN_ATTRIBUTE, VARYING, values[i]!);
-  }
+  const requestId = store.requestIds[slot];
+  if (requestId !== undefined) writeRequestId(w, requestId);
   const error = store.errors[slot];
   if (error !== undefined) {
     const status = w.open(0x7a, 1); // field 15

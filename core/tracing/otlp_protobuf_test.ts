@@ -321,3 +321,41 @@ Deno.test("OTLP JSON batches after a take() are requests of their own, as large 
   json.add(store, span({ name: "last" }));
   assert.deepEqual(names(json.take()), ["last"]);
 });
+
+Deno.test("A span's request id is encoded whatever its form, and its other attributes still match their template", () => {
+  const ids: (string | number)[] = ["7", "", "a".repeat(100), "a".repeat(101), "é-1", 42];
+  for (const id of ids) {
+    const fields = {
+      name: "tools/call",
+      target: "t",
+      attributes: { v: "allow", "jsonrpc.request.id": id },
+    };
+    const proto = new ProtobufBatch(RESOURCE);
+    // Twice: the second span is written from the first one's template.
+    proto.add(store, span(fields));
+    proto.add(store, span(fields));
+    for (const decoded of spansOf(proto.take())) {
+      const attributes = decoded.attributes as { key: string; value: Record<string, unknown> }[];
+      const value = attributes.find((a) => a.key === "jsonrpc.request.id")?.value;
+      assert.deepEqual(
+        value,
+        typeof id === "string" ? { stringValue: id } : { intValue: String(id) },
+        `proto, id ${JSON.stringify(id)}`,
+      );
+      assert.deepEqual(attributes.find((a) => a.key === "v")?.value, { stringValue: "allow" });
+    }
+    const json = new JsonBatch(RESOURCE);
+    json.add(store, span(fields));
+    const body = JSON.parse(new TextDecoder().decode(json.take())) as {
+      resourceSpans: {
+        scopeSpans: { spans: { attributes: { key: string; value: unknown }[] }[] }[];
+      }[];
+    };
+    const attributes = body.resourceSpans[0]!.scopeSpans[0]!.spans[0]!.attributes;
+    assert.deepEqual(
+      attributes.find((a) => a.key === "jsonrpc.request.id")?.value,
+      typeof id === "string" ? { stringValue: id } : { intValue: String(id) },
+      `JSON, id ${JSON.stringify(id)}`,
+    );
+  }
+});

@@ -13,6 +13,13 @@ export const MAX_ATTRIBUTES = 16;
 /** Spans open or waiting at once; a span started beyond this is not recorded. */
 export const MAX_SLOTS = 65_536;
 
+/**
+ * The one attribute whose value differs from call to call: kept in a column of its own, so the
+ * attributes that repeat match their encoded template without skipping it, and it is written
+ * after the template directly.
+ */
+export const REQUEST_ID = "jsonrpc.request.id";
+
 /** Words per slot in {@link SpanStore.ids}: trace id (4), span id (2), parent span id (2). */
 export const WORDS = 8;
 
@@ -45,6 +52,8 @@ export class SpanStore {
   /** A failed span's status message; undefined leaves the status unset. */
   readonly errors: (string | undefined)[] = [];
   readonly shared: (EncodedShared | undefined)[] = [];
+  /** The span's {@link REQUEST_ID}, when it has one. */
+  readonly requestIds: (SpanValue | undefined)[] = [];
   /** {@link MAX_ATTRIBUTES} per slot, each key once, in the order set. */
   readonly keys: (string | undefined)[] = [];
   readonly values: (SpanValue | undefined)[] = [];
@@ -73,11 +82,16 @@ export class SpanStore {
     this.generations[slot]!++;
     this.counts[slot] = 0;
     this.dropped[slot] = 0;
+    this.requestIds[slot] = undefined;
     this.#free[this.#top++] = slot;
   }
 
   /** Sets `key` on `slot` (replacing its value if set before). */
   set(slot: number, key: string, value: SpanValue): void {
+    if (key === REQUEST_ID) {
+      this.requestIds[slot] = value;
+      return;
+    }
     const keys = this.keys;
     const base = slot * MAX_ATTRIBUTES;
     const end = base + this.counts[slot]!;
@@ -113,6 +127,7 @@ export class SpanStore {
       this.traceStates.push(undefined);
       this.errors.push(undefined);
       this.shared.push(undefined);
+      this.requestIds.push(undefined);
     }
     for (let i = size * MAX_ATTRIBUTES; i < next * MAX_ATTRIBUTES; i++) {
       this.keys.push(undefined);
