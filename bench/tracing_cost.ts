@@ -29,6 +29,9 @@ import {
 } from "./setup.ts";
 import { quantile } from "./stats.ts";
 
+/** Calls each gateway serves before it is measured. */
+const WARMUP_CALLS = 20_000;
+
 /** The cost of tracing for one transport. */
 export interface TracingCostRow {
   /** Medians over rounds of the untraced and the traced gateways' CPU per call. */
@@ -240,7 +243,8 @@ export async function benchTracingCost(options: {
     for (const s of started) if (s.status === "fulfilled") gateways.push(s.value);
     const failed = started.find((s) => s.status === "rejected");
     if (failed) throw (failed as PromiseRejectedResult).reason;
-    for (const g of gateways) await load(g.call, 2_000, concurrency);
+    // Long enough for V8 to finish optimizing both paths: with 2,000 calls the traced one still is.
+    for (const g of gateways) await load(g.call, WARMUP_CALLS, concurrency);
     const measured: Record<"stdio" | "http", { off: number[]; on: number[] }[]> = {
       stdio: [],
       http: [],
@@ -262,7 +266,7 @@ export async function benchTracingCost(options: {
       await startToggled("http", fleet.path, tracedEnv),
     ];
     gateways.push(...toggled);
-    for (const g of toggled) await load(g.call, 2_000, concurrency);
+    for (const g of toggled) await load(g.call, WARMUP_CALLS, concurrency);
     return {
       rounds,
       callsPerRound: calls,
