@@ -1,8 +1,10 @@
 /**
  * Where the gateway's CPU goes under load: a V8 CPU profile of the gateway while a lean client
- * keeps calls in flight, taken over the inspector protocol (Deno has no `--cpu-prof`), summed by
- * function and by file. Run it on two checkouts and compare the tables to find what a change
- * costs; the `.cpuprofile` opens in Chrome DevTools.
+ * keeps calls in flight, taken over the inspector protocol, summed by function and by file. Run it
+ * on two checkouts and compare the tables to find what a change costs; the `.cpuprofile` opens in
+ * Chrome DevTools. With `--traced` the attached inspector also reports every export's `fetch`
+ * (Deno's inspector network bridge, ~20 µs a call here) which no gateway pays without it: to
+ * compare traced with untraced, profile with the gateway's own `deno run --cpu-prof` instead.
  *
  *     deno run -A bench/profile.ts [--root <checkout>] [--transport stdio|http] [--in-flight 16]
  *       [--calls 20000] [--top 30] [--out gateway.cpuprofile] [--traced] [--heap | --threads]
