@@ -138,44 +138,6 @@ function templateOf(store: SpanStore, slot: number, first: number, end: number):
   return bytes;
 }
 
-/** `KeyValue.key` of {@link REQUEST_ID}, encoded. */
-const REQUEST_ID_KEY = (() => {
-  const w = new ProtoWriter(32);
-  w.string(0x0a, REQUEST_ID);
-  return w.buf.slice(0, w.pos);
-})();
-
-/**
- * The request id's `KeyValue`: an ASCII id of up to 100 characters (every id a client sends but a
- * pathological one) byte by byte, its lengths one byte each; any other through the encoder.
- */
-function writeRequestId(w: ProtoWriter, id: SpanValue): void {
-  const n = typeof id === "string" ? id.length : 101;
-  if (n > 100) return w.attribute(SPAN_ATTRIBUTE, REQUEST_ID, id);
-  const text = id as string;
-  const key = REQUEST_ID_KEY;
-  w.room(key.length + 6 + n);
-  const buf = w.buf;
-  const start = w.pos;
-  let pos = start;
-  buf[pos++] = SPAN_ATTRIBUTE;
-  buf[pos++] = key.length + 4 + n; // KeyValue
-  for (let i = 0; i < key.length; i++) buf[pos++] = key[i]!;
-  buf[pos++] = 0x12; // KeyValue.value
-  buf[pos++] = 2 + n;
-  buf[pos++] = 0x0a; // AnyValue.string_value
-  buf[pos++] = n;
-  for (let i = 0; i < n; i++) {
-    const c = text.charCodeAt(i);
-    if (c >= 0x80) {
-      w.pos = start;
-      return w.attribute(SPAN_ATTRIBUTE, REQUEST_ID, id);
-    }
-    buf[pos++] = c;
-  }
-  w.pos = pos;
-}
-
 /** One `Span` (field 2 of `ScopeSpans`), from its slot in the span store. */
 function writeSpan(w: ProtoWriter, store: SpanStore, slot: number): void {
   // A span of the gateway's is 150–400 bytes: two bytes of length, moved only beyond 16 KiB.
@@ -211,8 +173,9 @@ function writeSpan(w: ProtoWriter, store: SpanStore, slot: number): void {
   const shared = store.shared[slot];
   if (shared !== undefined) w.bytes(shared.proto);
   w.bytes(templateOf(store, slot, first, end));
+  // Encoded field by field: a request id is never one of the pairs the cache keeps.
   const requestId = store.requestIds[slot];
-  if (requestId !== undefined) writeRequestId(w, requestId);
+  if (requestId !== undefined) w.encodeAttribute(SPAN_ATTRIBUTE, REQUEST_ID, requestId);
   const error = store.errors[slot];
   if (error !== undefined) {
     const status = w.open(0x7a, 1); // field 15

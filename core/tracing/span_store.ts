@@ -15,8 +15,8 @@ export const MAX_SLOTS = 65_536;
 
 /**
  * The one attribute whose value differs from call to call: kept in a column of its own, so the
- * attributes that repeat match their encoded template without skipping it, and it is written
- * after the template directly.
+ * attributes that repeat match their encoded template without skipping it, and it is encoded
+ * after the template.
  */
 export const REQUEST_ID = "jsonrpc.request.id";
 
