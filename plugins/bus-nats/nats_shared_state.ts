@@ -24,6 +24,8 @@ export const SHARED_SUBJECT_PREFIX = "agent33.shared";
 /** JetStream's "wrong last sequence": create found the key, or update found a newer revision. */
 const JS_WRONG_LAST_SEQUENCE = 10071;
 const DEFAULT_MAX_VALUE_BYTES = 1024 * 1024;
+/** How long a key listing may go without an entry before it is given up as stalled. */
+const LISTING_STALL_MS = 10_000;
 
 /** Options of {@link NatsSharedState}. */
 export interface NatsSharedStateOptions {
@@ -58,12 +60,20 @@ class NatsBucket implements SharedBucket {
   readonly #kv: KV;
   readonly #maxValueBytes: number;
   readonly #watches: Set<() => void>;
+  readonly #clock: Clock;
 
-  constructor(name: string, kv: KV, maxValueBytes: number, watches: Set<() => void>) {
+  constructor(
+    name: string,
+    kv: KV,
+    maxValueBytes: number,
+    watches: Set<() => void>,
+    clock: Clock,
+  ) {
     this.name = name;
     this.#kv = kv;
     this.#maxValueBytes = maxValueBytes;
     this.#watches = watches;
+    this.#clock = clock;
   }
 
   #checkValue(key: string, value: Uint8Array): void {
@@ -112,11 +122,41 @@ class NatsBucket implements SharedBucket {
   }
 
   async keys(): Promise<string[]> {
-    // The listing is a consumer over the stream: a key written while it reads is delivered
-    // again, so a heartbeat landing mid-listing would name its replica twice.
-    const keys = new Set<string>();
-    for await (const key of await this.#kv.keys()) keys.add(key);
-    return [...keys];
+    // kv.keys() ends only once its consumer has nothing pending, which another replica that keeps
+    // writing (a heartbeat) can put off for ever: CI hung on it. This listing ends at the stream's
+    // last sequence read after its consumer started, since every key's latest entry is at or
+    // before it. A key written while it reads is delivered again, so its last operation wins.
+    const iterator = await this.#kv.watch({ headers_only: true });
+    const live = new Map<string, boolean>();
+    let stalled = false;
+    let timer = { cancel() {} };
+    const arm = () => {
+      timer.cancel();
+      timer = this.#clock.setTimeout(() => {
+        stalled = true;
+        iterator.stop();
+      }, LISTING_STALL_MS);
+    };
+    try {
+      const { state } = (await this.#kv.status()).streamInfo;
+      if (state.messages === 0) return [];
+      arm();
+      for await (const entry of iterator) {
+        live.set(entry.key, entry.operation === "PUT");
+        if (entry.revision >= state.last_seq || entry.delta === 0) break;
+        arm();
+      }
+    } finally {
+      timer.cancel();
+      iterator.stop();
+    }
+    if (stalled) {
+      throw new Error(
+        `listing the keys of bucket "${this.name}" stalled: no entry for ${LISTING_STALL_MS} ms; ` +
+          "check that the bucket's JetStream stream has a leader (nats stream info)",
+      );
+    }
+    return [...live].filter(([, isLive]) => isLive).map(([key]) => key);
   }
 
   async watch(handler: (change: SharedChange) => void): Promise<() => void> {
@@ -202,7 +242,7 @@ export class NatsSharedState implements SharedState {
           "MCP_CLUSTER_KV_REPLICAS",
       );
     }
-    return new NatsBucket(name, kv, maxValueBytes, this.#watches);
+    return new NatsBucket(name, kv, maxValueBytes, this.#watches, this.#clock);
   }
 
   publish(subject: string, data: Uint8Array): void {
