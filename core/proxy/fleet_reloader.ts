@@ -191,9 +191,17 @@ export class FleetReloader {
     // Stopping: never start an upstream that proxy.stop() would miss.
     if (this.#options.stopping()) return { added: [], removed: [], changed: [] };
     this.#registerSecrets(servers);
+    // The gateway's own write of the file (an accepted proposal) is applied, then seen by the
+    // watcher: a second event for the same fleet would tell an operator nothing. A diff cannot
+    // tell (a disabled entry added changes no running server), the fleet's data can.
+    const same = JSON.stringify(servers) === JSON.stringify(this.#fleet);
     const diff = await this.#options.proxy.reload(servers);
     this.#fleet = servers;
     const path = origin ?? this.#options.path ?? "";
+    if (same) {
+      this.#options.logger.debug(`fleet from ${path} unchanged`);
+      return diff;
+    }
     this.#options.logger.info(`fleet reloaded from ${path}`, { ...diff });
     this.#options.bus.publish({ type: "fleet.reloaded", path, ...diff });
     return diff;

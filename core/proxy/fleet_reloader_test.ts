@@ -69,6 +69,33 @@ Deno.test("reload(source) applies the fleet the source reads and publishes fleet
   }
 });
 
+Deno.test("a reload of the fleet in force publishes no fleet.reloaded (the watcher seeing the gateway's own write)", async () => {
+  const s = setup();
+  try {
+    const fleet = [s.server("a", ["t"])];
+    await s.reloader.reload(s.source("fleet.yaml", () => fleet));
+    const diff = await s.reloader.reload(s.source("fleet.yaml", () => structuredClone(fleet)));
+    assert.deepEqual(diff, { added: [], removed: [], changed: [] });
+    assert.equal(s.events.filter((e) => e.type === "fleet.reloaded").length, 1);
+  } finally {
+    await s.proxy.stop();
+  }
+});
+
+Deno.test("a reload that only adds a disabled entry publishes fleet.reloaded, though no server starts", async () => {
+  const s = setup();
+  try {
+    const fleet = [s.server("a", ["t"])];
+    await s.reloader.reload(s.source("fleet.yaml", () => fleet));
+    const off = { ...s.server("b", ["t"]), enabled: false };
+    const diff = await s.reloader.reload(s.source("fleet.yaml", () => [...fleet, off]));
+    assert.deepEqual(diff, { added: [], removed: [], changed: [] });
+    assert.equal(s.events.filter((e) => e.type === "fleet.reloaded").length, 2);
+  } finally {
+    await s.proxy.stop();
+  }
+});
+
 Deno.test("a source that cannot be read keeps the running fleet, publishes fleet.reload_failed and rejects", async () => {
   const s = setup();
   try {
