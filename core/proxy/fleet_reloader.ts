@@ -59,6 +59,8 @@ export interface FleetReloaderOptions {
 export class FleetReloader {
   readonly #options: FleetReloaderOptions;
   #fleet: readonly FleetServer[] = [];
+  /** Whether the last file read was refused: the fleet read after it is news, even unchanged. */
+  #refused = false;
   // Applications (file watcher, admin API) run one at a time: two overlapping proxy.reload calls
   // would each see the other's half-applied members.
   #queue: Promise<unknown> = Promise.resolve();
@@ -127,9 +129,13 @@ export class FleetReloader {
 
   /**
    * Re-reads `source` (the fleet file by default) and applies it; a bad fleet keeps the running
-   * one, is logged and published as `fleet.reload_failed`, and throws why.
+   * one, is logged and published as `fleet.reload_failed`, and throws why. `quietIfSame`
+   * publishes nothing when the fleet read is the one in force and no file was refused since.
    */
-  reload(source: FleetSource | undefined = this.file): Promise<FleetDiff> {
+  reload(
+    source: FleetSource | undefined = this.file,
+    options: { quietIfSame?: boolean } = {},
+  ): Promise<FleetDiff> {
     if (source === undefined) {
       return Promise.reject(
         new GatewayError(
@@ -148,9 +154,13 @@ export class FleetReloader {
         const reason = error instanceof Error ? error.message : String(error);
         this.#options.logger.error(`fleet file not reloaded; the running fleet stays: ${reason}`);
         this.#options.bus.publish({ type: "fleet.reload_failed", path: source.path, reason });
+        this.#refused = true;
         throw error;
       }
-      return await this.#apply(servers, source.path);
+      const same = options.quietIfSame === true && !this.#refused &&
+        JSON.stringify(servers) === JSON.stringify(this.#fleet);
+      this.#refused = false;
+      return await this.#apply(servers, source.path, same);
     });
   }
 
@@ -161,8 +171,11 @@ export class FleetReloader {
     this.#unwatch = watchFile({
       path,
       logger: this.#options.logger.child("fleet"),
-      // reload logs and reports a refused file itself.
-      onChange: () => this.reload().then(() => {}, () => {}),
+      // reload logs and reports a refused file itself. The gateway's own write of the file (an
+      // accepted proposal) is applied, then seen here: a second event for the same fleet would
+      // tell an operator nothing. A diff cannot tell (a disabled entry added changes no running
+      // server); the fleet's data can.
+      onChange: () => this.reload(undefined, { quietIfSame: true }).then(() => {}, () => {}),
     });
   }
 
@@ -187,18 +200,18 @@ export class FleetReloader {
     return run;
   }
 
-  async #apply(servers: readonly FleetServer[], origin?: string): Promise<FleetDiff> {
+  async #apply(
+    servers: readonly FleetServer[],
+    origin?: string,
+    quiet = false,
+  ): Promise<FleetDiff> {
     // Stopping: never start an upstream that proxy.stop() would miss.
     if (this.#options.stopping()) return { added: [], removed: [], changed: [] };
     this.#registerSecrets(servers);
-    // The gateway's own write of the file (an accepted proposal) is applied, then seen by the
-    // watcher: a second event for the same fleet would tell an operator nothing. A diff cannot
-    // tell (a disabled entry added changes no running server), the fleet's data can.
-    const same = JSON.stringify(servers) === JSON.stringify(this.#fleet);
     const diff = await this.#options.proxy.reload(servers);
     this.#fleet = servers;
     const path = origin ?? this.#options.path ?? "";
-    if (same) {
+    if (quiet) {
       this.#options.logger.debug(`fleet from ${path} unchanged`);
       return diff;
     }

@@ -69,14 +69,34 @@ Deno.test("reload(source) applies the fleet the source reads and publishes fleet
   }
 });
 
-Deno.test("a reload of the fleet in force publishes no fleet.reloaded (the watcher seeing the gateway's own write)", async () => {
+Deno.test("a watched reload of the fleet in force publishes no fleet.reloaded (the gateway's own write seen)", async () => {
   const s = setup();
   try {
     const fleet = [s.server("a", ["t"])];
     await s.reloader.reload(s.source("fleet.yaml", () => fleet));
-    const diff = await s.reloader.reload(s.source("fleet.yaml", () => structuredClone(fleet)));
+    const diff = await s.reloader.reload(
+      s.source("fleet.yaml", () => structuredClone(fleet)),
+      { quietIfSame: true },
+    );
     assert.deepEqual(diff, { added: [], removed: [], changed: [] });
     assert.equal(s.events.filter((e) => e.type === "fleet.reloaded").length, 1);
+  } finally {
+    await s.proxy.stop();
+  }
+});
+
+Deno.test("after a refused file, the fleet in force read again publishes fleet.reloaded", async () => {
+  const s = setup();
+  try {
+    const fleet = [s.server("a", ["t"])];
+    await s.reloader.reload(s.source("fleet.yaml", () => fleet));
+    const broken: FleetSource = {
+      path: "fleet.yaml",
+      read: () => Promise.reject(new Error("bad")),
+    };
+    await assert.rejects(() => s.reloader.reload(broken), /bad/);
+    await s.reloader.reload(s.source("fleet.yaml", () => fleet));
+    assert.equal(s.events.filter((e) => e.type === "fleet.reloaded").length, 2);
   } finally {
     await s.proxy.stop();
   }
@@ -88,7 +108,9 @@ Deno.test("a reload that only adds a disabled entry publishes fleet.reloaded, th
     const fleet = [s.server("a", ["t"])];
     await s.reloader.reload(s.source("fleet.yaml", () => fleet));
     const off = { ...s.server("b", ["t"]), enabled: false };
-    const diff = await s.reloader.reload(s.source("fleet.yaml", () => [...fleet, off]));
+    const diff = await s.reloader.reload(s.source("fleet.yaml", () => [...fleet, off]), {
+      quietIfSame: true,
+    });
     assert.deepEqual(diff, { added: [], removed: [], changed: [] });
     assert.equal(s.events.filter((e) => e.type === "fleet.reloaded").length, 2);
   } finally {
