@@ -10,6 +10,7 @@ import type { Logger } from "../support/logger.ts";
 import type { UpstreamAdapter, UpstreamPlan } from "../plugin_api/mod.ts";
 import type { FleetServer } from "./fleet_config.ts";
 import type { ResolveHost } from "../support/private_address.ts";
+import { urlPort } from "../support/url_port.ts";
 import { EgressGuard } from "./egress_guard.ts";
 import { WorkerTransport } from "./worker_transport.ts";
 
@@ -108,7 +109,7 @@ export class UpstreamTransports {
       ...(this.#options.allowPrivate ? { allowPrivate: true } : {}),
     });
     const url = new URL(plan.start.url!);
-    guard.permit(url.hostname, Number(url.port || (url.protocol === "https:" ? 443 : 80)));
+    guard.permit(url.hostname, urlPort(url));
     const net = plan.permissions.net;
     return {
       permissions: {

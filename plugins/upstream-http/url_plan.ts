@@ -7,6 +7,7 @@ import {
   GatewayError,
   type UpstreamPlan,
   type UpstreamServerSpec,
+  urlPort,
 } from "../../core/plugin_api/mod.ts";
 
 /** Plans one HTTP-based upstream; `config_invalid` names the server when its URL is unusable. */
@@ -35,7 +36,7 @@ export function planUrl(
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw invalid(`has url ${JSON.stringify(server.url)}, which is not http(s)`);
   }
-  const port = url.port || (url.protocol === "https:" ? "443" : "80");
+  const port = urlPort(url);
   return {
     // One host:port: a redirect or an injected URL elsewhere is refused by Deno, not by us.
     permissions: {
