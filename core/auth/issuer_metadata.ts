@@ -10,13 +10,12 @@
  * @module
  */
 import { discoverAuthorizationServerMetadata } from "@modelcontextprotocol/sdk/client/auth.js";
-import { type Clock, deadline, systemClock } from "../support/clock.ts";
+import { type Clock, systemClock } from "../support/clock.ts";
+import { boundedFetch } from "./bounded_fetch.ts";
 import { isLoopbackHost } from "./host_guard.ts";
 
 /** How long one metadata request may take, in ms. */
 export const METADATA_TIMEOUT_MS = 5_000;
-/** Largest metadata document read, in bytes (real ones are a few KiB). */
-export const MAX_METADATA_BYTES = 256 * 1024;
 
 /** Injected effects of {@link discoverJwksUri}. */
 export interface IssuerMetadataDeps {
@@ -75,52 +74,6 @@ export async function discoverJwksUri(issuer: string, deps: IssuerMetadataDeps =
 export function isSecureOrLoopback(url: URL): boolean {
   if (url.protocol === "https:") return true;
   return url.protocol === "http:" && isLoopbackHost(url.hostname);
-}
-
-/** A fetch that gives up after `timeoutMs` and reads at most {@link MAX_METADATA_BYTES}. */
-function boundedFetch(inner: typeof fetch, timeoutMs: number, clock: Clock): typeof fetch {
-  return async (input, init) => {
-    const limit = deadline(clock, timeoutMs, new Error(`no answer within ${timeoutMs} ms`));
-    try {
-      // Redirects are not followed: the metadata is the issuer's own, at its own URL.
-      const response = await inner(input, {
-        ...init,
-        redirect: "manual",
-        signal: limit.signal,
-      });
-      const body = await readBounded(response, String(input));
-      return new Response(body, { status: response.status, headers: response.headers });
-    } finally {
-      limit.cancel();
-    }
-  };
-}
-
-async function readBounded(
-  response: Response,
-  url: string,
-): Promise<Uint8Array<ArrayBuffer> | null> {
-  if (!response.body) return null;
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.length;
-    if (size > MAX_METADATA_BYTES) {
-      await reader.cancel();
-      throw new Error(`${url} is larger than ${MAX_METADATA_BYTES} bytes`);
-    }
-    chunks.push(value);
-  }
-  const body = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, at);
-    at += chunk.length;
-  }
-  return body;
 }
 
 function reason(e: unknown): string {

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { ManualClock } from "../support/clock.ts";
-import { discoverJwksUri, MAX_METADATA_BYTES } from "./issuer_metadata.ts";
+import { MAX_DOCUMENT_BYTES } from "./bounded_fetch.ts";
+import { discoverJwksUri } from "./issuer_metadata.ts";
 
 /** Serves `documents` (path → body, or a handler) on 127.0.0.1 and counts requests. */
 function issuerServer(
@@ -95,7 +96,7 @@ Deno.test("An issuer that serves no metadata is named with the fix", async () =>
 Deno.test("An oversized metadata document is refused", async () => {
   await using idp = issuerServer(() => ({
     "/.well-known/oauth-authorization-server": () =>
-      Promise.resolve(new Response("x".repeat(MAX_METADATA_BYTES + 1))),
+      Promise.resolve(new Response("x".repeat(MAX_DOCUMENT_BYTES + 1))),
   }));
   await assert.rejects(discoverJwksUri(idp.issuer), /is larger than 262144 bytes/);
 });

@@ -12,17 +12,10 @@
  * to the gateway's; it is the same verification, with the key source looked up first.
  * @module
  */
-import {
-  createRemoteJWKSet,
-  customFetch,
-  errors,
-  type JWSAlgorithm,
-  type JWTPayload,
-  jwtVerify,
-  type JWTVerifyGetKey,
-} from "jose";
+import { errors, type JWSAlgorithm, type JWTPayload, jwtVerify, type JWTVerifyGetKey } from "jose";
 import { sha256, toHex } from "./digest.ts";
 import { discoverJwksUri } from "./issuer_metadata.ts";
+import { keySet } from "./key_set.ts";
 import { mapScopes, type ScopeMap } from "./scope_map.ts";
 import type { TokenPayload } from "./token_payload.ts";
 
@@ -43,8 +36,8 @@ export interface JwtOptions {
   /** Claims the scopes are read from; {@link DEFAULT_SCOPE_CLAIMS}. */
   scopeClaims?: readonly string[];
   /**
-   * Seconds after one JWKS fetch before a token with an unknown `kid` may trigger another
-   * (picks up key rotation without letting junk tokens hammer the provider);
+   * Seconds after one JWKS fetch, whatever its outcome, before a token with an unknown `kid` may
+   * cause another (picks up key rotation without letting junk tokens hammer the provider);
    * {@link DEFAULT_JWKS_COOLDOWN_SECONDS}.
    */
   jwksCooldownSeconds?: number;
@@ -120,13 +113,10 @@ export function createJwtVerifier(options: JwtOptions, deps: JwtVerifierDeps = {
   }
   if (jwksUrl && !audience?.length) throw new Error(JWKS_NEEDS_AUDIENCE);
   const fetchImpl = deps.fetch;
-  const cooldownDuration = (options.jwksCooldownSeconds ?? DEFAULT_JWKS_COOLDOWN_SECONDS) * 1000;
-  const remote = (url: URL) =>
-    createRemoteJWKSet(url, {
-      cooldownDuration,
-      ...(fetchImpl ? { [customFetch]: (u: string, init: RequestInit) => fetchImpl(u, init) } : {}),
-    });
+  const cooldownMs = (options.jwksCooldownSeconds ?? DEFAULT_JWKS_COOLDOWN_SECONDS) * 1000;
   const now = deps.now ?? Date.now;
+  const remote = (url: URL) =>
+    keySet({ url, cooldownMs, now, ...(fetchImpl ? { fetch: fetchImpl } : {}) });
   const jwks: JWTVerifyGetKey | undefined = jwksUrl
     ? remote(parseUrl(jwksUrl))
     : discoverKeys

@@ -98,7 +98,7 @@ export const AUTH_SETTINGS = {
     schema: int("MCP_AUTH_JWKS_COOLDOWN", 0, 86_400),
     shownDefault: `\`${DEFAULT_JWKS_COOLDOWN_SECONDS}\``,
     meaning:
-      "Seconds after a JWKS fetch before a token with an unknown key id may cause another (how soon a rotated key is picked up)",
+      "Seconds after a JWKS fetch, failed or not, before a token with an unknown key id may cause another (how soon a rotated key is picked up)",
   }),
   MCP_AUTH_OAUTH_ISSUER: setting({
     group: "auth",
