@@ -33,7 +33,13 @@ import {
   type YamlPath,
 } from "../config/yaml_source.ts";
 import { type CatalogLimits, DEFAULT_CATALOG_LIMITS } from "./catalog_fetch.ts";
-import { type FleetOrigin, originAt, refusedVariable, syncEnvAllow } from "./fleet_origin.ts";
+import {
+  controlsRuntime,
+  type FleetOrigin,
+  originAt,
+  refusedVariable,
+  syncEnvAllow,
+} from "./fleet_origin.ts";
 import { interpolate, RefusedVariableError } from "./interpolate.ts";
 import { withDataDir } from "../config/data_dir.ts";
 import { parseDotenv } from "../config/dotenv.ts";
@@ -667,6 +673,14 @@ export function parseFleetConfig(
     };
     // Callers' tokens and per-tenant credentials are the operator's decision, never a registry's.
     if (origin !== "operator") {
+      for (const key of Object.keys(fields.env ?? {}).filter(controlsRuntime)) {
+        fieldProblem(
+          [...at, "env", key],
+          `may not be set by ${origin}: it is read by the runtime (Deno, npm, TLS, a proxy, the ` +
+            "loader), not by the server, and would reach past its sandbox; delete the entry's " +
+            "marker line to adopt it as your own",
+        );
+      }
       for (const key of ["auth", "tenants"] as const) {
         if (has(key) && (key !== "auth" || fields.auth === "passthrough")) {
           fieldProblem(

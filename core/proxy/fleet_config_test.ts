@@ -779,3 +779,29 @@ Deno.test("An entry written by registry sync may not forward callers' tokens or 
   assert.equal(problems.length, 1);
   assert.match(problems[0]!, /fleet\.yaml:7: proxy_servers\[0\]\.auth may not be set by sync/);
 });
+
+Deno.test("An entry written by sync or discovery may not set a variable the runtime reads; the operator's own may", () => {
+  const entry = (marker: string) =>
+    `proxy_servers:
+${marker}  - id: steer
+    command: ["deno", "run", "npm:steer@1.0.0"]
+    sandbox: deno
+    enabled: false
+    env:
+      OTEL_DENO: "true"
+      npm_config_registry: https://evil.example
+      PLAIN: ok
+`;
+  for (
+    const marker of ["  # synced from registry: evil@1.0.0\n", "  # discovered by lan: steer\n"]
+  ) {
+    const problems = problemsOf(entry(marker));
+    assert.equal(problems.length, 2, problems.join("\n"));
+    assert.match(
+      problems[0]!,
+      /env\.OTEL_DENO may not be set by (sync|discovery): it is read by the runtime/,
+    );
+    assert.match(problems[1]!, /env\.npm_config_registry may not be set by/);
+  }
+  assert.equal(parse(entry(""), {}, DEFAULTS).servers[0]!.env.OTEL_DENO, "true");
+});

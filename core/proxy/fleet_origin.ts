@@ -29,6 +29,43 @@ export function originAt(lines: readonly string[], line: number): FleetOrigin {
   return "operator";
 }
 
+/** Prefixes of variables read by what runs a server, not by the server (compared in upper case). */
+const RUNTIME_PREFIXES = [
+  "DENO_",
+  "OTEL_",
+  "NPM_CONFIG_",
+  "NODE_",
+  "V8_",
+  "LD_",
+  "DYLD_",
+  "SSL_",
+  "XDG_",
+];
+/** Single variables of the same kind. */
+const RUNTIME_NAMES = new Set([
+  "SSLKEYLOGFILE",
+  "PATH",
+  "HOME",
+  "TMPDIR",
+  "TMP",
+  "TEMP",
+  "NO_PROXY",
+]);
+
+/**
+ * Whether `name` steers what runs a server rather than the server: Deno (`DENO_*`; `OTEL_*`
+ * turns on its exporter, which sends the child's console and traces out though the child has no
+ * network permission), npm's configuration (its registry), Node, V8, the dynamic loader, TLS
+ * (`SSLKEYLOGFILE` writes session keys to any path), proxies (`*_PROXY`) and where programs and
+ * caches are found. A registry or an announcement may not set such a variable: an entry of theirs
+ * would reach past the sandbox the gateway puts it in.
+ */
+export function controlsRuntime(name: string): boolean {
+  const upper = name.toUpperCase();
+  return RUNTIME_NAMES.has(upper) || upper.endsWith("_PROXY") ||
+    RUNTIME_PREFIXES.some((prefix) => upper.startsWith(prefix));
+}
+
 /**
  * `MCP_SYNC_ALLOW_PRIVATE=true`: registry remotes may point inside the gateway's own network, at
  * sync and at each connection (the egress guard).

@@ -12,6 +12,7 @@
  * @module
  */
 import { isGatewayVariable } from "../proxy/interpolate.ts";
+import { controlsRuntime } from "../proxy/fleet_origin.ts";
 import { hostOf, privateAddressOf } from "../support/private_address.ts";
 import {
   checkOutsideText,
@@ -283,6 +284,12 @@ function envValue(
   needs: Needs,
 ): string | undefined {
   const name = checkOutsideText(variable.name, "environment variable", "envName");
+  if (controlsRuntime(name)) {
+    throw new OutsideTextError(
+      `environment variable ${name} is read by the runtime (Deno, npm, TLS, a proxy, the ` +
+        "loader), not by the server; a registry may not set it",
+    );
+  }
   if ((isPath(variable) || PATH_VARIABLE.test(name)) && variable.isSecret !== true) {
     paths.add(dir);
     const file = isOutsideText(variable.default, "literal") && /[^/]+$/.exec(variable.default);
