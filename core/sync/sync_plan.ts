@@ -124,11 +124,6 @@ export function syncedEntries(text: string): Map<string, SyncedEntry> {
   return found;
 }
 
-/** Every id in the fleet file, synced or not. */
-export function fleetIds(text: string): Set<string> {
-  return new Set(enabledById(text).keys());
-}
-
 /** Compares `listing` with the fleet file's text. */
 export function planSync(text: string, listing: RegistryListing, options: PlanOptions): SyncPlan {
   const plan: SyncPlan = {
@@ -142,7 +137,8 @@ export function planSync(text: string, listing: RegistryListing, options: PlanOp
   };
   const keep = options.include?.length ? compileGlobs(options.include) : () => true;
   const synced = syncedEntries(text);
-  const taken = fleetIds(text);
+  const entries = entriesById(text);
+  const taken = new Set(entries.keys());
   // Nothing the registry names is used before it passes the strict checks.
   const valid = listing.servers.filter(({ server }) => {
     const problem = !isOutsideText(server.name, "registryName")
@@ -211,6 +207,10 @@ export function planSync(text: string, listing: RegistryListing, options: PlanOp
         reason: `new in the registry${note}`,
       });
     } else if (existing.version !== detail.version) {
+      // The operator enabled what the entry ran; a version that runs something else waits again.
+      const other = existing.enabled ? runsOtherwise(entries.get(id), mapped.entry) : undefined;
+      if (other) mapped.entry.enabled = false;
+      const review = other ? `; ${other}: review it and enable it again` : "";
       plan.proposals.push({
         id: `update:${id}`,
         action: "update",
@@ -221,7 +221,7 @@ export function planSync(text: string, listing: RegistryListing, options: PlanOp
         to: detail.version,
         entry: mapped.entry,
         ...paths,
-        reason: `version ${existing.version} → ${detail.version}${note}`,
+        reason: `version ${existing.version} → ${detail.version}${review}${note}`,
       });
     } else {
       plan.unchanged.push(id);
@@ -269,17 +269,47 @@ function latestByName(servers: RegistryServer[]): RegistryServer[] {
 
 function enabledById(text: string): Map<string, boolean> {
   const ids = new Map<string, boolean>();
+  for (const [id, entry] of entriesById(text)) ids.set(id, entry.enabled !== false);
+  return ids;
+}
+
+/** The fleet file's entries by id, as parsed (none when it does not parse). */
+function entriesById(text: string): Map<string, Record<string, unknown>> {
+  const entries = new Map<string, Record<string, unknown>>();
   let doc: unknown;
   try {
     doc = parse(text);
   } catch {
-    return ids;
+    return entries;
   }
   const list = (doc as { proxy_servers?: unknown } | null)?.proxy_servers;
-  if (!Array.isArray(list)) return ids;
+  if (!Array.isArray(list)) return entries;
   for (const item of list) {
     const id = (item as { id?: unknown } | null)?.id;
-    if (typeof id === "string") ids.set(id, (item as { enabled?: unknown }).enabled !== false);
+    if (typeof id === "string") entries.set(id, item as Record<string, unknown>);
   }
-  return ids;
+  return entries;
+}
+
+/**
+ * How an update would run something other than the entry the operator enabled: another package or
+ * endpoint, or variables it did not set before (undefined when it runs the same thing).
+ */
+function runsOtherwise(
+  before: Record<string, unknown> | undefined,
+  after: Record<string, unknown>,
+): string | undefined {
+  if (before === undefined) return undefined;
+  const runs = (entry: Record<string, unknown>) => {
+    if (Array.isArray(entry.command)) {
+      // `npm:<package>@<version>`: the version may change, the package may not.
+      return String(entry.command[2] ?? "").replace(/@[^@/]*$/, "");
+    }
+    return URL.canParse(String(entry.url)) ? new URL(String(entry.url)).origin : String(entry.url);
+  };
+  if (runs(before) !== runs(after)) return `it now runs ${runs(after)}, not ${runs(before)}`;
+  const had = new Set(Object.keys((before.env ?? {}) as object));
+  const added = Object.keys((after.env ?? {}) as object).filter((name) => !had.has(name));
+  if (added.length > 0) return `it now sets ${added.join(", ")}`;
+  return undefined;
 }

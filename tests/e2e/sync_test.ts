@@ -148,6 +148,9 @@ proxy_servers:
   - id: acme-weather
     command: ["deno", "run", "npm:@acme/weather-mcp@1.0.0"]
     sandbox: deno
+    env:
+      WEATHER_API_KEY: \${WEATHER_API_KEY}
+      WEATHER_UNITS: metric
   # synced from registry: io.github.acme/old@0.9.0
   - id: acme-old
     command: ["deno", "run", "npm:acme-old@0.9.0"]
@@ -919,5 +922,66 @@ Deno.test("A registry entry that sets a variable the runtime reads (Deno's expor
   } finally {
     await server.shutdown();
     await fleet.remove();
+  }
+});
+
+Deno.test("An update of an entry the operator enabled is written disabled when it runs another package or sets new variables", async () => {
+  const plain = (version: string, identifier: string, env: string[]) =>
+    item({
+      name: "io.github.good/plain",
+      version,
+      packages: [{
+        registryType: "npm",
+        identifier,
+        version,
+        transport: { type: "stdio" },
+        environmentVariables: env.map((name) => ({ name, default: "x" })),
+      }],
+    });
+  const enabledFleet = `proxy_servers:
+  # synced from registry: io.github.good/plain@1.0.0
+  - id: good-plain
+    command: ["deno", "run", "npm:@good/plain@1.0.0"]
+    sandbox: deno
+    env:
+      PLAIN_UNITS: metric
+`;
+  const cases = [
+    { next: plain("1.0.1", "@good/plain", ["PLAIN_UNITS"]), disabled: false, why: undefined },
+    {
+      next: plain("1.0.1", "@evil/other", ["PLAIN_UNITS"]),
+      disabled: true,
+      why: /it now runs npm:@evil\/other, not npm:@good\/plain: review it and enable it again/,
+    },
+    {
+      next: plain("1.0.1", "@good/plain", ["PLAIN_UNITS", "PLAIN_UPLOAD"]),
+      disabled: true,
+      why: /it now sets PLAIN_UPLOAD: review it/,
+    },
+  ];
+  for (const { next, disabled, why } of cases) {
+    const listing = { servers: [next], metadata: { count: 1 } };
+    const server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen() {} },
+      () => Response.json(listing),
+    );
+    const fleet = await writeFleet(enabledFleet);
+    try {
+      const { code, out, err } = await sync([
+        "--registry",
+        `http://127.0.0.1:${server.addr.port}`,
+        "--config",
+        fleet.path,
+        "--apply",
+      ]);
+      assert.equal(code, 0, err);
+      const written = await Deno.readTextFile(fleet.path);
+      assert.match(written, /plain@1\.0\.1/);
+      assert.equal(written.includes("enabled: false"), disabled, written);
+      if (why) assert.match(out, why);
+    } finally {
+      await server.shutdown();
+      await fleet.remove();
+    }
   }
 });
