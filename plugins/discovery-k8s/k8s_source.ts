@@ -271,7 +271,9 @@ export function toCandidate(service: Service): DiscoveryCandidate | undefined {
     source: "k8s",
     transport,
     url: `http://${name}.${namespace}.svc:${port}${path}`,
-    labels: { namespace, service: name!, ...(service.metadata?.labels ?? {}) },
+    // The Service's own labels first: one labelled `namespace` or `service` must not pass for
+    // another namespace's or Service's on the card an operator judges it by.
+    labels: { ...(service.metadata?.labels ?? {}), namespace, service: name! },
   };
 }
 
