@@ -9,12 +9,21 @@ import {
   type Clock,
   type DiscoveryCandidate,
   type DiscoverySource,
+  type Logger,
   systemClock,
   type TimerHandle,
 } from "../../core/plugin_api/mod.ts";
 
 /** The DNS-SD service type MCP servers announce. */
 export const SERVICE = "_mcp._tcp.local";
+
+/**
+ * Distinct instances kept from one listing: the gateway holds at most 1,000 candidates
+ * (MAX_CANDIDATES in core/sync/discovery_service.ts), so more would only be parsed to be refused.
+ */
+export const MAX_INSTANCES = 1_000;
+/** Records kept from one listing: room for each instance's PTR, SRV, TXT, A and AAAA. */
+export const MAX_RECORDS = 5 * MAX_INSTANCES;
 
 /** One DNS record as multicast-dns decodes it. */
 export interface MdnsRecord {
@@ -43,6 +52,10 @@ export interface LanOptions {
   mdns?: Record<string, unknown>;
   /** Times the listening; the real clock by default. */
   clock?: Clock;
+  /** Where a listing cut at the caps is reported. */
+  logger?: Logger;
+  /** Opens the socket; multicast-dns by default (tests hand in a fake). */
+  open?: (options?: Record<string, unknown>) => Mdns;
 }
 
 /** A discovery source over mDNS. */
@@ -55,12 +68,8 @@ export class LanSource implements DiscoverySource {
 
   /** Asks once and returns every server that answered within `listenMs` (or until `signal`). */
   async list(signal?: AbortSignal): Promise<DiscoveryCandidate[]> {
-    // Loaded on first use: a gateway that never discovers does not carry the mDNS stack.
-    const { default: multicastDns } = await import("multicast-dns");
-    const mdns = (multicastDns as unknown as (o?: Record<string, unknown>) => Mdns)(
-      this.#options.mdns,
-    );
-    const records: MdnsRecord[] = [];
+    const mdns = (this.#options.open ?? await loadMulticastDns())(this.#options.mdns);
+    const heard = new HeardRecords();
     return new Promise((resolve, reject) => {
       let timer: TimerHandle | undefined;
       let finished = false;
@@ -69,7 +78,8 @@ export class LanSource implements DiscoverySource {
         finished = true;
         timer?.cancel();
         signal?.removeEventListener("abort", stop);
-        mdns.destroy(() => error ? reject(error) : resolve(candidatesFromRecords(records)));
+        if (heard.full) this.#reportCut(heard);
+        mdns.destroy(() => error ? reject(error) : resolve(heard.candidates()));
       };
       // Given up on (a timeout, a stop): the socket is closed at once, not at the end of listenMs.
       const stop = () => finish(new Error("discovery-lan: the mDNS query was cancelled"));
@@ -82,42 +92,125 @@ export class LanSource implements DiscoverySource {
           ),
         ));
       mdns.on("response", (packet) => {
-        records.push(...(packet.answers ?? []), ...(packet.additionals ?? []));
+        // Packets already queued on the socket can still arrive between finish and the close.
+        if (finished) return;
+        heard.add(packet.answers ?? []).add(packet.additionals ?? []);
+        // Nothing more could be kept, so answer with what was heard instead of parsing a flood
+        // for the rest of the window.
+        if (heard.full) finish();
       });
       mdns.on("ready", () => {
-        mdns.query({ questions: [{ name: SERVICE, type: "PTR" }] });
+        // The window opens before the query, so an answer that ends the listing finds a timer to cancel.
         const clock = this.#options.clock ?? systemClock;
         timer = clock.setTimeout(() => finish(), this.#options.listenMs ?? 2_000);
+        mdns.query({ questions: [{ name: SERVICE, type: "PTR" }] });
       });
     });
+  }
+
+  #reportCut(heard: HeardRecords): void {
+    this.#options.logger?.warn(
+      `discovery-lan: mDNS answers reached the cap of ${MAX_INSTANCES} instances ` +
+        `(${MAX_RECORDS} records); stopped listening early and dropped ${heard.dropped} ` +
+        "records past it. Something on the network announces more servers than can be proposed",
+      { dropped: heard.dropped, maxInstances: MAX_INSTANCES, maxRecords: MAX_RECORDS },
+    );
   }
 }
 
-/** Candidates from every record heard: PTR → instance, SRV → host:port, TXT → path, A → address. */
-export function candidatesFromRecords(records: readonly MdnsRecord[]): DiscoveryCandidate[] {
-  const instances = new Set(
-    records.filter((r) => r.type === "PTR" && r.name === SERVICE).map((r) => String(r.data)),
+/** multicast-dns, loaded on first use: a gateway that never discovers does not carry the mDNS stack. */
+async function loadMulticastDns(): Promise<(options?: Record<string, unknown>) => Mdns> {
+  const { default: multicastDns } = await import("multicast-dns");
+  return multicastDns as unknown as (options?: Record<string, unknown>) => Mdns;
+}
+
+/**
+ * The records of one listing, bounded and indexed as they arrive. Answers come from anyone on the
+ * LAN and are parsed in the gateway's own event loop, so what is kept stops at MAX_INSTANCES and
+ * MAX_RECORDS, and each lookup is one Map read: a flood costs time in proportion to its size.
+ * The first record of a name and type wins, as it did when they were searched in order.
+ */
+export class HeardRecords {
+  /** Instance names in the order their PTR was first heard. */
+  #instances = new Set<string>();
+  /** The first record's data per type, then per name. */
+  #byType = new Map<string, Map<string, unknown>>(
+    ["SRV", "TXT", "A", "AAAA"].map((type) => [type, new Map()]),
   );
-  const candidates: DiscoveryCandidate[] = [];
-  for (const instance of instances) {
-    const srv = records.find((r) => r.type === "SRV" && r.name === instance)?.data as
-      | { port?: number; target?: string }
-      | undefined;
-    if (!srv?.port || !srv.target) continue;
-    const txt = parseTxt(records.find((r) => r.type === "TXT" && r.name === instance)?.data);
-    const address = records.find((r) => r.type === "A" && r.name === srv.target)?.data ??
-      records.find((r) => r.type === "AAAA" && r.name === srv.target)?.data;
-    const host = typeof address === "string" ? address : srv.target;
-    const path = txt.path?.startsWith("/") ? txt.path : `/${txt.path ?? "mcp"}`;
-    candidates.push({
-      id: instance.slice(0, -(SERVICE.length + 1)) || instance,
-      source: "lan",
-      transport: txt.transport === "sse" ? "sse" : "http",
-      url: `http://${host.includes(":") ? `[${host}]` : host}:${srv.port}${path}`,
-      labels: { host: srv.target },
-    });
+  #kept = 0;
+  #dropped = 0;
+
+  /** Keeps what the caps allow of `records`; returns this, to chain. */
+  add(records: readonly MdnsRecord[]): this {
+    for (const record of records) {
+      const type = record.type;
+      if (type === "PTR") {
+        if (record.name !== SERVICE) continue;
+        const instance = String(record.data);
+        if (this.#instances.has(instance)) continue;
+        if (this.#instances.size >= MAX_INSTANCES || this.#kept >= MAX_RECORDS) {
+          this.#dropped++;
+          continue;
+        }
+        this.#instances.add(instance);
+      } else {
+        const names = this.#byType.get(type);
+        if (!names) continue;
+        const name = record.name;
+        if (names.has(name)) continue;
+        if (this.#kept >= MAX_RECORDS) {
+          this.#dropped++;
+          continue;
+        }
+        names.set(name, record.data);
+      }
+      this.#kept++;
+    }
+    return this;
   }
-  return candidates.sort((a, b) => a.id.localeCompare(b.id));
+
+  /** Whether a cap was reached, so nothing more heard could become a candidate. */
+  get full(): boolean {
+    return this.#instances.size >= MAX_INSTANCES || this.#kept >= MAX_RECORDS;
+  }
+
+  /** How many records were refused because a cap was reached. */
+  get dropped(): number {
+    return this.#dropped;
+  }
+
+  /** How many records are kept (at most MAX_RECORDS). */
+  get kept(): number {
+    return this.#kept;
+  }
+
+  /** Candidates from what was kept: PTR → instance, SRV → host:port, TXT → path, A → address. */
+  candidates(): DiscoveryCandidate[] {
+    const srvs = this.#byType.get("SRV")!, txts = this.#byType.get("TXT")!;
+    const as = this.#byType.get("A")!, aaaas = this.#byType.get("AAAA")!;
+    const candidates: DiscoveryCandidate[] = [];
+    for (const instance of this.#instances) {
+      const srv = srvs.get(instance) as { port?: number; target?: string } | undefined;
+      if (!srv?.port || !srv.target) continue;
+      const txt = parseTxt(txts.get(instance));
+      const address = as.get(srv.target) ?? aaaas.get(srv.target);
+      const host = typeof address === "string" ? address : srv.target;
+      const path = txt.path?.startsWith("/") ? txt.path : `/${txt.path ?? "mcp"}`;
+      candidates.push({
+        id: instance.slice(0, -(SERVICE.length + 1)) || instance,
+        source: "lan",
+        transport: txt.transport === "sse" ? "sse" : "http",
+        url: `http://${host.includes(":") ? `[${host}]` : host}:${srv.port}${path}`,
+        labels: { host: srv.target },
+      });
+    }
+    return candidates.sort((a, b) => a.id.localeCompare(b.id));
+  }
+}
+
+/** Candidates from `records` as a listing would keep them (bounded by MAX_INSTANCES and MAX_RECORDS). */
+export function candidatesFromRecords(records: readonly MdnsRecord[]): DiscoveryCandidate[] {
+  return new HeardRecords().add(records).candidates();
 }
 
 /** TXT data as multicast-dns gives it (a list of buffers or strings) → key/value pairs. */

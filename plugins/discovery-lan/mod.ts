@@ -20,6 +20,6 @@ export default definePlugin({
         `MCP_PLUGIN_DISCOVERY_LAN_LISTEN_MS must be a positive number of milliseconds, received "${ctx.config.listen_ms}"`,
       );
     }
-    return new LanSource({ listenMs, clock: ctx.clock });
+    return new LanSource({ listenMs, clock: ctx.clock, logger: ctx.logger });
   },
 });
