@@ -227,6 +227,11 @@ export function openApiDocument(): Json {
       },
       "/v1/mcp/sync/proposals": {
         get: op("Pending sync proposals from the registry and discovery", "operator", {
+          description:
+            "Each proposal carries `digest`: the SHA-256 hex of exactly what applying it writes " +
+            "(an add's or update's `yaml`) or does (a disable's or remove's action, server and " +
+            "version). Pass it to apply so a proposal that changed since it was reviewed is " +
+            "refused. Of two proposals with one id (registry and discovery) the registry's is listed.",
           parameters: [{
             name: "discover",
             in: "query",
@@ -256,10 +261,34 @@ export function openApiDocument(): Json {
             required: true,
             content: {
               "application/json": {
-                schema: { type: "object", required: ["ids"] },
-                example: { ids: ["acme-weather"] },
+                schema: {
+                  type: "object",
+                  required: ["ids"],
+                  properties: {
+                    ids: { type: "array", items: { type: "string" } },
+                    digests: {
+                      type: "object",
+                      description:
+                        "By id, the `digest` listed by GET proposals: a proposal whose digest " +
+                        "differs now refuses the whole request (409 proposal_changed)",
+                      additionalProperties: { type: "string" },
+                    },
+                  },
+                },
+                example: {
+                  ids: ["add:acme-weather"],
+                  digests: { "add:acme-weather": "<digest from GET /v1/mcp/sync/proposals>" },
+                },
               },
             },
+          },
+          responses: {
+            "200": json("Written to the fleet file and applied"),
+            "400": json("The body is malformed, or the fleet file would become invalid"),
+            "404": json("No pending proposal with an id given"),
+            "409": json(
+              "proposal_changed (a digest differs: review the proposal again), no_fleet_file, conflict or fleet_read_only",
+            ),
           },
         }),
       },

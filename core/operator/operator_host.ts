@@ -20,6 +20,7 @@ import type { ProxyManager } from "../proxy/proxy_manager.ts";
 import type { GatewayScanner } from "../scanner/gateway_scanner.ts";
 import type { DiscoveryService } from "../sync/discovery_service.ts";
 import type { SwitchableEventBus } from "../bus/switchable_event_bus.ts";
+import type { Logger } from "../support/logger.ts";
 
 export type { FleetDiff };
 
@@ -29,6 +30,8 @@ export interface OperatorHost {
   /** The resolved environment (`.env` under the process's variables), as the config read it. */
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly clock: Clock;
+  /** The gateway's log, for what a route notices beyond its answer. */
+  readonly logger: Logger;
   readonly bus: SwitchableEventBus;
   readonly bridge: MCPServiceBridge;
   readonly proxy: ProxyManager;

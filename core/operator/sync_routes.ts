@@ -6,8 +6,10 @@
  *   `?discover=true` asks the sources again first, bounded by MCP_DISCOVERY_TIMEOUT_MS;
  * - `POST run` (admin), body `{ registry, full?, search?, include? }`: reads the registry and
  *   replaces the registry proposals;
- * - `POST apply` (admin), body `{ ids: [...] }`: writes the chosen proposals to the fleet file
- *   (validated, atomic, comments kept) and applies the fleet at once.
+ * - `POST apply` (admin), body `{ ids: [...], digests?: { id: digest } }`: writes the chosen
+ *   proposals to the fleet file (validated, atomic, comments kept) and applies the fleet at once;
+ *   a proposal whose digest is no longer the one given refuses the whole request (409
+ *   `proposal_changed`).
  * @module
  */
 import type { OperatorHost } from "./operator_host.ts";
@@ -20,6 +22,7 @@ import { candidateProposals, discoverOnce } from "../sync/discovery_service.ts";
 import type { SyncProposal } from "../sync/sync_plan.ts";
 import { RegistryError } from "../sync/registry_client.ts";
 import { applyProposals } from "../sync/sync_apply.ts";
+import { type ListedProposal, listedProposals } from "../sync/proposal_identity.ts";
 import { planFromRegistry } from "../sync/sync_run.ts";
 import { writeSyncState } from "../sync/sync_state.ts";
 import { proposalsOf } from "../sync/sync_store.ts";
@@ -82,17 +85,38 @@ export function syncRoutes(kernel: OperatorHost): HttpRoute[] {
   }];
 }
 
-/** Every pending proposal: the registry run's, then discovery's (live when it runs). */
-export function pendingProposals(kernel: OperatorHost): SyncProposal[] {
+/** Every pending proposal with its digest, one per id: the registry run's, then discovery's. */
+export function pendingProposals(kernel: OperatorHost): ListedProposal[] {
   const store = proposalsOf(kernel);
-  if (!kernel.discovery) return store.list();
   // Worked out from the live candidates on each ask: applied ones drop out as the fleet has them.
-  const live = candidateProposals(
-    kernel.discovery.candidates,
-    kernel.fleet,
-    trustedSources(kernel.env),
+  const all: SyncProposal[] = kernel.discovery
+    ? [
+      ...(store.registry?.proposals ?? []),
+      ...candidateProposals(kernel.discovery.candidates, kernel.fleet, trustedSources(kernel.env)),
+    ]
+    : store.list();
+  return listedProposals(all, (kept, shadowed) => warnShadowed(kernel, kept, shadowed));
+}
+
+const warned = new WeakMap<object, Set<string>>();
+
+/**
+ * Says once per id and source that a proposal is left out: the listing is read on every
+ * dashboard refresh, and a line per read would bury the log. The set is bounded by the ids a
+ * registry run proposes, since only those can be shadowed.
+ */
+function warnShadowed(kernel: OperatorHost, kept: SyncProposal, shadowed: SyncProposal): void {
+  let seen = warned.get(kernel);
+  if (!seen) warned.set(kernel, seen = new Set());
+  const key = `${shadowed.id} ${shadowed.source}`;
+  if (seen.has(key)) return;
+  seen.add(key);
+  kernel.logger.child("sync").warn(
+    `proposal ${shadowed.id} from ${shadowed.source} is not listed and cannot be applied: ` +
+      `${kept.source} proposes the same id; once that one is applied, this one is proposed ` +
+      "under an id of its own",
+    { id: shadowed.id, source: shadowed.source, kept: kept.source },
   );
-  return [...(store.registry?.proposals ?? []), ...live];
 }
 
 async function proposals(kernel: OperatorHost, url: URL): Promise<Response> {
@@ -166,7 +190,10 @@ async function apply(kernel: OperatorHost, fleetPath: string, body: Record<strin
       'ids must be a non-empty list of proposal ids, e.g. {"ids": ["add:acme-weather"]}',
     );
   }
+  const digests = expectedDigests(body.digests, ids);
+  if (digests instanceof Response) return digests;
   const store = proposalsOf(kernel);
+  // Unique ids (pendingProposals keeps one per id), so this map drops nothing.
   const pending = new Map(pendingProposals(kernel).map((p) => [p.id, p]));
   const unknown = ids.filter((id) => !pending.has(id));
   if (unknown.length > 0) {
@@ -179,6 +206,18 @@ async function apply(kernel: OperatorHost, fleetPath: string, body: Record<strin
     );
   }
   const chosen = ids.map((id) => pending.get(id)!);
+  // What is written is `chosen`, these very objects, so a passed check cannot be raced.
+  const changed = chosen.filter((p) => digests.has(p.id) && digests.get(p.id) !== p.digest);
+  if (changed.length > 0) {
+    return jsonError(
+      409,
+      "proposal_changed",
+      `Proposal ${
+        changed.map((p) => `"${p.id}"`).join(", ")
+      } changed since it was listed (its digest differs), so nothing was applied; ` +
+        `review it again: reload GET ${SYNC_PATH}/proposals and apply with the digest listed now`,
+    );
+  }
   try {
     const result = await applyProposals(
       kernel.fleetStore ?? fleetPath,
@@ -201,6 +240,30 @@ async function apply(kernel: OperatorHost, fleetPath: string, body: Record<strin
     if (!(error instanceof FleetEditError)) throw error;
     return fleetEditRefusal(error) ?? jsonError(404, "not_found", error.message);
   }
+}
+
+/** The `digests` of an apply body by id (empty when absent), or the 400 refusing it. */
+function expectedDigests(value: unknown, ids: readonly string[]): Map<string, string> | Response {
+  if (value === undefined) return new Map();
+  const example = '{"ids": ["add:x"], "digests": {"add:x": "<digest from GET proposals>"}}';
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return jsonError(400, "invalid_request", `digests must be an object by id, e.g. ${example}`);
+  }
+  const entries = Object.entries(value);
+  const bad = entries.find(([, digest]) => typeof digest !== "string");
+  if (bad) {
+    return jsonError(400, "invalid_request", `digests["${bad[0]}"] must be a string: ${example}`);
+  }
+  // A digest for an id not applied would be a check that silently never runs (a typo in the id).
+  const stray = entries.find(([id]) => !ids.includes(id));
+  if (stray) {
+    return jsonError(
+      400,
+      "invalid_request",
+      `digests names "${stray[0]}", which is not in ids; give a digest only for an id applied`,
+    );
+  }
+  return new Map(entries as [string, string][]);
 }
 
 /** `MCP_DISCOVERY_TRUSTED`: discovery sources whose candidates are added enabled. */

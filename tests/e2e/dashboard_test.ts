@@ -346,7 +346,13 @@ Deno.test(
         assert.equal(shown, proposal.yaml, "the card shows exactly what will be written");
 
         const before = await Deno.readTextFile(fleet.path);
+        const sent = page.waitForRequest((r) => r.url().endsWith("/v1/mcp/sync/apply"));
         await card.getByRole("button", { name: "Add k8s-ml-search to the fleet" }).click();
+        // The click is bound to the card shown: the gateway refuses it if the id changed meaning.
+        assert.deepEqual((await sent).postDataJSON(), {
+          ids: ["add:k8s-ml-search"],
+          digests: { "add:k8s-ml-search": proposal.digest },
+        });
         await card.waitFor({ state: "detached" });
         const indent = (yaml: string) =>
           yaml.trimEnd().split("\n").map((line) => `  ${line}`).join("\n") + "\n";

@@ -558,7 +558,12 @@ async function accept(proposal, button) {
     await api("/v1/mcp/sync/apply", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ ids: [proposal.id] }),
+      // The digest binds the click to this card: if the id now means another entry (a
+      // rediscovered name, a shadowing announcement), the gateway refuses with 409.
+      body: JSON.stringify({
+        ids: [proposal.id],
+        digests: { [proposal.id]: proposal.digest },
+      }),
       decision: true,
     });
     toast(`Added ${proposal.server} to the fleet`);
