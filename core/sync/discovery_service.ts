@@ -26,7 +26,10 @@ export { DISCOVERY_MARKER };
 
 const MAX_LABELS = 16;
 const MAX_ERRORS = 50;
-/** Candidates kept at once: a network that announces without end cannot grow the gateway. */
+/**
+ * Candidates kept at once per source: a network that announces without end cannot grow the
+ * gateway, and one flooded source (any host on a LAN can announce) cannot crowd out another's.
+ */
 export const MAX_CANDIDATES = 1_000;
 
 /**
@@ -183,17 +186,23 @@ export async function collectCandidates(
   const candidates = new Map<string, DiscoveryCandidate>();
   const errors: string[] = [];
   await Promise.all(sources.map(async (source, index) => {
+    const name = nameOf(source, index);
+    const mine = new Set<string>();
     const problem = (c: DiscoveryCandidate) => {
       const key = `${c.source}/${c.id}`;
       const found = candidateProblem(c) ??
-        (!c.removed && !candidates.has(key) && candidates.size >= MAX_CANDIDATES
-          ? `discovery: ignored further candidates: more than ${MAX_CANDIDATES} at once`
+        (!c.removed && !mine.has(key) && mine.size >= MAX_CANDIDATES
+          ? `discovery: ignored further candidates of ${name}: more than ${MAX_CANDIDATES} at once`
           : undefined);
       // A flood of bad announcements must not grow the report without bound.
       if (found && errors.length < MAX_ERRORS) errors.push(found);
       return found !== undefined;
     };
-    const name = nameOf(source, index);
+    const keep = (c: DiscoveryCandidate) => {
+      const key = `${c.source}/${c.id}`;
+      if (c.removed) candidates.delete(key), mine.delete(key);
+      else candidates.set(key, c), mine.add(key);
+    };
     try {
       if (source.list) {
         const found = await withTimeout(
@@ -201,16 +210,14 @@ export async function collectCandidates(
           (signal) => source.list!(signal),
           { clock, timeoutMs },
         );
-        for (const c of found) if (!problem(c)) candidates.set(`${c.source}/${c.id}`, c);
+        for (const c of found) if (!problem(c) && !c.removed) keep(c);
       } else if (source.discover) {
         // A feed never ends by itself: it is read for `timeoutMs`, then let go.
         const controller = new AbortController();
         const timer = clock.setTimeout(() => controller.abort(), timeoutMs);
         try {
           for await (const c of source.discover(controller.signal)) {
-            if (problem(c)) continue;
-            if (c.removed) candidates.delete(`${c.source}/${c.id}`);
-            else candidates.set(`${c.source}/${c.id}`, c);
+            if (!problem(c)) keep(c);
           }
         } catch (error) {
           if (!controller.signal.aborted) throw error;
@@ -278,7 +285,6 @@ export class DiscoveryService {
   #onEvent: (event: DiscoveryEvent) => void;
   /** Per plugin: its candidates by `<source>/<id>`. */
   #byPlugin = new Map<string, Map<string, DiscoveryCandidate>>();
-  #count = 0;
   #controller = new AbortController();
   #loops: Promise<void>[] = [];
   #ignored = 0;
@@ -401,7 +407,6 @@ export class DiscoveryService {
     if (candidate.removed) {
       if (!held) return false;
       known.delete(key);
-      this.#count--;
       this.#onEvent({
         type: "discovery.candidate_removed",
         plugin,
@@ -410,10 +415,10 @@ export class DiscoveryService {
       });
       return false;
     }
-    if (!held && this.#count >= MAX_CANDIDATES) {
+    if (!held && known.size >= MAX_CANDIDATES) {
       this.#ignore(
         plugin,
-        `discovery: ignored further candidates: more than ${MAX_CANDIDATES} at once`,
+        `discovery: ignored further candidates of ${plugin}: more than ${MAX_CANDIDATES} at once`,
       );
       return false;
     }
@@ -425,7 +430,6 @@ export class DiscoveryService {
       ...(candidate.labels ? { labels: candidate.labels } : {}),
     };
     known.set(key, entry);
-    if (!held) this.#count++;
     if (!held || held.url !== entry.url || held.transport !== entry.transport) {
       this.#onEvent({
         type: "discovery.candidate_added",

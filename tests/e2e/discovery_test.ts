@@ -453,6 +453,30 @@ Deno.test("A stalled discovery list times out naming the source and MCP_DISCOVER
   await service.stop();
 });
 
+Deno.test("Running discovery bounds each plugin's candidates on its own: a flooded one cannot crowd out another", async () => {
+  const clock = new ManualClock();
+  const many = (source: string, count: number) =>
+    Array.from({ length: count }, (_, i): DiscoveryCandidate => ({
+      id: `${source}${i}`,
+      source,
+      transport: "http",
+      url: `http://10.0.${i >> 8}.${i & 255}:8080/mcp`,
+    }));
+  const service = new DiscoveryService([
+    {
+      plugin: "discovery-lan",
+      source: { list: () => Promise.resolve(many("lan", MAX_CANDIDATES + 200)) },
+    },
+    { plugin: "discovery-k8s", source: { list: () => Promise.resolve(many("k8s", 2)) } },
+  ], { clock, timeoutMs: 500, intervalMs: 60_000, onEvent: () => {} });
+  service.start();
+  await settle();
+  const held = service.candidates;
+  assert.equal(held.filter((c) => c.source === "lan").length, MAX_CANDIDATES);
+  assert.equal(held.filter((c) => c.source === "k8s").length, 2);
+  await service.stop();
+});
+
 Deno.test("Running discovery replaces a snapshot source's candidates each interval, announcing what came and went", async () => {
   const clock = new ManualClock();
   const events: string[] = [];
@@ -668,7 +692,28 @@ Deno.test("A source announcing without end is cut off at MAX_CANDIDATES, saying 
   const { candidates, errors } = await collectCandidates([flood]);
   assert.equal(candidates.length, MAX_CANDIDATES);
   assert.ok(errors.length <= 50, "the report is bounded too");
-  assert.match(errors[0]!, /ignored further candidates: more than 1000 at once/);
+  assert.match(errors[0]!, /ignored further candidates of .*: more than 1000 at once/);
+});
+
+Deno.test("A flooded source cannot crowd out another's candidates: the bound is per source", async () => {
+  const source = (name: string, count: number) => ({
+    name,
+    list: () =>
+      Promise.resolve(
+        Array.from({ length: count }, (_, i): DiscoveryCandidate => ({
+          id: `${name}${i}`,
+          source: name,
+          transport: "http",
+          url: `http://10.0.${i >> 8}.${i & 255}:8080/mcp`,
+        })),
+      ),
+  });
+  const { candidates } = await collectCandidates([
+    source("lan", MAX_CANDIDATES + 500),
+    source("k8s", 3),
+  ]);
+  assert.equal(candidates.filter((c) => c.source === "lan").length, MAX_CANDIDATES);
+  assert.equal(candidates.filter((c) => c.source === "k8s").length, 3);
 });
 
 /** A fake API server answering each list and each watch from the scripts given, in order. */
