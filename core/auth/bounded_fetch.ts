@@ -5,6 +5,7 @@
  * @module
  */
 import { type Clock, deadline } from "../support/clock.ts";
+import { concatBytes } from "../support/concat_bytes.ts";
 
 /** Largest document read, in bytes (real metadata and key sets are a few KiB). */
 export const MAX_DOCUMENT_BYTES = 256 * 1024;
@@ -46,11 +47,6 @@ async function readBounded(
     }
     chunks.push(value);
   }
-  const body = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, at);
-    at += chunk.length;
-  }
-  return body;
+  // A fetch's chunks are ArrayBuffer-backed, as a Response body must be.
+  return concatBytes(chunks, size) as Uint8Array<ArrayBuffer>;
 }
