@@ -35,6 +35,7 @@ import { CircuitBreaker } from "./circuit_breaker.ts";
 import { counted, failureClass, isFailedResult, isUpstreamFault } from "./failure_class.ts";
 import type { FleetServer } from "./fleet_config.ts";
 import { RawRequests } from "./raw_requests.ts";
+import { RecentOwners } from "./recent_owners.ts";
 import { compose } from "../plugin_api/stage_pipeline.ts";
 import type { SessionStage } from "../plugin_api/session_stage.ts";
 import { takeRelated } from "./related_request.ts";
@@ -117,6 +118,8 @@ export class ChildServerHandle implements UpstreamHandle {
   #health: HealthSnapshot = { consecutiveFailures: 0 };
   /** Calls in flight, oldest first. */
   #active: UpstreamCallContext[] = [];
+  /** Owners of calls that ended lately, whose late traffic must reach no one else. */
+  readonly #recent: RecentOwners;
   /** The call each request sent upstream belongs to, by JSON-RPC id (for HTTP correlation). */
   #byRequest = new Map<string, UpstreamCallContext>();
   /** The call whose request is being sent right now (sends are synchronous in the SDK). */
@@ -138,6 +141,7 @@ export class ChildServerHandle implements UpstreamHandle {
     this.#options = options;
     this.server = options.server;
     this.id = options.server.id;
+    this.#recent = new RecentOwners(options.clock);
     this.#log = options.logger.child(
       `upstream:${this.id}${options.instance === undefined ? "" : `[${options.instance}]`}`,
     );
@@ -499,6 +503,7 @@ export class ChildServerHandle implements UpstreamHandle {
     const callMs = this.server.timeouts.callMs;
     this.#active.push(ctx);
     const sending = { ctx, keys: [] as string[] };
+    let answered = false;
     try {
       this.#sending = sending;
       let pending: Promise<T>;
@@ -515,6 +520,7 @@ export class ChildServerHandle implements UpstreamHandle {
         this.#sending = undefined;
       }
       const result = await pending;
+      answered = true;
       permit.release(!isFailedResult(result, this.server.breaker.count));
       return result;
     } catch (error) {
@@ -525,6 +531,11 @@ export class ChildServerHandle implements UpstreamHandle {
       const at = this.#active.lastIndexOf(ctx);
       if (at !== -1) this.#active.splice(at, 1);
       for (const key of sending.keys) this.#byRequest.delete(key);
+      // A call given up on (timed out, cancelled) may run on upstream as long as a call may last.
+      this.#recent.ended(
+        this.#ownerOf(ctx),
+        ctx.signal.aborted || !answered ? callMs * PROGRESS_EXTENSION : callMs,
+      );
     }
   }
 
@@ -552,8 +563,9 @@ export class ChildServerHandle implements UpstreamHandle {
   /**
    * The call a server→client message belongs to. Exact when the transport tied it to one of our
    * requests (a Streamable HTTP POST stream); otherwise only when every call in flight comes from
-   * one session (or one tenant, for a `scope: tenant` instance): delivering elsewhere would hand
-   * one caller's traffic to another, so more than one owner is `ambiguous` and nobody gets it.
+   * one session (or one tenant, for a `scope: tenant` instance) and no other owner's call ended
+   * within its grace (a late message may be that call's): delivering elsewhere would hand one
+   * caller's traffic to another, so more than one owner is `ambiguous` and nobody gets it.
    */
   #attribute(
     related: string | number | undefined,
@@ -567,6 +579,8 @@ export class ChildServerHandle implements UpstreamHandle {
     if (this.#active.length === 0) return { none: "no call is in progress" };
     const owners = new Set(this.#active.map((ctx) => this.#ownerOf(ctx)));
     if (owners.size > 1) return { ambiguous: owners.size };
+    const others = this.#recent.othersThan(owners.values().next().value);
+    if (others > 0) return { ambiguous: 1 + others };
     const ctx = this.#active.findLast((c) => c[wants]);
     return ctx ? { ctx } : { none: "the call in progress has no inbound client to relay it to" };
   }
@@ -666,7 +680,7 @@ export class ChildServerHandle implements UpstreamHandle {
       this.#log.info(
         "ambiguous" in target
           ? `upstream log not relayed: calls from ${target.ambiguous} sessions are in flight ` +
-            "and the upstream's transport does not say which one it belongs to"
+            "or ended lately and the upstream's transport does not say which one it belongs to"
           : `upstream log not relayed: ${target.none}`,
         {
           level: n.params.level,
@@ -686,7 +700,8 @@ export class ChildServerHandle implements UpstreamHandle {
           throw new McpError(
             ErrorCode.InvalidRequest,
             `${method} from upstream "${this.id}" is ambiguous: calls from ${target.ambiguous} ` +
-              "sessions are in flight and its transport does not say which one asked, so the " +
+              "sessions are in flight or ended lately and its transport does not say which one " +
+              "asked, so the " +
               "gateway relays it to none; give the server scope: tenant or scope: session in the " +
               "fleet file for sampling, elicitation and roots with concurrent callers",
           );

@@ -235,10 +235,11 @@ function samplingUpstream() {
 
 Deno.test("A call from no session shares with no one: an agent's call in flight makes a session's sampling ambiguous", async () => {
   const upstream = samplingUpstream();
+  const clock = new ManualClock(0);
   const handle = new ChildServerHandle({
     server: fleetServer("sampler"),
     createTransport: upstream.connect,
-    clock: new ManualClock(0),
+    clock,
     logger: silentLogger,
     bus: new InProcessEventBus(),
   });
@@ -267,10 +268,75 @@ Deno.test("A call from no session shares with no one: an agent's call in flight 
   assert.equal(result.isError, true);
   assert.match(JSON.stringify(result.content), /ambiguous/);
   assert.deepEqual(relayed, []);
-  // Alone, the same session's call is relayed exactly.
+  // Alone, once the agent's call is past its grace, the same session's call is relayed exactly.
+  clock.advance(handle.server.timeouts.callMs);
   const alone = await handle.callTool("ask", {}, session);
   assert.equal(alone.isError, undefined);
   assert.deepEqual(relayed, ["sampling/createMessage"]);
+  await handle.stop();
+});
+
+/** An upstream whose `work` answers at once, then asks for sampling when `late` is called. */
+function lateUpstream() {
+  let late!: () => Promise<string>;
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => release = resolve);
+  const connect = () => {
+    const [client, server] = InMemoryTransport.createLinkedPair();
+    const mcp = new McpServer({ name: "late", version: "1" });
+    mcp.registerTool("work", { description: "answers, then works on" }, (extra) => {
+      late = () =>
+        extra.sendRequest(
+          { method: "sampling/createMessage", params: { messages: [], maxTokens: 1 } },
+          CreateMessageResultSchema,
+        ).then(() => "relayed", (error: Error) => error.message);
+      return { content: [] };
+    });
+    mcp.registerTool("hold", { description: "answers when released" }, async () => {
+      await released;
+      return { content: [] };
+    });
+    void mcp.connect(server);
+    return client;
+  };
+  return { connect, late: () => late(), release: () => release() };
+}
+
+Deno.test("A call that answered and works on: its late sampling reaches no other session's call within its grace", async () => {
+  const upstream = lateUpstream();
+  const clock = new ManualClock(0);
+  const handle = new ChildServerHandle({
+    server: fleetServer("late"),
+    createTransport: upstream.connect,
+    clock,
+    logger: silentLogger,
+    bus: new InProcessEventBus(),
+  });
+  await handle.start();
+  const relayed: string[] = [];
+  const session = (sessionId: string, tenant: string): UpstreamCallContext => ({
+    signal: new AbortController().signal,
+    sessionId,
+    tenant,
+    relay: (request) => {
+      relayed.push(`${sessionId}:${request.method}`);
+      return Promise.resolve({
+        role: "assistant",
+        model: "m",
+        content: { type: "text", text: "" },
+      });
+    },
+  });
+  const victim = session("victim", "acme");
+  const attacker = session("attacker", "globex");
+  await handle.callTool("work", {}, victim);
+  // The attacker keeps a call in flight while the victim's tool asks for sampling after answering.
+  const holding = handle.callTool("hold", {}, attacker);
+  await settle();
+  assert.match(await upstream.late(), /ambiguous/);
+  upstream.release();
+  await holding;
+  assert.deepEqual(relayed, [], "the victim's late prompt went to no one");
   await handle.stop();
 });
 

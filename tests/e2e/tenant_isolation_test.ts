@@ -186,6 +186,33 @@ Deno.test("A shared upstream relays sampling and logs exactly when one session h
   });
 });
 
+Deno.test("A shared upstream's late sampling and logs of a call that answered reach no other tenant's call", async () => {
+  await withGateway(samplingServer(), async (gateway) => {
+    const victim = await caller(gateway, "acme");
+    const attacker = await caller(gateway, "globex");
+    try {
+      assert.equal(
+        text(await victim.call("start_job", { marker: "ACME-PAYROLL" })),
+        "job started for ACME-PAYROLL",
+      );
+      // The attacker's call is the only one in flight when the victim's job logs and asks.
+      const held = await attacker.call("hold");
+      assert.match(text(held), /^late sampling failed: .*ambiguous/);
+      assert.deepEqual(attacker.received, [], "no byte of the victim's late traffic");
+      assert.deepEqual(victim.received, []);
+      assert.ok(
+        gateway.logs.some((l) =>
+          l.includes("upstream log not relayed") && l.includes("ACME-PAYROLL")
+        ),
+        "the late log went to the operator log only",
+      );
+    } finally {
+      await victim.client.close();
+      await attacker.client.close();
+    }
+  });
+});
+
 Deno.test("With scope: tenant, two tenants calling at once each get their own sampling and logs", async () => {
   await withGateway(samplingServer("    scope: tenant\n"), async (gateway) => {
     const a = await caller(gateway, "acme");
