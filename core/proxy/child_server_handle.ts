@@ -118,7 +118,7 @@ export class ChildServerHandle implements UpstreamHandle {
   #health: HealthSnapshot = { consecutiveFailures: 0 };
   /** Calls in flight, oldest first. */
   #active: UpstreamCallContext[] = [];
-  /** Owners of calls that ended lately, whose late traffic must reach no one else. */
+  /** Tenants whose calls ended lately, whose late traffic must reach no other tenant. */
   readonly #recent: RecentOwners;
   /** The call each request sent upstream belongs to, by JSON-RPC id (for HTTP correlation). */
   #byRequest = new Map<string, UpstreamCallContext>();
@@ -533,7 +533,7 @@ export class ChildServerHandle implements UpstreamHandle {
       for (const key of sending.keys) this.#byRequest.delete(key);
       // A call given up on (timed out, cancelled) may run on upstream as long as a call may last.
       this.#recent.ended(
-        this.#ownerOf(ctx),
+        ctx.tenant ?? ctx,
         ctx.signal.aborted || !answered ? callMs * PROGRESS_EXTENSION : callMs,
       );
     }
@@ -563,7 +563,7 @@ export class ChildServerHandle implements UpstreamHandle {
   /**
    * The call a server→client message belongs to. Exact when the transport tied it to one of our
    * requests (a Streamable HTTP POST stream); otherwise only when every call in flight comes from
-   * one session (or one tenant, for a `scope: tenant` instance) and no other owner's call ended
+   * one session (or one tenant, for a `scope: tenant` instance) and no other tenant's call ended
    * within its grace (a late message may be that call's): delivering elsewhere would hand one
    * caller's traffic to another, so more than one owner is `ambiguous` and nobody gets it.
    */
@@ -579,7 +579,9 @@ export class ChildServerHandle implements UpstreamHandle {
     if (this.#active.length === 0) return { none: "no call is in progress" };
     const owners = new Set(this.#active.map((ctx) => this.#ownerOf(ctx)));
     if (owners.size > 1) return { ambiguous: owners.size };
-    const others = this.#recent.othersThan(owners.values().next().value);
+    // Late traffic is weighed by tenant: a client that opens a new session per task would
+    // otherwise find its own earlier call in the way; another tenant's may not be in it.
+    const others = this.#recent.othersThan(this.#active[0]!.tenant ?? this.#active[0]);
     if (others > 0) return { ambiguous: 1 + others };
     const ctx = this.#active.findLast((c) => c[wants]);
     return ctx ? { ctx } : { none: "the call in progress has no inbound client to relay it to" };
@@ -679,8 +681,8 @@ export class ChildServerHandle implements UpstreamHandle {
       const shown = redactCut(data, UNRELAYED_LOG_CHARS);
       this.#log.info(
         "ambiguous" in target
-          ? `upstream log not relayed: calls from ${target.ambiguous} sessions are in flight ` +
-            "or ended lately and the upstream's transport does not say which one it belongs to"
+          ? `upstream log not relayed: calls from ${target.ambiguous} sessions or tenants are in ` +
+            "flight or ended lately and the upstream's transport does not say which one it belongs to"
           : `upstream log not relayed: ${target.none}`,
         {
           level: n.params.level,
@@ -700,8 +702,8 @@ export class ChildServerHandle implements UpstreamHandle {
           throw new McpError(
             ErrorCode.InvalidRequest,
             `${method} from upstream "${this.id}" is ambiguous: calls from ${target.ambiguous} ` +
-              "sessions are in flight or ended lately and its transport does not say which one " +
-              "asked, so the " +
+              "sessions or tenants are in flight or ended lately and its transport does not say " +
+              "which one asked, so the " +
               "gateway relays it to none; give the server scope: tenant or scope: session in the " +
               "fleet file for sampling, elicitation and roots with concurrent callers",
           );

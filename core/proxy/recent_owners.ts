@@ -1,5 +1,5 @@
 /**
- * Who had calls on an upstream lately. An upstream's stdio (or SSE) traffic does not say which
+ * Who (which tenant) had calls on an upstream lately. An upstream's stdio (or SSE) traffic does not say which
  * call it belongs to, and a tool may answer and keep working, or be timed out or cancelled and
  * carry on: its later logs and sampling requests still belong to the caller that started it. Were
  * only the calls in flight counted, such traffic would go to whichever other caller has one.
