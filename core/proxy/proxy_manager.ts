@@ -231,9 +231,13 @@ export class ProxyManager {
       resources: () => visible() ? handle.catalog.resources : [],
       resourceTemplates: () => visible() ? handle.catalog.resourceTemplates : [],
       prompts: () => visible() ? handle.catalog.prompts : [],
-      // The upstream itself answers for names it does not know.
+      // Only what the catalog lists: a tool it dropped (over a bound, added since, a clash) has no
+      // descriptor, so no effect class, schema or scan to govern it by, and must not be called.
       resolveTool: (name) =>
-        name.length <= MAX_TOOL_NAME && allows(name) ? { handle, original: name } : undefined,
+        name.length <= MAX_TOOL_NAME && allows(name) && visible() &&
+          handle.catalog.tools.some((t) => t.name === name)
+          ? { handle, original: name }
+          : undefined,
       resolvePrompt: (name) => ({ handle, original: name }),
       resolveResource: (uri) => ({ handle, original: uri }),
     };

@@ -4,6 +4,8 @@
  * gateway and a real SDK client.
  */
 import assert from "node:assert/strict";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { eventually, fixture, writeFleet } from "../support/fleet.ts";
 import { connectHttp, startGateway } from "../support/gateway.ts";
@@ -63,6 +65,27 @@ Deno.test("Hostile catalogs: an endless cursor and a slow one go FAILED naming t
       assert.ok(error instanceof McpError, String(error));
       assert.match(error.message, /the name is 40000 characters, longer than any tool/);
       assert.equal((error.data as { code?: string }).code, "unknown_tool");
+
+      // Alone at /mcp/big, a dropped tool is no more callable: it has no descriptor to govern by.
+      const alone = new Client({ name: "e2e-scoped", version: "1.0.0" });
+      await alone.connect(
+        new StreamableHTTPClientTransport(new URL(`${gateway.url}/mcp/big`), {
+          requestInit: { headers: { Authorization: `Bearer ${gateway.token}` } },
+        }),
+      );
+      try {
+        assert.deepEqual((await alone.callTool({ name: "good", arguments: {} })).content, [
+          { type: "text", text: "called good" },
+        ]);
+        const refused = await alone.callTool({ name: "long_description", arguments: {} }).then(
+          (r) => r,
+          (e) => e,
+        );
+        assert.ok(refused instanceof McpError, JSON.stringify(refused));
+        assert.equal((refused.data as { code?: string }).code, "unknown_tool");
+      } finally {
+        await alone.close();
+      }
     } finally {
       await client.close();
     }
