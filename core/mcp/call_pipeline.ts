@@ -32,6 +32,7 @@ import {
 } from "../proxy/proxy_manager.ts";
 import { redactDeep } from "../support/redact.ts";
 import type { ToolRegistry } from "./tool_registry.ts";
+import { resolvedUriProblem } from "./resource_uri.ts";
 import { errorType, type TraceSpan } from "../tracing/gateway_tracer.ts";
 import { FORWARDED, forwardTraced } from "../tracing/upstream_span.ts";
 
@@ -259,6 +260,11 @@ export class CallPipeline {
     surface: string,
     args: Record<string, unknown> = {},
   ): Promise<void> {
+    // Judged as the upstream will read it: policies and quarantine match the text sent.
+    const problem = item.kind === "resource" && item.route
+      ? resolvedUriProblem(item.route.original)
+      : undefined;
+    if (problem) throw new GatewayError("invalid_arguments", problem, { uri: item.name });
     const checked = this.#itemTarget(item);
     if (checked instanceof GatewayError) throw checked;
     const verdict = await this.#options.governance.use(caller, checked, surface, args);

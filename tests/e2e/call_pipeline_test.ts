@@ -513,6 +513,23 @@ Deno.test("A read of a URI matching a quarantined resource template is refused q
         assert.match(refused.message, /is quarantined by the scanner/);
         assert.match(refused.message, /its template "files:\/\/\{\+path\}" matches this URI/);
       }
+      // What the upstream would resolve to a quarantined instance is refused before any match:
+      // scheme case, dot segments (plain or escaped) and control characters.
+      for (
+        const original of [
+          "FILES://x/etc/passwd",
+          "Files://x",
+          "notes://n1/../../files://x",
+          "notes://x/%2e%2e/n1",
+          "notes://n\t1",
+        ]
+      ) {
+        const refused = await refusedWith(
+          client.readResource({ uri: `proxy://poisoned/${original}` }),
+        );
+        assert.equal(refused.code, "invalid_arguments", original);
+        assert.match(refused.message, /resolves to .*ask for that URI as it is written/);
+      }
       const note = await client.readResource({ uri: "proxy://poisoned/notes://n1" });
       assert.match(JSON.stringify(note.contents), /contents of notes:\/\/n1/);
     } finally {
