@@ -41,6 +41,23 @@ const FEATURE: Record<RelayedRequest["method"], "sampling" | "elicitation" | "ro
   "roots/list": "roots",
 };
 
+/**
+ * Server→client requests one forwarded call may make: each is a prompt a person may have to read
+ * or a model call someone pays for, and an upstream sending thousands in one call is a flood.
+ */
+export const MAX_RELAYED_PER_CALL = 100;
+
+/**
+ * A sampling request's params as the client gets them: without `includeContext`. The client sees
+ * the gateway as one server, so even `thisServer` would hand one upstream the context of every
+ * other upstream (and a client that never declared `sampling.context` must not get it at all).
+ */
+function withoutContext(params: Record<string, unknown>): Record<string, unknown> {
+  if (!("includeContext" in params)) return params;
+  const { includeContext: _dropped, ...rest } = params;
+  return rest;
+}
+
 /** The context of one forwarded request. */
 export function upstreamCallContext(
   session: InboundSession,
@@ -51,6 +68,7 @@ export function upstreamCallContext(
   const notify = (notification: ServerNotification) =>
     extra.sendNotification(notification).catch(() => {/* the client left; nothing to do */});
   const pass = session.bearerFor?.(upstreamId);
+  let relayed = 0;
   return {
     signal: extra.signal,
     ...(session.tenant === undefined ? {} : { tenant: session.tenant }),
@@ -78,13 +96,25 @@ export function upstreamCallContext(
             `declare the "${feature}" capability`,
         );
       }
-      const schema = request.method === "sampling/createMessage"
+      if (++relayed > MAX_RELAYED_PER_CALL) {
+        throw new McpError(
+          ErrorCode.InvalidRequest,
+          `Upstream "${upstreamId}" asked for more than ${MAX_RELAYED_PER_CALL} sampling, ` +
+            "elicitation or roots requests in one call; the rest are refused",
+        );
+      }
+      const sampling = request.method === "sampling/createMessage";
+      const schema = sampling
         ? CreateMessageResultSchema
         : request.method === "elicitation/create"
         ? ElicitResultSchema
         : ListRootsResultSchema;
+      const params = request.params ?? {};
       return await extra.sendRequest(
-        { method: request.method, params: request.params ?? {} } as ServerRequest,
+        {
+          method: request.method,
+          params: sampling ? withoutContext(params) : params,
+        } as ServerRequest,
         schema,
         { signal },
       ) as Record<string, unknown>;

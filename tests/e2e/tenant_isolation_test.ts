@@ -14,6 +14,7 @@ import {
   ResourceUpdatedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { SignJWT } from "jose";
+import { MAX_RELAYED_PER_CALL } from "../../core/mcp/upstream_context.ts";
 import { eventually, fixture, writeFleet } from "../support/fleet.ts";
 import { startGateway, type TestGateway } from "../support/gateway.ts";
 import { startHeaderEchoServer } from "../fixtures/upstreams/header_echo_server.ts";
@@ -209,6 +210,23 @@ Deno.test("A shared upstream's late sampling and logs of a call that answered re
     } finally {
       await victim.client.close();
       await attacker.client.close();
+    }
+  });
+});
+
+Deno.test("A relayed sampling request carries no includeContext, and one call may make at most 100", async () => {
+  await withGateway(samplingServer(), async (gateway) => {
+    const a = await caller(gateway, "acme");
+    try {
+      const result = await a.call("ask_many", { count: 150 });
+      assert.equal(text(result), `${MAX_RELAYED_PER_CALL} granted, 50 refused`);
+      assert.equal(a.received.length, MAX_RELAYED_PER_CALL);
+      assert.ok(
+        a.received.every((r) => !r.includes("includeContext")),
+        "no other server's context",
+      );
+    } finally {
+      await a.client.close();
     }
   });
 });
