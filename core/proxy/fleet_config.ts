@@ -377,6 +377,21 @@ export function parseFleetConfig(
           "(MCP_PROXY_TOOL_SEPARATOR); rename the server",
       );
     }
+    // "gh_" + "__" + "x" reads as "gh" + "__" + "_x": policy globs on one server (gh__*) would
+    // match the other's tools. A namespace must end where the separator begins.
+    const overlaps = (name: string | undefined): name is string =>
+      name !== undefined && name !== "" && defaults.separator !== "" &&
+      !name.includes(defaults.separator) &&
+      `${name}${defaults.separator}`.indexOf(defaults.separator) !== name.length;
+    for (const [field, name] of [["id", id], ["prefix", fields.prefix]] as const) {
+      if (!overlaps(name)) continue;
+      fieldProblem(
+        [...at, field],
+        `"${name}" must not end with "${defaults.separator.slice(0, 1)}": followed by the tool ` +
+          `separator "${defaults.separator}" its tool names would read as another server's; ` +
+          `rename it, e.g. "${name.replace(/[_-]+$/, "")}"`,
+      );
+    }
     // An invalid prefix is already reported; undefined keeps it out of the collision check.
     const prefix = has("prefix") ? fields.prefix : id;
     if (

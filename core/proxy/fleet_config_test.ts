@@ -226,6 +226,15 @@ Deno.test("parseFleetConfig rejects an id outside ^[a-z0-9][a-z0-9_-]*$", () => 
   ]);
 });
 
+Deno.test("parseFleetConfig rejects an id or prefix whose tool names would read as another server's", () => {
+  assert.deepEqual(problemsOf("proxy_servers:\n  - id: gh_\n    command: [x]\n"), [
+    'fleet.yaml:2: proxy_servers[0].id "gh_" must not end with "_": followed by the tool ' +
+    'separator "__" its tool names would read as another server\'s; rename it, e.g. "gh"',
+  ]);
+  const [problem] = problemsOf("proxy_servers:\n  - id: gh\n    prefix: git_\n    command: [x]\n");
+  assert.match(problem ?? "", /proxy_servers\[0\]\.prefix "git_" must not end with "_"/);
+});
+
 Deno.test("parseFleetConfig rejects an id containing the tool separator", () => {
   assert.deepEqual(problemsOf("proxy_servers:\n  - id: my__server\n    command: [x]\n"), [
     'fleet.yaml:2: proxy_servers[0].id "my__server" must not contain the tool separator "__" ' +
