@@ -24,6 +24,7 @@ import {
   ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Clock, TimerHandle } from "../support/clock.ts";
+import { catalogsDiffer, RefreshPacer } from "./refresh_pacer.ts";
 import { GatewayError } from "../support/errors.ts";
 import type { EventBus } from "../bus/event_bus.ts";
 import type { GatewayEvent } from "../bus/events.ts";
@@ -136,6 +137,8 @@ export class ChildServerHandle implements UpstreamHandle {
   #starting: Promise<void> | undefined;
   /** Bounds the upstream's log messages that reach no caller and go to the operator's log. */
   readonly #unrelayedLogs: LogRateWindow;
+  /** Paces the refreshes the current connection's list_changed notifications ask for. */
+  #pacer: RefreshPacer | undefined;
 
   constructor(options: ChildServerHandleOptions) {
     this.#options = options;
@@ -294,6 +297,7 @@ export class ChildServerHandle implements UpstreamHandle {
   async stop(): Promise<void> {
     this.#healthTimer?.cancel();
     this.#restartTimer?.cancel();
+    this.#pacer?.close();
     this.#unrelayedLogs.close();
     const client = this.#client;
     this.#client = undefined;
@@ -630,36 +634,25 @@ export class ChildServerHandle implements UpstreamHandle {
     };
     client.onerror = (error) => this.#log.debug("transport error", { error: error.message });
 
-    // A burst of list_changed costs one fetch in flight and one after it: a fetch per
-    // notification would let an upstream's flood multiply the gateway's work and memory.
-    let fetching = false;
-    let again = false;
-    const refresh = () => {
-      if (client !== this.#client) return;
-      if (fetching) {
-        again = true;
-        return;
-      }
-      fetching = true;
-      this.#fetchCatalog(client).then((catalog) => {
-        if (client !== this.#client) return;
+    // Paced (refresh_pacer.ts): an upstream that notifies without end costs a fetch per pause.
+    this.#pacer?.close();
+    const pacer = this.#pacer = new RefreshPacer({
+      clock: this.#options.clock,
+      refresh: async () => {
+        if (client !== this.#client) return false;
+        const catalog = await this.#fetchCatalog(client).catch((error) => {
+          this.#log.warn("could not refresh the upstream's lists", { error: describe(error) });
+          return undefined;
+        });
+        if (!catalog || client !== this.#client) return false;
+        const changed = catalogsDiffer(this.#catalog, catalog);
         this.#catalog = catalog;
         this.#emit("catalog");
-        this.#publish({
-          type: "proxy.tools",
-          server: this.id,
-          count: catalog.tools.length,
-        });
-      }).catch((error) =>
-        this.#log.warn("could not refresh the upstream's lists", { error: describe(error) })
-      ).finally(() => {
-        fetching = false;
-        if (again) {
-          again = false;
-          refresh();
-        }
-      });
-    };
+        this.#publish({ type: "proxy.tools", server: this.id, count: catalog.tools.length });
+        return changed;
+      },
+    });
+    const refresh = () => pacer.request();
     client.setNotificationHandler(ToolListChangedNotificationSchema, refresh);
     client.setNotificationHandler(ResourceListChangedNotificationSchema, refresh);
     client.setNotificationHandler(PromptListChangedNotificationSchema, refresh);
@@ -756,6 +749,7 @@ export class ChildServerHandle implements UpstreamHandle {
   /** → FAILED, tools hidden, restart scheduled with backoff. */
   #fail(reason: string): void {
     this.#healthTimer?.cancel();
+    this.#pacer?.close();
     const diagnostics = this.#transport?.diagnostics?.();
     if (diagnostics) reason = `${reason} (${diagnostics})`;
     this.#lastError = reason;

@@ -95,7 +95,7 @@ export class ProxyManager {
   #listeners = new Set<() => void>();
   #updateListeners = new Set<(uri: string, audience?: ResourceAudience) => void>();
   #lastSignature = "";
-  #droppedReported = new Set<string>();
+  #droppedReported = new Set<string>(); // what the last build dropped: bounded by the catalogs
   #quarantine: (server: string, tool: string) => string | undefined = () => undefined;
   #escalate: (server: string, tool: string) => string | undefined = () => undefined;
   #itemQuarantine: (server: string, kind: ItemKind, name: string) => string | undefined = () =>
@@ -336,10 +336,7 @@ export class ProxyManager {
       handle,
       allows: compileAllowDeny(server.tools.allow, server.tools.deny),
       settledOnce: false,
-      unsubscribe: () => {
-        offChange();
-        offUpdate();
-      },
+      unsubscribe: () => [offChange, offUpdate].forEach((off) => off()),
     };
     this.#members.set(server.id, member);
     return handle;
@@ -384,6 +381,8 @@ export class ProxyManager {
       resources: [],
       templates: [],
     };
+    const reported = this.#droppedReported;
+    this.#droppedReported = new Set();
     for (const { handle, allows } of this.#members.values()) {
       if (!handle.serving) continue;
       const { prefix, id } = handle.server;
@@ -402,7 +401,7 @@ export class ProxyManager {
           ? "the prefixed name is longer than 128 characters"
           : undefined;
         if (clash) {
-          this.#reportDropped(id, name, clash);
+          this.#reportDropped(id, name, clash, reported);
           continue;
         }
         aggregate.tools.push({ ...tool, name });
@@ -480,10 +479,10 @@ export class ProxyManager {
     return owner?.id === id ? undefined : owner?.id;
   }
 
-  #reportDropped(server: string, tool: string, reason: string): void {
+  #reportDropped(server: string, tool: string, reason: string, reported: Set<string>): void {
     const key = `${server}\u0000${tool}\u0000${reason}`;
-    if (this.#droppedReported.has(key)) return;
     this.#droppedReported.add(key);
+    if (reported.has(key)) return;
     this.#options.logger.warn(`dropped tool "${tool}" of upstream "${server}": ${reason}`);
     this.#options.bus.publish({ type: "proxy.tool_dropped", server, tool, reason });
   }

@@ -196,3 +196,23 @@ Deno.test("settled() does not wait for a server restarting after it was READY on
   await restarting;
   await manager.stop();
 });
+
+Deno.test("ProxyManager reports a dropped tool once while it stays dropped and forgets it once it is not", async () => {
+  const { manager, add, events } = setup();
+  await manager.start([
+    add(fleetServer("a", { prefix: "" }), ["x"]),
+    add(fleetServer("b", { prefix: "" }), ["x"]),
+  ]);
+  const reports = () => events.filter((e) => e.type === "proxy.tool_dropped").length;
+  manager.aggregated.tools();
+  manager.refresh();
+  manager.aggregated.tools();
+  assert.equal(reports(), 1);
+  // No longer dropped: its report is forgotten (the set is bounded by what the catalogs list).
+  await manager.get("a")!.stop();
+  manager.aggregated.tools();
+  await manager.get("a")!.start();
+  manager.aggregated.tools();
+  assert.equal(reports(), 2);
+  await manager.stop();
+});

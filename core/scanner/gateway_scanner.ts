@@ -26,6 +26,7 @@ import { type Finding, severityRank } from "./finding.ts";
 import { type ScanResult, scanServers } from "./scan.ts";
 import type { PinChange, ScannerSharedState } from "../governance/shared_pins.ts";
 import { WorkerScan } from "./worker_scan.ts";
+import { evictAbsentPins } from "./pin_bound.ts";
 
 /** Options of {@link GatewayScanner}. */
 export interface GatewayScannerOptions {
@@ -181,6 +182,14 @@ export class GatewayScanner {
     }
   }
 
+  /** How many entries the per-tool maps hold (for tests: they must stay bounded). */
+  get tracked(): { pins: number; scanned: number; pending: number; quarantined: number } {
+    let pins = 0;
+    for (const perServer of this.#pins.values()) pins += perServer.size;
+    const { size: scanned } = this.#scanned, { size: pending } = this.#pending;
+    return { pins, scanned, pending, quarantined: this.#quarantined.size };
+  }
+
   /** Resolves when no scan is running or scheduled (for tests and shutdown). */
   idle(): Promise<void> {
     return this.#idle;
@@ -291,6 +300,7 @@ export class GatewayScanner {
         }
       }
     }
+    this.#forgetUnlisted(handles);
     let changed = false;
     for (const [k, reason] of this.#quarantined) {
       if (before.get(k) === reason) continue;
@@ -301,6 +311,34 @@ export class GatewayScanner {
     }
     if (changed || before.size !== this.#quarantined.size || pendingBefore !== this.#pending.size) {
       proxy.refresh();
+    }
+  }
+
+  /**
+   * Bounds what is kept per tool to the scanned servers' catalogs (an upstream rotating 2,000
+   * names per refresh grew these maps without end): a tool no longer listed loses its scan hash,
+   * its hold and a finding's quarantine (all re-derived if it comes back); its pin, and with it
+   * a rug-pull quarantine or a release, is kept up to MAX_ABSENT_PINS per server (pin_bound.ts).
+   */
+  #forgetUnlisted(scanned: { id: string; tools: readonly Tool[] }[]): void {
+    const listed = new Map<string, Set<string>>();
+    for (const { id, tools } of scanned) {
+      const live = this.#options.proxy.get(id)?.catalog.tools ?? [];
+      const names = new Set([...tools, ...live].map((t) => t.name));
+      listed.set(id, names);
+      for (const tool of evictAbsentPins(this.#pinsOf(id), names)) {
+        this.#quarantined.delete(key(id, tool));
+        this.#released.delete(key(id, tool));
+      }
+    }
+    const gone = (k: string) => {
+      const [server, tool] = k.split("\u0000") as [string, string];
+      return listed.get(server)?.has(tool) === false;
+    };
+    for (const k of this.#scanned.keys()) if (gone(k)) this.#scanned.delete(k);
+    for (const k of this.#pending) if (gone(k)) this.#pending.delete(k);
+    for (const [k, reason] of this.#quarantined) {
+      if (reason !== RUG_PULL && gone(k)) this.#quarantined.delete(k);
     }
   }
 
