@@ -8,6 +8,7 @@ import type { Clock } from "../support/clock.ts";
 import { GatewayError } from "../support/errors.ts";
 import type { Logger } from "../support/logger.ts";
 import type { UpstreamAdapter, UpstreamPlan } from "../plugin_api/mod.ts";
+import { preflightOf } from "../plugin_api/upstream_preflight.ts";
 import type { FleetServer } from "./fleet_config.ts";
 import type { ResolveHost } from "../support/private_address.ts";
 import { urlPort } from "../support/url_port.ts";
@@ -137,6 +138,24 @@ export class UpstreamTransports {
     );
   }
 
+  /** The checks before each start: the egress guard's, then the adapter's own (e.g. stdio's module graph). */
+  #preflights(
+    server: FleetServer,
+    adapter: UpstreamAdapter,
+    plan: UpstreamPlan,
+  ): { preflight?: () => Promise<void> } {
+    const checks: (() => Promise<void>)[] = [];
+    if (this.#guarded(server)) checks.push(() => this.#preflight(server));
+    const own = preflightOf(adapter);
+    if (own) checks.push(() => own(server, plan));
+    if (checks.length === 0) return {};
+    return {
+      preflight: async () => {
+        for (const check of checks) await check();
+      },
+    };
+  }
+
   /** Stops the egress guard, once the upstreams it served have stopped. */
   async close(): Promise<void> {
     await this.#guard?.close();
@@ -161,7 +180,7 @@ export class UpstreamTransports {
       logger: this.#options.logger,
       startTimeoutMs: server.timeouts.connectMs,
       ...(this.#options.clock ? { clock: this.#options.clock } : {}),
-      ...(this.#guarded(server) ? { preflight: () => this.#preflight(server) } : {}),
+      ...this.#preflights(server, adapter, plan),
       ...(server.isolation === "inline" && adapter.inlineRelay
         ? { inlineRelay: adapter.inlineRelay }
         : {}),

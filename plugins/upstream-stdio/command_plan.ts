@@ -29,7 +29,7 @@ export interface StdioPlanOptions {
 const PERMISSION_KEYS = ["read", "write", "net", "env", "run", "sys"] as const;
 
 /** `deno run` options that take their value as the next argument (deno 2.9 `deno run --help`). */
-const VALUE_FLAGS = new Set([
+export const VALUE_FLAGS = new Set([
   "-c",
   "--config",
   "--ext",

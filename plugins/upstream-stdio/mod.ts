@@ -3,11 +3,15 @@
  * process and pipes newline-delimited JSON-RPC; the SDK client stays in the kernel.
  *
  * The worker may run only the server's one command. With `sandbox: "deno"` the server itself runs
- * under `deno run --no-prompt` with exactly the permissions of its `permissions` block.
+ * under `deno run --no-prompt` with exactly the permissions of its `permissions` block, and each
+ * start is refused when the entry's module graph imports a file it may not read
+ * (module_graph_check.ts: Deno loads imported files without the read check).
  * @module
  */
-import { definePlugin } from "../../core/plugin_api/mod.ts";
+import { definePlugin, type UpstreamAdapter } from "../../core/plugin_api/mod.ts";
+import type { UpstreamPreflight } from "../../core/plugin_api/upstream_preflight.ts";
 import { planStdio } from "./command_plan.ts";
+import { checkModuleGraph } from "./module_graph_check.ts";
 import { createStdioRelay } from "./relay.ts";
 
 export default definePlugin({
@@ -19,7 +23,7 @@ export default definePlugin({
   // Spawns configured commands (through its workers) and kills their process groups on close.
   permissions: { run: true },
   create(ctx) {
-    return {
+    const adapter: UpstreamAdapter & UpstreamPreflight = {
       transport: "stdio",
       workerUrl: new URL("./worker.ts", import.meta.url).href,
       inlineRelay: createStdioRelay,
@@ -35,6 +39,8 @@ export default definePlugin({
         }
         return planStdio(server, options);
       },
+      preflight: (server, plan) => checkModuleGraph(server, plan, ctx.clock),
     };
+    return adapter;
   },
 });
