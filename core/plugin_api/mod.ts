@@ -411,8 +411,8 @@ export interface ScanText {
   /** `name` and `title` fields hold identifiers; the rest is prose. */
   field: "name" | "title" | "description" | "instructions" | "param-name" | "text";
   text: string;
-  /** Set when the scanner decoded this text out of another one (Unicode tags, base64, hex). */
-  decodedFrom?: "unicode-tags" | "base64" | "hex";
+  /** Set when the scanner decoded (or NFKC-normalized) this text out of another one. */
+  decodedFrom?: "unicode-tags" | "base64" | "hex" | "selectors" | "entities" | "percent" | "nfkc";
   /** Set when the field was longer than the scan limit: its full length (only the head is here). */
   truncatedFrom?: number;
 }

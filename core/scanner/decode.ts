@@ -1,20 +1,50 @@
 /**
- * Finds text hidden by encoding (Unicode Tag characters, base64, hex) so the scanner can rescan it:
- * a payload a model decodes is as dangerous as plain text.
+ * Finds text hidden by encoding (Unicode Tag characters, variation selectors, base64 — also when
+ * wrapped across lines —, hex, HTML entities, %-encoding) so the scanner can rescan it, and
+ * normalizes text (NFKC, default-ignorable code points removed) before rules match it: a payload a
+ * model decodes or reads through is as dangerous as plain text.
  * @module
  */
 
 /** Text decoded out of another string, and how. */
 export interface DecodedText {
   text: string;
-  from: "unicode-tags" | "base64" | "hex";
+  from: "unicode-tags" | "selectors" | "base64" | "hex" | "entities" | "percent";
 }
 
 const TAG_RUN = /[\u{e0000}-\u{e007f}]+/gu;
-const BASE64_RUN = /(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{24,}={0,2}(?![A-Za-z0-9+/_-])/g;
-const HEX_RUN = /\b(?:[0-9a-fA-F]{2}){16,}\b/g;
+// Variation selectors carry one byte each (VS1–16 = 0–15, VS17–256 = 16–255): "emoji smuggling".
+const SELECTOR_RUN = /[\ufe00-\ufe0f\u{e0100}-\u{e01ef}]{4,}/gu;
+const BASE64_TOKEN = /[A-Za-z0-9+/_-]+={0,2}/g;
+const HEX_RUN = /\b[0-9a-fA-F]{2}(?:[ :-]?[0-9a-fA-F]{2}){15,}\b|(?:\\x[0-9a-fA-F]{2}){8,}/g;
+const ENTITY = /&(?:#(\d{1,7})|#[xX]([0-9a-fA-F]{1,6})|(amp|lt|gt|quot|apos|nbsp));/g;
+const PERCENT_RUN = /(?:%[0-9a-fA-F]{2})+/g;
+const NAMED: Record<string, string> = {
+  amp: "&",
+  lt: "<",
+  gt: ">",
+  quot: '"',
+  apos: "'",
+  nbsp: "\u00a0",
+};
+// Encoding a letter or digit is never needed (unlike `&amp;` or `%20`); eight of them is hiding.
+const MIN_NEEDLESS_ESCAPES = 8;
 const decoder = new TextDecoder("utf-8", { fatal: true });
+const lenient = new TextDecoder("utf-8");
 const PRINTABLE = /[\p{L}\p{N}\p{P}\p{Zs}\n\t]/gu;
+const IGNORABLE = /\p{Default_Ignorable_Code_Point}/gu;
+// deno-lint-ignore no-control-regex
+const NON_ASCII = /[^\x00-\x7f]/;
+
+/**
+ * The text as a model reads it: NFKC (full-width and other compatibility letters become ASCII)
+ * with default-ignorable code points (joiners, variation selectors, tags, fillers) removed.
+ */
+export function normalizeText(text: string): string {
+  // ASCII is its own NFKC form and holds no ignorable code point: most fields stop here.
+  if (!NON_ASCII.test(text)) return text;
+  return text.normalize("NFKC").replace(IGNORABLE, "");
+}
 
 /** Every hidden payload in `text` that decodes to readable text. */
 export function decodeHidden(text: string): DecodedText[] {
@@ -26,19 +56,66 @@ export function decodeHidden(text: string): DecodedText[] {
     );
     if (decoded.trim()) out.push({ text: decoded, from: "unicode-tags" });
   }
-  for (const m of text.matchAll(BASE64_RUN)) {
-    // Identifiers and paths are long runs of letters too; real base64 mixes case and digits.
-    if (!/[a-z]/.test(m[0]) || !/[A-Z]/.test(m[0]) || !/[0-9+/=]/.test(m[0])) continue;
-    const decoded = decodeBase64(m[0]);
+  for (const m of NON_ASCII.test(text) ? text.matchAll(SELECTOR_RUN) : []) {
+    const bytes = Uint8Array.from([...m[0]], (c) => {
+      const code = c.codePointAt(0)!;
+      return code <= 0xfe0f ? code - 0xfe00 : code - 0xe0100 + 16;
+    });
+    const decoded = utf8(bytes);
+    if (decoded !== undefined && readable(decoded)) out.push({ text: decoded, from: "selectors" });
+  }
+  for (const run of base64Runs(text)) {
+    const decoded = decodeBase64(run);
     if (decoded !== undefined && readable(decoded)) out.push({ text: decoded, from: "base64" });
   }
   for (const m of text.matchAll(HEX_RUN)) {
-    const bytes = new Uint8Array(m[0].length / 2);
-    for (let i = 0; i < bytes.length; i++) bytes[i] = parseInt(m[0].slice(i * 2, i * 2 + 2), 16);
+    const digits = m[0].replace(/\\x|[ :-]/g, "");
+    const bytes = new Uint8Array(digits.length / 2);
+    for (let i = 0; i < bytes.length; i++) bytes[i] = parseInt(digits.slice(i * 2, i * 2 + 2), 16);
     const decoded = utf8(bytes);
     if (decoded !== undefined && readable(decoded)) out.push({ text: decoded, from: "hex" });
   }
+  if (text.includes("&#")) {
+    const entities = decodeEntities(text);
+    if (entities !== undefined) out.push({ text: entities, from: "entities" });
+  }
+  if (text.includes("%")) {
+    const percent = decodePercent(text);
+    if (percent !== undefined) out.push({ text: percent, from: "percent" });
+  }
   return out;
+}
+
+/**
+ * Candidate base64 strings: each unbroken run, and runs of base64-looking chunks joined across
+ * whitespace (a payload wrapped every 16–76 characters). A chunk joins only if it looks encoded
+ * (a digit, `+`, `/`, `=` or an inner capital), so prose next to a payload does not spoil it.
+ */
+function base64Runs(text: string): string[] {
+  const runs: string[] = [];
+  let group: string[] = [];
+  let end = -1;
+  const close = () => {
+    if (group.length > 1 && group.join("").length >= 24) runs.push(group.join(""));
+    group = [];
+  };
+  for (const m of text.matchAll(BASE64_TOKEN)) {
+    const token = m[0];
+    if (token.length >= 24) runs.push(token);
+    const adjacent = end >= 0 && /^\s{1,8}$/.test(text.slice(end, m.index));
+    if (!adjacent) close();
+    if (looksEncoded(token)) group.push(token);
+    else close();
+    end = m.index + token.length;
+    if (token.endsWith("=")) close();
+  }
+  close();
+  // Real base64 mixes case and digits; identifiers and paths are long runs of letters too.
+  return runs.filter((r) => /[a-z]/.test(r) && /[A-Z]/.test(r) && /[0-9+/=]/.test(r));
+}
+
+function looksEncoded(token: string): boolean {
+  return token.length >= 4 && (/[0-9+/=]/.test(token) || /.[A-Z]/.test(token));
 }
 
 function decodeBase64(run: string): string | undefined {
@@ -50,6 +127,31 @@ function decodeBase64(run: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The text with HTML character references decoded, when it spells letters out with them. */
+function decodeEntities(text: string): string | undefined {
+  let needless = 0;
+  const decoded = text.replace(ENTITY, (whole, dec?: string, hex?: string, name?: string) => {
+    if (name) return NAMED[name] ?? whole;
+    const code = dec !== undefined ? parseInt(dec, 10) : parseInt(hex!, 16);
+    if (code > 0x10ffff) return whole;
+    const char = String.fromCodePoint(code);
+    if (/[A-Za-z0-9]/.test(char)) needless++;
+    return char;
+  });
+  return needless >= MIN_NEEDLESS_ESCAPES ? decoded : undefined;
+}
+
+/** The text with %-escapes decoded (as UTF-8), when it spells letters out with them. */
+function decodePercent(text: string): string | undefined {
+  let needless = 0;
+  const decoded = text.replace(PERCENT_RUN, (run) => {
+    const bytes = Uint8Array.from(run.slice(1).split("%"), (h) => parseInt(h, 16));
+    for (const b of bytes) if (/[A-Za-z0-9]/.test(String.fromCharCode(b))) needless++;
+    return lenient.decode(bytes);
+  });
+  return needless >= MIN_NEEDLESS_ESCAPES ? decoded : undefined;
 }
 
 function utf8(bytes: Uint8Array): string | undefined {

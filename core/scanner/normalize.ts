@@ -11,7 +11,7 @@ import type {
   ScanServer,
   ScanText,
 } from "../plugin_api/mod.ts";
-import { decodeHidden } from "./decode.ts";
+import { decodeHidden, normalizeText } from "./decode.ts";
 import type { ServerDescriptor } from "./descriptor.ts";
 
 /** Escapes one JSON Pointer reference token (RFC 6901). */
@@ -76,51 +76,78 @@ function entityName(raw: Record<string, unknown>, kind: ScanEntityKind, index: n
 const PROSE_KEYS = new Set(["description", "title", "text", "instructions"]);
 // Keys whose values are identifiers.
 const NAME_KEYS = new Set(["name", "uri", "uriTemplate"]);
-// String-valued schema keys that reach the model as examples and choices.
-const VALUE_KEYS = new Set(["default", "examples", "enum", "const", "example"]);
+// A schema's `type` names one of these; nothing else is worth a text of its own.
+const JSON_TYPES = new Set(["object", "array", "string", "number", "integer", "boolean", "null"]);
+// Keys that are identifiers (`$defs`, `x-vendor`, `io.example/ui`) carry no prose; others do.
+const IDENTIFIER_KEY = /^[\w$@.:/-]{1,64}$/;
 
+/** One value still to walk: where it is and which key holds it (array items inherit theirs). */
+interface Pending {
+  value: unknown;
+  pointer: string;
+  key: string | undefined;
+}
+
+/**
+ * Every string and every non-identifier key of an entity, in document order. Any key a model
+ * may read counts (`$comment`, `x-*`, `pattern`, `errorMessage`, `_meta`, object-valued
+ * `default` and `examples`, `required`), since a client can show a model the whole descriptor.
+ * The walk has no depth limit of its own: the catalog's limits.schema_depth and size limits
+ * bound what it admits, and everything admitted is scanned (iteratively, so no stack limit),
+ * in time linear in the descriptor's size.
+ */
 function collectTexts(raw: Record<string, unknown>, pointer: string): ScanText[] {
   const texts: ScanText[] = [];
-  walk(raw, pointer, texts, undefined, 0);
+  const seen = new WeakSet<object>();
+  const stack: Pending[] = [{ value: raw, pointer, key: undefined }];
+  while (stack.length > 0) {
+    const { value, pointer: at, key } = stack.pop()!;
+    if (typeof value === "string") {
+      if (key !== undefined) pushValue(texts, at, key, value);
+      continue;
+    }
+    if (!value || typeof value !== "object" || seen.has(value)) continue;
+    seen.add(value);
+    const children: Pending[] = [];
+    if (Array.isArray(value)) {
+      value.forEach((item, i) => children.push({ value: item, pointer: `${at}/${i}`, key }));
+    } else {
+      for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+        const member = `${at}/${pointerToken(k)}`;
+        if (k === "properties" && isRecord(v)) {
+          // Parameter names are model-visible identifiers too.
+          for (const [name, schema] of Object.entries(v)) {
+            const paramAt = `${member}/${pointerToken(name)}`;
+            children.push({ value: name, pointer: paramAt, key: PARAM });
+            children.push({ value: schema, pointer: paramAt, key: undefined });
+          }
+          continue;
+        }
+        if (!IDENTIFIER_KEY.test(k)) children.push({ value: k, pointer: member, key: KEY });
+        children.push({ value: v, pointer: member, key: k });
+      }
+    }
+    // Reversed onto the stack, so texts come out in document order.
+    for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]!);
+  }
   return texts;
 }
 
-function walk(
-  value: unknown,
-  pointer: string,
-  texts: ScanText[],
-  key: string | undefined,
-  depth: number,
-): void {
-  if (depth > 32) return;
-  if (typeof value === "string") {
-    if (key === undefined) return;
-    if (NAME_KEYS.has(key)) push(texts, pointer, "name", value);
-    else if (key === "title") push(texts, pointer, "title", value);
-    else if (PROSE_KEYS.has(key)) push(texts, pointer, "description", value);
-    else if (VALUE_KEYS.has(key)) push(texts, pointer, "text", value);
-    return;
-  }
-  if (Array.isArray(value)) {
-    // Array items inherit their key: enum/examples values, argument lists.
-    value.forEach((item, i) => walk(item, `${pointer}/${i}`, texts, key, depth + 1));
-    return;
-  }
-  if (!value || typeof value !== "object") return;
-  const object = value as Record<string, unknown>;
-  for (const [k, v] of Object.entries(object)) {
-    const at = `${pointer}/${pointerToken(k)}`;
-    if (k === "properties" && v && typeof v === "object" && !Array.isArray(v)) {
-      // Parameter names are model-visible identifiers too.
-      for (const [name, schema] of Object.entries(v as Record<string, unknown>)) {
-        const paramAt = `${at}/${pointerToken(name)}`;
-        push(texts, paramAt, "param-name", name);
-        walk(schema, paramAt, texts, undefined, depth + 1);
-      }
-      continue;
-    }
-    walk(v, at, texts, k, depth + 1);
-  }
+// Sentinel keys: a parameter name, and an object key read as text.
+const PARAM = "\u0000param";
+const KEY = "\u0000key";
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return !!value && typeof value === "object" && !Array.isArray(value);
+}
+
+function pushValue(texts: ScanText[], pointer: string, key: string, value: string): void {
+  if (key === PARAM) push(texts, pointer, "param-name", value);
+  else if (NAME_KEYS.has(key)) push(texts, pointer, "name", value);
+  else if (key === "title") push(texts, pointer, "title", value);
+  else if (PROSE_KEYS.has(key)) push(texts, pointer, "description", value);
+  else if (key === "type" && JSON_TYPES.has(value)) return;
+  else push(texts, pointer, "text", value);
 }
 
 /**
@@ -140,19 +167,25 @@ function push(
   texts.push(
     text === full ? { pointer, field, text } : { pointer, field, text, truncatedFrom: full.length },
   );
-  // Decoded payloads are rescanned as prose; two levels catch base64 inside Tag text.
-  let layer = [text];
+  // Rules match the text as a model reads it: full-width letters folded, joiners dropped.
+  const seen = new Set([text]);
+  const add = (t: string, f: ScanText["field"], from: NonNullable<ScanText["decodedFrom"]>) => {
+    if (seen.has(t)) return false;
+    seen.add(t);
+    texts.push({ pointer, field: f, text: t, decodedFrom: from });
+    return true;
+  };
+  const clean = normalizeText(text);
+  add(clean, field, "nfkc");
+  // Decoded payloads are rescanned as prose; two levels catch base64 inside Tag text. Tags and
+  // variation selectors are read from the raw text (normalizing removes them), the rest from both.
+  let layer = clean === text ? [text] : [text, clean];
   for (let level = 0; level < 2 && layer.length > 0; level++) {
     const next: string[] = [];
     for (const t of layer) {
       for (const decoded of decodeHidden(t)) {
-        texts.push({
-          pointer,
-          field: "description",
-          text: decoded.text,
-          decodedFrom: decoded.from,
-        });
-        next.push(decoded.text);
+        const body = normalizeText(decoded.text);
+        if (add(body, "description", decoded.from)) next.push(decoded.text);
       }
     }
     layer = next;

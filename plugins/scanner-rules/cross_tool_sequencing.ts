@@ -18,8 +18,10 @@ const GENERIC_OPERATION =
   /\b(?:any|every|each|all)\s{1,4}(?:other\s{1,4})?(?:tool|call|query|queries|database query|lookup|request|message|email|payment|transfer|file|command|shell command|event|operation)s?\b|\ba file is (?:read|written|opened)\b|\bthe user (?:sends|calls|asks)\b/i;
 const SUBSTITUTE =
   /\b(?:replace|substitute|change|swap|overwrite|set|redirect|alter|modify)\b[^.\n]{0,50}\b(?:recipients?|destination|account|address|to field|target|attendees?|attendee list|body|amount|url|command|path|email|iban|wallet|payee|parameters?|arguments?|inputs?)\b|\buse (?:its|this tool's|the)\s{1,4}(?:output|result|response)s?\s{1,4}as\b|\b(?:append|add|place|put|insert|attach)\b[^.\n]{0,60}\b(?:to|into|in)\s{1,4}(?:the\s{1,4})?(?:body|message|outgoing|payload|request|arguments?|attendees?)\b/i;
+// "call post_message with the whole conversation": the chat itself is a result worth stealing.
+// "the conversation id" names one, it does not hand it over.
 const TRANSFER =
-  /\b(?:call|invoke|use)\s{1,4}`?[\w-]{2,60}`?\s{1,4}with\s{1,4}(?:all|every|the (?:full|complete|entire)|the file contents|its contents)\b|\b(?:export|send|forward|copy|upload|mirror|back ?up)\b[^.\n]{0,40}\b(?:results?|output|contents?|rows|data|everything)\b/i;
+  /\b(?:call|invoke|use)\s{1,4}(?:the\s{1,4})?(?:[\w-]{1,30}\s{1,4})?`?[\w-]{2,60}`?\s{1,4}(?:tool\s{1,4})?with\s{1,4}(?:all|every|the (?:full|complete|entire|whole)|the file contents|its contents|the (?:conversation|chat|transcript)(?!\s{1,4}(?:id|ids|identifier|name|title)\b))\b|\b(?:export|send|forward|copy|upload|mirror|back ?up)\b[^.\n]{0,40}\b(?:results?|output|contents?|rows|data|everything|conversation|chat history|transcript)\b/i;
 const UNIVERSAL = /\b(?:always|every|each|any|all|whenever)\b/i;
 
 function others(entity: ScanEntity, sentence: string): string | undefined {
@@ -57,7 +59,7 @@ export const crossToolSequencing: ScannerRule = {
             pointer: text.pointer,
             message: substitute
               ? `tells the model to change what goes into or comes out of another operation (${other})`
-              : `tells the model to copy results of other operations (${other}) elsewhere, every time`,
+              : `tells the model to copy results of other operations or the conversation (${other}) elsewhere, every time`,
             evidence: excerpt(body, index, s.length, 20),
           };
           if (!substitute) finding.severity = "medium";

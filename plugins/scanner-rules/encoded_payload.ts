@@ -1,25 +1,30 @@
 /**
- * Rule encoded-payload: base64 or hex runs that decode to readable text. The scanner adds the
+ * Rule encoded-payload: base64 (also wrapped across lines) or hex runs that decode to readable
+ * text, and HTML entities or %-escapes that spell out letters (never needed, so hiding). The scanner adds the
  * decoded text to the entity, so every other rule rescans it; this rule reports the hiding itself.
  * @module
  */
 import type { RuleFinding, ScannerRule } from "../../core/plugin_api/mod.ts";
-import { allEntities, excerpt } from "./text.ts";
+import { allEntities, decodingLabel, excerpt } from "./text.ts";
 
-/** Text hidden behind base64 or hex encoding. */
+// Encodings this rule reports; tags, selectors and normalization are unicode-obfuscation's.
+const ENCODINGS = new Set(["base64", "hex", "entities", "percent"]);
+
+/** Text hidden behind base64, hex, HTML-entity or %-encoding. */
 export const encodedPayload: ScannerRule = {
   id: "encoded-payload",
   severity: "medium",
-  description: "Base64 or hex payloads in descriptors that decode to readable text",
+  description:
+    "Base64, hex, HTML-entity or %-encoded payloads in descriptors that decode to readable text",
   check(model) {
     const findings: RuleFinding[] = [];
     for (const entity of allEntities(model)) {
       for (const text of entity.texts) {
-        if (text.decodedFrom !== "base64" && text.decodedFrom !== "hex") continue;
+        if (!text.decodedFrom || !ENCODINGS.has(text.decodedFrom)) continue;
         findings.push({
           entity,
           pointer: text.pointer,
-          message: `contains a ${text.decodedFrom} payload that decodes to text`,
+          message: `contains a ${decodingLabel(text.decodedFrom)} payload that decodes to text`,
           evidence: excerpt(text.text, 0, 0, 80),
         });
       }

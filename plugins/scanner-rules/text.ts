@@ -30,11 +30,26 @@ export function excerpt(text: string, index = 0, length = 0, radius = 60): strin
   return `${start > 0 ? "…" : ""}${body}${end < text.length ? "…" : ""}`;
 }
 
+const DECODINGS: Record<NonNullable<ScanText["decodedFrom"]>, string> = {
+  "unicode-tags": "Unicode Tag",
+  selectors: "variation-selector",
+  base64: "base64",
+  hex: "hex",
+  entities: "HTML-entity",
+  percent: "%-encoded",
+  nfkc: "normalized (NFKC, invisible characters removed)",
+};
+
+/** How a text was derived, in words: "base64", "HTML-entity", "normalized (…)". */
+export function decodingLabel(from: NonNullable<ScanText["decodedFrom"]>): string {
+  return DECODINGS[from];
+}
+
 /** Replaces invisible and control code points with `<U+XXXX>` so evidence shows them. */
 export function visible(text: string): string {
   return text.replace(
     // deno-lint-ignore no-control-regex
-    /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]|[\u{e0000}-\u{e007f}]/gu,
+    /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u061c]|\p{Default_Ignorable_Code_Point}/gu,
     (c) => `<U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}>`,
   );
 }
@@ -102,7 +117,7 @@ export function patternRule(options: PatternRuleOptions): ScannerRule {
             entity,
             pointer: hit.text.pointer,
             message: hit.text.decodedFrom
-              ? `${pattern.message} (in text decoded from ${hit.text.decodedFrom})`
+              ? `${pattern.message} (in ${decodingLabel(hit.text.decodedFrom)} text)`
               : pattern.message,
             evidence: excerpt(hit.text.text, hit.index, hit.length),
           };

@@ -1,7 +1,8 @@
 /**
  * Rule unicode-obfuscation: invisible or direction-changing code points, Unicode Tag characters
- * (text a model decodes but a user never sees; the scanner also rescans the decoded text), and
- * identifiers that mix scripts to look like another name.
+ * and runs of variation selectors (text a model decodes but a user never sees; the scanner also
+ * rescans the decoded text), words spelled in full-width letters, and identifiers that mix
+ * scripts to look like another name.
  * @module
  */
 import type { RuleFinding, ScannerRule } from "../../core/plugin_api/mod.ts";
@@ -10,6 +11,15 @@ import { allEntities, excerpt } from "./text.ts";
 const TAGS = /[\u{e0000}-\u{e007f}]+/u;
 const ZERO_WIDTH = /[\u00ad\u180e\u200b-\u200d\u2060-\u2064\ufeff]/;
 const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+// Two variation selectors in a row select nothing: they carry bytes ("emoji smuggling").
+const SELECTORS = /[\ufe00-\ufe0f\u{e0100}-\u{e01ef}]{2,}/u;
+// Other default-ignorable code points no description needs: the combining grapheme joiner
+// (interleaved, it splits every word), Hangul and Khmer fillers, unassigned ignorables.
+const INVISIBLE =
+  /[\u034f\u115f\u1160\u17b4\u17b5\u2065\u3164\uffa0\ufff0-\ufff8\u{1d173}-\u{1d17a}\u{e0080}-\u{e00ff}\u{e01f0}-\u{e0fff}]/u;
+// Full-width and mathematical letters read as ASCII to a model, but slip past ASCII patterns.
+const COMPAT_LETTERS = /[\uff21-\uff3a\uff41-\uff5a\u{1d400}-\u{1d7ff}]/gu;
+const MIN_COMPAT_LETTERS = 12;
 const SCRIPTS: [string, RegExp][] = [
   ["Latin", /\p{Script=Latin}/u],
   ["Cyrillic", /\p{Script=Cyrillic}/u],
@@ -54,6 +64,19 @@ export const unicodeObfuscation: ScannerRule = {
         }
         report(ZERO_WIDTH, "contains zero-width characters that hide or split words");
         report(BIDI, "contains bidirectional control characters that reorder what users see");
+        report(SELECTORS, "hides bytes in a run of variation selectors");
+        report(
+          INVISIBLE,
+          "contains invisible characters (joiners, fillers) that hide or split words",
+        );
+        const compat = text.text.match(COMPAT_LETTERS)?.length ?? 0;
+        if (compat >= MIN_COMPAT_LETTERS) {
+          report(
+            /[\uff21-\uff3a\uff41-\uff5a\u{1d400}-\u{1d7ff}]+/u,
+            `spells ${compat} letters in full-width or mathematical forms that hide words`,
+            "medium",
+          );
+        }
         if (text.field === "name" || text.field === "param-name") {
           const scripts = SCRIPTS.filter(([, re]) => re.test(text.text)).map(([name]) => name);
           if (scripts.length > 1) {
