@@ -39,7 +39,12 @@ export type KernelToWorker =
   | { type: "start"; spec: WorkerStartSpec }
   | { type: "stop"; graceMs: number }
   /** The negotiated MCP version, for transports that send it as `MCP-Protocol-Version`. */
-  | { type: "setProtocolVersion"; version: string };
+  | { type: "setProtocolVersion"; version: string }
+  /**
+   * The kernel has taken `cost` worth of the relay's messages (core/plugin_api/relay_credit.ts):
+   * a relay that bounds what it has outstanding reads on; others ignore it.
+   */
+  | { type: "credit"; cost: number };
 
 /**
  * Worker → kernel. A bare string is one or more frames from the upstream, as text, separated by
@@ -58,7 +63,7 @@ export type WorkerToKernel =
   | { type: "error"; error: SerializedError };
 
 const WORKER_TYPES = new Set(["started", "message", "stderr", "malformed", "closed", "error"]);
-const KERNEL_TYPES = new Set(["start", "stop", "setProtocolVersion"]);
+const KERNEL_TYPES = new Set(["start", "stop", "setProtocolVersion", "credit"]);
 
 /** Narrows a message received from a worker; anything else is `undefined`. */
 export function parseWorkerMessage(data: unknown): WorkerToKernel | undefined {

@@ -21,6 +21,7 @@ import { LogRateWindow } from "../support/log_rate_window.ts";
 import type { Logger } from "../support/logger.ts";
 import { redactCut } from "../support/redact.ts";
 import type { InlineRelay, PluginPermissions, UpstreamPlan } from "../plugin_api/mod.ts";
+import { CreditReturn } from "../plugin_api/relay_credit.ts";
 import { markRelated } from "./related_request.ts";
 import { InlineRelayPort, type RelayPort } from "./inline_relay_port.ts";
 import { type KernelToWorker, parseWorkerMessage, type WorkerToKernel } from "./worker_protocol.ts";
@@ -116,10 +117,15 @@ export class WorkerTransport implements Transport {
   readonly #stderrWindow: LogRateWindow;
   /** The last few stderr lines, for errors an operator can act on. */
   #stderrTail: string[] = [];
+  /** Hands the relay back credit for what was taken, so it reads on (relay_credit.ts). */
+  readonly #credit: CreditReturn;
 
   constructor(options: WorkerTransportOptions) {
     this.#options = options;
     this.#stopGraceMs = options.stopGraceMs ?? 3000;
+    // The real clock: the return must wait for a turn of the real event loop, whatever clock
+    // times this transport's start and stop (a test's clock may never run).
+    this.#credit = new CreditReturn(systemClock, (cost) => this.#post({ type: "credit", cost }));
     this.#stderrWindow = new LogRateWindow(
       STDERR_LINES_PER_SECOND,
       options.clock ?? systemClock,
@@ -279,6 +285,15 @@ export class WorkerTransport implements Transport {
   }
 
   #receive(data: unknown): void {
+    try {
+      this.#handle(data);
+    } finally {
+      // Taken only once handled: the backlog a flood leaves stays within the relay's window.
+      this.#credit.taken(data);
+    }
+  }
+
+  #handle(data: unknown): void {
     const message = parseWorkerMessage(data);
     if (!message) {
       this.#report(this.#error("sent an unknown worker message; it was dropped"));
@@ -473,6 +488,7 @@ export class WorkerTransport implements Transport {
     worker?.terminate();
     this.#endProcessGroup();
     this.#stderrWindow.close();
+    this.#credit.close();
     this.#closeInfo ??= { reason: "closed" };
     this.#state = "closed";
     const starting = this.#starting;

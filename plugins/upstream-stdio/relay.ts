@@ -4,11 +4,14 @@
  * confined to `run` of its one command) or, with `isolation: inline`, in the kernel's own thread.
  *
  * Deliberately lean (no SDK import, ~8 MB instead of ~30 MB per worker): it only frames lines and
- * checks they are UTF-8; the kernel parses JSON and validates JSON-RPC.
+ * checks they are UTF-8; the kernel parses JSON and validates JSON-RPC. It reads the child only
+ * while the kernel has taken enough of what it posted (core/plugin_api/relay_credit.ts), so a
+ * child flooding its stdout or stderr blocks on its own pipe instead of filling the gateway.
  * @module
  */
 import type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../../core/plugin_api/mod.ts";
 import { type Clock, settlesWithin, systemClock } from "../../core/plugin_api/clock.ts";
+import { RelayCredit } from "../../core/plugin_api/relay_credit.ts";
 import { ChunkReader, LineWriter } from "../../core/plugin_api/stdio_framing.ts";
 import { LineFramer } from "./line_framer.ts";
 import { StderrDigest } from "./stderr_digest.ts";
@@ -25,9 +28,15 @@ const lenient = new TextDecoder();
 
 /** Creates one relay; `post` carries its reports to the kernel, the result takes the kernel's messages; its waits run on `clock`. */
 export function createStdioRelay(
-  post: (message: WorkerToKernel) => void,
+  postToKernel: (message: WorkerToKernel) => void,
   clock: Clock = systemClock,
 ): (message: KernelToWorker | null) => void {
+  // Every post spends credit; the pumps read on only while some is left (relay_credit.ts).
+  const credit = new RelayCredit();
+  const post = (message: WorkerToKernel): void => {
+    credit.spend(message);
+    postToKernel(message);
+  };
   let child: Deno.ChildProcess | undefined;
   let stdin: WritableStreamDefaultWriter<Uint8Array> | undefined;
   let lines: LineWriter | undefined;
@@ -99,7 +108,9 @@ export function createStdioRelay(
     void exited.then(async (status) => {
       // Output written just before exit must reach the kernel before `closed`.
       await settlesWithin(clock, DRAIN_AFTER_EXIT_MS, Promise.all([stdout.done, stderr.done]));
-      // A grandchild may still hold the pipes open; stop reading so the worker can end.
+      // A grandchild may still hold the pipes open; stop reading so the worker can end (a pump
+      // waiting for credit a terminated kernel side will never return included).
+      credit.close();
       await Promise.all([stdout.cancel(), stderr.cancel()]);
       digest.end();
       // The stdin pipe too: a worker's end frees it, a relay in the kernel's thread must.
@@ -188,6 +199,9 @@ export function createStdioRelay(
     const done = (async () => {
       try {
         for (;;) {
+          // Full window: the child's writes block on its pipe until the kernel catches up.
+          const wait = credit.whenOpen();
+          if (wait) await wait;
           const value = await reader.read();
           if (value === undefined) break;
           framer.push(value);
@@ -218,6 +232,9 @@ export function createStdioRelay(
         break;
       case "setProtocolVersion":
         // stdio carries no protocol-version header.
+        break;
+      case "credit":
+        credit.refund(message.cost);
         break;
     }
   };
