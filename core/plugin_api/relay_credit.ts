@@ -97,6 +97,7 @@ export class CreditReturn {
   #tokens = RELAY_MESSAGE_BURST;
   #filledAt: number;
   #timer: TimerHandle | undefined;
+  #closed = false;
 
   /** `post(cost)` sends `{ type: "credit", cost }` to the relay; the waits run on `clock`. */
   constructor(clock: Clock, post: (cost: number) => void) {
@@ -111,6 +112,8 @@ export class CreditReturn {
    * flight and its arrival schedules one: no deadlock.
    */
   taken(message: unknown): void {
+    // A relay that is stopping may still deliver: nothing is returned to it, no timer is left.
+    if (this.#closed) return;
     this.#cost += creditCost(message);
     this.#messages += frames(message);
     if (this.#cost < RELAY_CREDIT_BATCH || this.#timer !== undefined) return;
@@ -127,6 +130,7 @@ export class CreditReturn {
 
   /** Stops a scheduled return (the relay is gone). */
   close(): void {
+    this.#closed = true;
     this.#timer?.cancel();
     this.#timer = undefined;
   }
