@@ -307,6 +307,8 @@ export class ChildServerHandle implements UpstreamHandle {
     if (this.#state !== "STOPPED") this.#setState("STOPPED", "stopped by the gateway");
     if (hadCatalog) this.#emit("catalog");
     await client?.close().catch(() => {});
+    // Log lines kept arriving until the connection closed; the last window's timer goes too.
+    this.#unrelayedLogs.close();
   }
 
   /** Restart by request: STOPPED, breaker reset, then start. */
