@@ -5,7 +5,7 @@
  * @module
  */
 import { type Clock, deadline } from "../support/clock.ts";
-import { concatBytes } from "../support/concat_bytes.ts";
+import { readBoundedBody } from "../support/bounded_body.ts";
 
 /** Largest document read, in bytes (real metadata and key sets are a few KiB). */
 export const MAX_DOCUMENT_BYTES = 256 * 1024;
@@ -21,32 +21,14 @@ export function boundedFetch(inner: typeof fetch, timeoutMs: number, clock: Cloc
         redirect: "manual",
         signal: limit.signal,
       });
-      const body = await readBounded(response, String(input));
+      const body = await readBoundedBody(
+        response,
+        MAX_DOCUMENT_BYTES,
+        () => new Error(`${String(input)} is larger than ${MAX_DOCUMENT_BYTES} bytes`),
+      );
       return new Response(body, { status: response.status, headers: response.headers });
     } finally {
       limit.cancel();
     }
   };
-}
-
-async function readBounded(
-  response: Response,
-  url: string,
-): Promise<Uint8Array<ArrayBuffer> | null> {
-  if (!response.body) return null;
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.length;
-    if (size > MAX_DOCUMENT_BYTES) {
-      await reader.cancel();
-      throw new Error(`${url} is larger than ${MAX_DOCUMENT_BYTES} bytes`);
-    }
-    chunks.push(value);
-  }
-  // A fetch's chunks are ArrayBuffer-backed, as a Response body must be.
-  return concatBytes(chunks, size) as Uint8Array<ArrayBuffer>;
 }

@@ -6,7 +6,7 @@
  */
 import { fileURLToPath } from "node:url";
 import { type Clock, deadline, systemClock } from "../support/clock.ts";
-import { concatBytes } from "../support/concat_bytes.ts";
+import { readBoundedBody } from "../support/bounded_body.ts";
 import { redactCut } from "../support/redact.ts";
 import {
   OFFICIAL_META,
@@ -127,25 +127,13 @@ export async function readRegistry(
 
 /** The body as text, refused once it passes `max` bytes (read no further). */
 async function boundedText(response: Response, url: URL, max: number): Promise<string> {
-  if (!response.body) return "";
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    size += value.length;
-    if (size > max) {
-      await reader.cancel().catch(() => {});
-      throw new RegistryError(
-        `Registry ${url} answered with a page larger than ${
-          max / 1024 / 1024
-        } MiB; nothing was changed, lower the page size or check --registry`,
-      );
-    }
-    chunks.push(value);
-  }
-  return new TextDecoder().decode(concatBytes(chunks, size));
+  const body = await readBoundedBody(response, max, () =>
+    new RegistryError(
+      `Registry ${url} answered with a page larger than ${
+        max / 1024 / 1024
+      } MiB; nothing was changed, lower the page size or check --registry`,
+    ));
+  return body === null ? "" : new TextDecoder().decode(body);
 }
 
 /** The servers endpoint of a registry base URL (`https://registry.modelcontextprotocol.io`). */
