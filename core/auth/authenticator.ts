@@ -12,7 +12,7 @@ import {
   type JwtVerifier,
   looksLikeJwt,
 } from "./jwt_verifier.ts";
-import type { TokenPayload } from "./token_payload.ts";
+import { principalOf, type TokenPayload } from "./token_payload.ts";
 import { loadTokensFile } from "./tokens_file.ts";
 
 /** Credential sources and injected effects for {@link createAuthenticator}. */
@@ -85,6 +85,7 @@ export async function createAuthenticator(options: AuthenticatorOptions): Promis
         tenant,
         scopes: options.staticScopes ?? ["mcp"],
         subject: STATIC_SUBJECT,
+        principal: principalOf("static", STATIC_SUBJECT),
         kind: "static",
       },
     });
@@ -92,7 +93,13 @@ export async function createAuthenticator(options: AuthenticatorOptions): Promis
   if (options.adminToken) {
     statics.push({
       digest: sha256(options.adminToken),
-      payload: { tenant, scopes: ["admin"], subject: ADMIN_SUBJECT, kind: "static" },
+      payload: {
+        tenant,
+        scopes: ["admin"],
+        subject: ADMIN_SUBJECT,
+        principal: principalOf("static", ADMIN_SUBJECT),
+        kind: "static",
+      },
     });
   }
   const fileTokens = options.tokensFile

@@ -7,6 +7,7 @@ import {
   wwwAuthenticate,
 } from "./authenticator.ts";
 import { sha256, toHex } from "./digest.ts";
+import { sameCaller, samePrincipal } from "./token_payload.ts";
 
 const SECRET = "jwt-secret-jwt-secret-jwt-secret!";
 const NOW = Date.UTC(2030, 0, 1);
@@ -49,7 +50,13 @@ Deno.test("Authenticator resolves the static token to a client (mcp) payload for
   assert.equal(auth.configured, true);
   assert.deepEqual(await auth.authenticate(bearer("Bearer tok-123")), {
     ok: true,
-    payload: { tenant: "acme", scopes: ["mcp"], subject: "static-token", kind: "static" },
+    payload: {
+      tenant: "acme",
+      scopes: ["mcp"],
+      subject: "static-token",
+      principal: '["static","static-token"]',
+      kind: "static",
+    },
   });
 });
 
@@ -66,13 +73,20 @@ Deno.test("Authenticator resolves the admin token to scope admin under its own i
   const auth = await createAuthenticator({ staticToken: "client", adminToken: "operator" });
   assert.deepEqual(await auth.authenticate(bearer("Bearer operator")), {
     ok: true,
-    payload: { tenant: "default", scopes: ["admin"], subject: "admin-token", kind: "static" },
+    payload: {
+      tenant: "default",
+      scopes: ["admin"],
+      subject: "admin-token",
+      principal: '["static","admin-token"]',
+      kind: "static",
+    },
   });
   const client = await auth.authenticate(bearer("Bearer client"));
   assert.deepEqual(client.ok && client.payload, {
     tenant: "default",
     scopes: ["mcp"],
     subject: "static-token",
+    principal: '["static","static-token"]',
     kind: "static",
   });
 });
@@ -137,6 +151,7 @@ Deno.test("Authenticator resolves a tokens-file hit to its tenant, scopes and su
         tenant: "acme",
         scopes: ["mcp", "operator"],
         subject: "ci-bot",
+        principal: '["tokens_file","ci-bot"]',
         kind: "tokens_file",
       },
     });
@@ -220,9 +235,56 @@ Deno.test("Authenticator resolves a valid JWT after the other sources miss", asy
     ),
     {
       ok: true,
-      payload: { tenant: "acme", scopes: ["mcp"], subject: "svc", kind: "jwt", audience: [] },
+      payload: {
+        tenant: "acme",
+        scopes: ["mcp"],
+        subject: "svc",
+        principal: '["jwt","secret","","svc"]',
+        kind: "jwt",
+        audience: [],
+      },
     },
   );
+});
+
+Deno.test("a JWT whose sub names a static token, the admin token or a tokens-file subject is another caller", async () => {
+  const hash = toHex(await sha256("file-token"));
+  const auth = await createAuthenticator({
+    staticToken: "client",
+    adminToken: "operator",
+    tokensFile: "t.yaml",
+    readTextFile: () =>
+      Promise.resolve(
+        `tokens:\n  - {sha256: ${hash}, tenant: default, subject: ci-bot}\n` +
+          `  - {sha256: ${"b".repeat(64)}, tenant: default}\n`,
+      ),
+    jwt: { secret: SECRET },
+    now: () => NOW,
+  });
+  const payload = async (token: string) => {
+    const result = await auth.authenticate(bearer(`Bearer ${token}`));
+    assert.ok(result.ok, `${token} must authenticate`);
+    return result.payload;
+  };
+  const named = [
+    await payload("client"),
+    await payload("operator"),
+    await payload("file-token"),
+    {
+      tenant: "default",
+      subject: `token:${"b".repeat(12)}`,
+      principal: '["tokens_file","token:bbbbbbbbbbbb"]',
+    },
+  ];
+  for (const other of named) {
+    const impostor = await payload(await jwt({ tenant: "default", sub: other.subject }));
+    assert.equal(impostor.subject, other.subject, "the same name, shown alike");
+    assert.equal(samePrincipal(impostor, other), false, `a JWT sub "${other.subject}"`);
+    assert.equal(sameCaller(impostor, other), false, `a JWT sub "${other.subject}"`);
+  }
+  // Each static token is its own identity; the same token is the same caller each time.
+  assert.equal(samePrincipal(named[0]!, named[1]!), false);
+  assert.equal(sameCaller(named[0]!, await payload("client")), true);
 });
 
 Deno.test("Authenticator rejects an expired JWT with 401 invalid_token", async () => {

@@ -17,7 +17,7 @@ import { sha256, toHex } from "./digest.ts";
 import { discoverJwksUri } from "./issuer_metadata.ts";
 import { keySet } from "./key_set.ts";
 import { mapScopes, type ScopeMap } from "./scope_map.ts";
-import type { TokenPayload } from "./token_payload.ts";
+import { principalOf, type TokenPayload } from "./token_payload.ts";
 
 /** Where JWT keys come from and which claims must match. */
 export interface JwtOptions {
@@ -149,8 +149,9 @@ export function createJwtVerifier(options: JwtOptions, deps: JwtVerifierDeps = {
     }
     verified.delete(token);
     let claims: JWTPayload;
+    let alg: string | undefined;
     try {
-      ({ payload: claims } = await verify(token, getKey, {
+      ({ payload: claims, protectedHeader: { alg } } = await verify(token, getKey, {
         algorithms,
         issuer,
         audience,
@@ -171,15 +172,19 @@ export function createJwtVerifier(options: JwtOptions, deps: JwtVerifierDeps = {
     if (claims.sub !== undefined && (typeof claims.sub !== "string" || claims.sub === "")) {
       return { ok: false, description: 'JWT "sub" claim must be a non-empty string' };
     }
+    if (claims.iss !== undefined && typeof claims.iss !== "string") {
+      return { ok: false, description: 'JWT "iss" claim must be a string' };
+    }
     const listed = scopesOf(claims, options.scopeClaims ?? DEFAULT_SCOPE_CLAIMS);
     const scopes = options.scopeMap ? mapScopes(options.scopeMap, listed) : listed;
     const aud = claims.aud === undefined ? [] : [claims.aud].flat();
+    // Without `sub`, the token itself is the identity: two sub-less callers are never one caller.
+    const subject = claims.sub ?? `jwt:${toHex(sha256(token)).slice(0, 16)}`;
     const payload: TokenPayload = {
       tenant,
       scopes,
-      // Without `sub`, the token itself is the identity: two sub-less callers are never one
-      // caller (approvals are fetched and self-approval refused by subject).
-      subject: claims.sub ?? `jwt:${toHex(sha256(token)).slice(0, 16)}`,
+      subject,
+      principal: jwtPrincipal(alg, claims.iss, subject),
       kind: "jwt",
       audience: aud,
     };
@@ -187,6 +192,15 @@ export function createJwtVerifier(options: JwtOptions, deps: JwtVerifierDeps = {
     remember(token, { ...payload, scopes: [...payload.scopes] }, claims.exp!);
     return { ok: true, payload };
   };
+}
+
+/**
+ * A JWT caller's principal. A `sub` is unique only for its issuer (OIDC Core §2), and whoever holds
+ * the HS256 secret can write any `iss`: so the key source that vouched for the token and the
+ * issuer are part of who the caller is, beside the subject.
+ */
+function jwtPrincipal(alg: string | undefined, iss: string | undefined, subject: string): string {
+  return principalOf("jwt", alg === "HS256" ? "secret" : "keys", iss ?? "", subject);
 }
 
 /**

@@ -8,6 +8,7 @@ import {
   looksLikeJwt,
   VERIFIED_TTL_MS,
 } from "./jwt_verifier.ts";
+import { samePrincipal } from "./token_payload.ts";
 
 const SECRET = "s3cret-s3cret-s3cret-s3cret-s3cret";
 const NOW = Date.UTC(2030, 0, 1);
@@ -48,6 +49,7 @@ Deno.test("JWT verifier reads tenant, space-delimited scope and sub from an HS25
       tenant: "acme",
       scopes: ["mcp", "operator"],
       subject: "alice",
+      principal: '["jwt","secret","","alice"]',
       kind: "jwt",
       audience: [],
     },
@@ -59,7 +61,14 @@ Deno.test("JWT verifier reads scopes from a `scopes` array", async () => {
   const token = await hs256({ tenant: "acme", scopes: ["mcp"], sub: "svc" });
   assert.deepEqual(await verify(token), {
     ok: true,
-    payload: { tenant: "acme", scopes: ["mcp"], subject: "svc", kind: "jwt", audience: [] },
+    payload: {
+      tenant: "acme",
+      scopes: ["mcp"],
+      subject: "svc",
+      principal: '["jwt","secret","","svc"]',
+      kind: "jwt",
+      audience: [],
+    },
   });
 });
 
@@ -75,6 +84,57 @@ Deno.test("a JWT without sub is its own identity: two such tokens are never one 
   assert.equal(await subjectOf(first), `jwt:${toHex(sha256(first)).slice(0, 16)}`);
   assert.notEqual(await subjectOf(first), await subjectOf(second));
   assert.equal(await subjectOf(first), await subjectOf(first), "the same token, the same caller");
+});
+
+Deno.test("the same sub from two issuers is two callers", async () => {
+  const verify = createJwtVerifier({ secret: SECRET }, { now });
+  const payload = async (claims: JWTPayload) => {
+    const verdict = await verify(await hs256({ tenant: "acme", sub: "alice", ...claims }));
+    assert.ok(verdict.ok);
+    return verdict.payload;
+  };
+  const a = await payload({ iss: "https://idp-a.example" });
+  const b = await payload({ iss: "https://idp-b.example" });
+  const none = await payload({});
+  assert.equal(a.subject, b.subject);
+  assert.equal(samePrincipal(a, b), false, "OIDC subjects are unique per issuer only");
+  assert.equal(samePrincipal(a, none), false, "an issuer and none are not one");
+  assert.equal(samePrincipal(a, await payload({ iss: "https://idp-a.example" })), true);
+});
+
+Deno.test("the same iss and sub under the HS256 secret and under the JWKS are two callers", async () => {
+  // Whoever holds the secret can write any iss: it vouches for no caller of the JWKS's provider.
+  const { publicKey, privateKey } = await generateKeyPair("ES256");
+  const jwk = { ...(await exportJWK(publicKey)), kid: "k1", alg: "ES256", use: "sig" };
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen() {} },
+    () => Response.json({ keys: [jwk] }),
+  );
+  try {
+    const verify = createJwtVerifier({
+      secret: SECRET,
+      jwksUrl: `http://127.0.0.1:${server.addr.port}/jwks`,
+      audience: "agent33",
+    }, { now });
+    const claims = { tenant: "acme", sub: "alice", iss: "https://idp.example", aud: "agent33" };
+    const viaKeys = await verify(
+      await new SignJWT(claims).setProtectedHeader({ alg: "ES256", kid: "k1" })
+        .setExpirationTime(nowSec + 60).sign(privateKey),
+    );
+    const viaSecret = await verify(await hs256(claims));
+    assert.ok(viaKeys.ok && viaSecret.ok);
+    assert.equal(samePrincipal(viaKeys.payload, viaSecret.payload), false);
+  } finally {
+    await server.shutdown();
+  }
+});
+
+Deno.test("a JWT whose iss is not a string is refused", async () => {
+  const verify = createJwtVerifier({ secret: SECRET }, { now });
+  assert.deepEqual(await verify(await hs256({ tenant: "acme", iss: 7 } as unknown as JWTPayload)), {
+    ok: false,
+    description: 'JWT "iss" claim must be a string',
+  });
 });
 
 Deno.test("a JWT whose sub is not a non-empty string is refused", async () => {
@@ -222,6 +282,7 @@ Deno.test("JWT verifier checks ES256 tokens against a served JWKS and rejects ot
         tenant: "acme",
         scopes: ["mcp"],
         subject: "svc",
+        principal: '["jwt","keys","","svc"]',
         kind: "jwt",
         audience: ["agent33"],
       },
@@ -385,6 +446,7 @@ Deno.test("JWT verifier reads scopes from the configured claims and maps them", 
       tenant: "acme",
       scopes: ["mcp", "admin"],
       subject: "svc",
+      principal: '["jwt","secret","","svc"]',
       kind: "jwt",
       audience: [],
     },

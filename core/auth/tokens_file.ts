@@ -8,7 +8,7 @@
  */
 import { isNode, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
-import { KNOWN_SCOPES, type TokenPayload } from "./token_payload.ts";
+import { KNOWN_SCOPES, principalOf, type TokenPayload } from "./token_payload.ts";
 
 const HASH_HINT = "hash the token with: printf %s TOKEN | sha256sum";
 
@@ -85,11 +85,15 @@ export function parseTokensFile(source: string, path: string): Map<string, Token
       );
     }
     firstIndex.set(entry.sha256, i);
+    // A short hash prefix identifies the caller in logs without revealing the token.
+    const subject = entry.subject ?? `token:${entry.sha256.slice(0, 12)}`;
+    // Entries naming one subject are one caller (a token being rotated), never a static token's or
+    // a JWT's that happens to carry the same name.
     byHash.set(entry.sha256, {
       tenant: entry.tenant,
       scopes: entry.scopes,
-      // A short hash prefix identifies the caller in logs without revealing the token.
-      subject: entry.subject ?? `token:${entry.sha256.slice(0, 12)}`,
+      subject,
+      principal: principalOf("tokens_file", subject),
     });
   });
   return byHash;

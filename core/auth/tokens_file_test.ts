@@ -13,6 +13,7 @@ Deno.test("parseTokensFile maps each hash to its tenant, scopes and subject", ()
     tenant: "acme",
     scopes: ["mcp", "operator"],
     subject: "ci-bot",
+    principal: '["tokens_file","ci-bot"]',
   });
 });
 
@@ -33,6 +34,7 @@ Deno.test("parseTokensFile lowercases hashes, derives a subject from the hash an
     tenant: "t",
     scopes: ["mcp"],
     subject: "token:aaaaaaaaaaaa",
+    principal: '["tokens_file","token:aaaaaaaaaaaa"]',
   });
 });
 

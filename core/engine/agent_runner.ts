@@ -8,7 +8,12 @@
 import { GatewayError } from "../support/errors.ts";
 import { compileGlobs } from "../support/glob.ts";
 import type { ApprovalSummary } from "../governance/tool_governance.ts";
-import type { ChatMessage, ModelToolCall, ToolCallContext } from "../plugin_api/mod.ts";
+import {
+  type ChatMessage,
+  type ModelToolCall,
+  sameCaller,
+  type ToolCallContext,
+} from "../plugin_api/mod.ts";
 import type { AgentSpec } from "./agent_loader.ts";
 import type { ModelRouter } from "./model_router.ts";
 import { resultText, type ToolInvoker } from "./tool_invoker.ts";
@@ -30,7 +35,8 @@ interface RunState {
   id: string;
   agent: AgentSpec;
   tenant: string;
-  subject: string;
+  /** Who started the run: only the same caller may resume it. */
+  principal: string;
   messages: ChatMessage[];
   steps: number;
   calls: { tool: string; status: string }[];
@@ -57,7 +63,7 @@ export class AgentRunner {
       id: crypto.randomUUID(),
       agent,
       tenant: context.auth.tenant,
-      subject: context.auth.subject,
+      principal: context.auth.principal,
       messages: [{ role: "user", content: prompt }],
       steps: 0,
       calls: [],
@@ -73,8 +79,7 @@ export class AgentRunner {
     token: string,
     context: ToolCallContext,
   ): Promise<AgentRunResult> {
-    const mine = (s: RunState) =>
-      s.tenant === context.auth.tenant && s.subject === context.auth.subject;
+    const mine = (s: RunState) => sameCaller(s, context.auth);
     const state = run !== undefined
       ? this.#paused.get(run)
       : [...this.#paused.values()].findLast((s) => mine(s) && s.agent.id === agent);

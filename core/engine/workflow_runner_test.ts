@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
-import type { ToolCallContext } from "../plugin_api/mod.ts";
+import { principalOf, type ToolCallContext } from "../plugin_api/mod.ts";
 import type { InvokeOutcome, InvokeRequest, ToolInvoker } from "./tool_invoker.ts";
 import { runWorkflow } from "./workflow_runner.ts";
 import type { WorkflowSpec } from "./workflow_loader.ts";
 
 const ctx = {
-  auth: { tenant: "t", subject: "s", scopes: [] },
+  auth: { tenant: "t", subject: "s", principal: principalOf("tokens_file", "s"), scopes: [] },
   signal: new AbortController().signal,
   progress: () => Promise.resolve(),
 } satisfies ToolCallContext;

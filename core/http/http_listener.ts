@@ -23,7 +23,7 @@ import type { Authenticator } from "../auth/authenticator.ts";
 import { unauthorizedResponse } from "../auth/authenticator.ts";
 import type { HostVerdict } from "../auth/host_guard.ts";
 import type { ProtectedResource } from "../auth/oauth_resource.ts";
-import type { TokenPayload } from "../auth/token_payload.ts";
+import { principalOf, type TokenPayload } from "../auth/token_payload.ts";
 import type { Logger } from "../support/logger.ts";
 import type { HttpRoute } from "./http_route.ts";
 
@@ -35,11 +35,17 @@ export const ANONYMOUS: TokenPayload = {
   tenant: "default",
   scopes: ["mcp"],
   subject: "anonymous",
+  principal: principalOf("anonymous"),
   anonymous: true,
 };
 
 /** The caller a `public` route's handler gets: no tenant, no scopes. */
-export const PUBLIC_CALLER: TokenPayload = { tenant: "", scopes: [], subject: "public" };
+export const PUBLIC_CALLER: TokenPayload = {
+  tenant: "",
+  scopes: [],
+  subject: "public",
+  principal: principalOf("public"),
+};
 
 /** What the listener needs. */
 export interface HttpListenerOptions {

@@ -4,7 +4,7 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { systemClock } from "../support/clock.ts";
 import { GatewayError } from "../support/errors.ts";
 import { createLogger } from "../support/logger.ts";
-import type { SessionInfo } from "../plugin_api/mod.ts";
+import { principalOf, type SessionInfo } from "../plugin_api/mod.ts";
 import type { GatedSession, SessionGateLimits } from "./session_gate.ts";
 import { SessionGate } from "./session_gate.ts";
 import { compose } from "../plugin_api/stage_pipeline.ts";
@@ -18,7 +18,12 @@ const LIMITS: SessionGateLimits = {
 
 const INFO: SessionInfo = {
   transport: "test",
-  auth: { tenant: "acme", subject: "alice", scopes: ["mcp"] },
+  auth: {
+    tenant: "acme",
+    subject: "alice",
+    principal: principalOf("tokens_file", "alice"),
+    scopes: ["mcp"],
+  },
 };
 
 type Message = JSONRPCMessage & { id?: unknown; method?: unknown; error?: { data?: unknown } };

@@ -1,8 +1,9 @@
 /**
  * SessionRecord: what a replica needs to serve a Streamable HTTP session it has never seen — the
  * client's initialize parameters (so the SDK server is rebuilt with the same protocol version,
- * capabilities and clientInfo), who opened it (a session id is not a credential), and the state
- * the session changed since (log level, search-mode activations, resource subscriptions).
+ * capabilities and clientInfo), who opened it (a session id is not a credential: its principal is
+ * compared, its subject only shown), and the state the session changed since (log level,
+ * search-mode activations, resource subscriptions).
  *
  * Records are read from the shared state, which another replica (or whoever reaches NATS) wrote:
  * each is size-bounded and validated before it is used, and a bad one counts as absent.
@@ -43,6 +44,11 @@ export const SessionRecordSchema = z.object({
   clientInfo: z.looseObject({ name: z.string().max(512), version: z.string().max(512) }),
   tenant: z.string().min(1).max(256),
   subject: z.string().max(1024),
+  /**
+   * Who opened it, as callers are compared (see TokenPayload.principal). Optional only for the
+   * records of older replicas, which lack it: those match no caller (closed, not open).
+   */
+  principal: z.string().min(1).max(4096).optional(),
   /** The upstream of a `/mcp/<server_id>` session. */
   upstream: z.string().min(1).max(128).optional(),
   logLevel: z.enum(LOG_LEVELS).optional(),
@@ -94,6 +100,7 @@ export interface SessionOpening {
   params: { protocolVersion: string; capabilities: unknown; clientInfo: unknown };
   tenant: string;
   subject: string;
+  principal: string;
   upstream?: string;
   replica: string;
   now: number;
@@ -108,6 +115,7 @@ export function newSessionRecord(opening: SessionOpening): SessionRecord {
     clientInfo: opening.params.clientInfo,
     tenant: opening.tenant,
     subject: opening.subject,
+    principal: opening.principal,
     ...(opening.upstream === undefined ? {} : { upstream: opening.upstream }),
     activations: [],
     subscriptions: [],

@@ -15,6 +15,7 @@ const opening = {
   },
   tenant: "acme",
   subject: "alice",
+  principal: '["tokens_file","alice"]',
   replica: "r1",
   now: 5,
 };
@@ -30,11 +31,19 @@ Deno.test("a session record keeps the client's initialize parameters and its ope
     clientInfo: { name: "probe", version: "1.0.0" },
     tenant: "acme",
     subject: "alice",
+    principal: '["tokens_file","alice"]',
     activations: [],
     subscriptions: [],
     openedBy: "r1",
     openedAt: 5,
   });
+});
+
+Deno.test("an older replica's record without a principal still decodes, with no principal to match", () => {
+  const { principal: _, ...old } = newSessionRecord(opening);
+  const decoded = decodeSessionRecord(encodeJson(old));
+  assert.ok("record" in decoded);
+  assert.equal(decoded.record.principal, undefined);
 });
 
 Deno.test("initialize parameters too large for a record are refused with the bound named", () => {

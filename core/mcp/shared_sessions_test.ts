@@ -27,6 +27,7 @@ async function twoReplicas() {
     },
     tenant: "acme",
     subject: "alice",
+    principal: '["tokens_file","alice"]',
     replica: "a",
     now: clock.now(),
   });

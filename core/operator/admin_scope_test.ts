@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
+import { principalOf } from "../auth/token_payload.ts";
 import { methodNotAllowed, pathParams, refuseScope } from "./admin_scope.ts";
 
-const caller = (...scopes: string[]) => ({ tenant: "t", subject: "sam", scopes });
+const caller = (...scopes: string[]) => ({
+  tenant: "t",
+  subject: "sam",
+  principal: principalOf("tokens_file", "sam"),
+  scopes,
+});
 
 Deno.test("Operators may read and operate; only admins may change", () => {
   assert.equal(refuseScope(caller("operator"), "read", "GET /x"), undefined);

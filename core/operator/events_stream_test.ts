@@ -1,10 +1,15 @@
 import assert from "node:assert/strict";
-import type { TokenPayload } from "../auth/token_payload.ts";
+import { principalOf, type TokenPayload } from "../auth/token_payload.ts";
 import { ManualClock } from "../support/clock.ts";
 import { type EventHandler, InProcessEventBus } from "../bus/event_bus.ts";
 import { eventsStreamRoute } from "./events_stream.ts";
 
-const OPERATOR: TokenPayload = { tenant: "default", scopes: ["operator"], subject: "ops" };
+const OPERATOR: TokenPayload = {
+  tenant: "default",
+  scopes: ["operator"],
+  subject: "ops",
+  principal: principalOf("tokens_file", "ops"),
+};
 
 /** An in-process bus that counts its subscribers. */
 class CountingBus extends InProcessEventBus {
@@ -52,7 +57,12 @@ Deno.test("The events stream needs scope admin or operator", async () => {
   const { route, bus } = setup();
   const response = await route.handle(
     new Request("http://127.0.0.1/v1/events"),
-    { tenant: "default", scopes: ["mcp"], subject: "agent" },
+    {
+      tenant: "default",
+      scopes: ["mcp"],
+      subject: "agent",
+      principal: principalOf("tokens_file", "agent"),
+    },
   );
   assert.equal(response.status, 403);
   assert.match((await response.json()).error.message, /admin or operator/);

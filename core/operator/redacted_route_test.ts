@@ -1,9 +1,14 @@
 import assert from "node:assert/strict";
 import type { HttpRoute } from "../http/http_route.ts";
-import type { TokenPayload } from "../auth/token_payload.ts";
+import { principalOf, type TokenPayload } from "../auth/token_payload.ts";
 import { redactedRoute } from "./redacted_route.ts";
 
-const caller: TokenPayload = { tenant: "t", scopes: ["admin"], subject: "s" };
+const caller: TokenPayload = {
+  tenant: "t",
+  scopes: ["admin"],
+  subject: "s",
+  principal: principalOf("tokens_file", "s"),
+};
 const answering = (response: () => Response): HttpRoute => ({
   path: "/x",
   methods: ["GET"],

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { parse } from "yaml";
-import type { TokenPayload } from "../auth/token_payload.ts";
+import { principalOf, type TokenPayload } from "../auth/token_payload.ts";
 import type { DiscoveryCandidate } from "../plugin_api/mod.ts";
 import { systemClock } from "../support/clock.ts";
 import { createLogger } from "../support/logger.ts";
@@ -11,7 +11,12 @@ import { proposalsOf } from "../sync/sync_store.ts";
 import type { OperatorHost } from "./operator_host.ts";
 import { SYNC_PATH, syncRoutes } from "./sync_routes.ts";
 
-const ADMIN: TokenPayload = { tenant: "t", scopes: ["admin"], subject: "admin" };
+const ADMIN: TokenPayload = {
+  tenant: "t",
+  scopes: ["admin"],
+  subject: "admin",
+  principal: principalOf("tokens_file", "admin"),
+};
 const LEGIT: DiscoveryCandidate = {
   id: "notes",
   source: "lan",

@@ -21,7 +21,7 @@ import type { SharedSessions } from "../mcp/shared_sessions.ts";
 import type { SessionStage } from "./session_stage.ts";
 import type { StdioStreams } from "../support/stdio_pipes.ts";
 
-export type { TokenPayload } from "../auth/token_payload.ts";
+export { principalOf, sameCaller, type TokenPayload } from "../auth/token_payload.ts";
 export { deadline, every, pause, settlesWithin, systemClock } from "./clock.ts";
 export type { Clock, Deadline, TimerHandle } from "./clock.ts";
 export type { EventBus, EventHandler } from "../bus/event_bus.ts";

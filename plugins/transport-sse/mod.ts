@@ -9,6 +9,7 @@ import {
   GatewayError,
   isJsonRpcMessage,
   jsonRpcRefusal,
+  sameCaller,
   type ServedSession,
   sessionLimitResponse,
   type TokenPayload,
@@ -154,7 +155,7 @@ export default definePlugin({
           `Unknown session "${id}"; open a new one with GET /sse`,
         );
       }
-      if (session.owner.tenant !== auth.tenant || session.owner.subject !== auth.subject) {
+      if (!sameCaller(session.owner, auth)) {
         return jsonRpcRefusal(
           403,
           "forbidden",

@@ -5,7 +5,7 @@
  * trust boundary, so the session's tenant comes from MCP_STDIO_TENANT.
  * @module
  */
-import { definePlugin, StreamTransport } from "../../core/plugin_api/mod.ts";
+import { definePlugin, principalOf, StreamTransport } from "../../core/plugin_api/mod.ts";
 
 export default definePlugin({
   name: "transport-stdio",
@@ -24,7 +24,12 @@ export default definePlugin({
       async start() {
         session = await ctx.serve(transport, {
           transport: "stdio",
-          auth: { tenant: ctx.settings.stdioTenant, scopes: ["admin"], subject: "stdio-parent" },
+          auth: {
+            tenant: ctx.settings.stdioTenant,
+            scopes: ["admin"],
+            subject: "stdio-parent",
+            principal: principalOf("stdio", "stdio-parent"),
+          },
         }, [{ error: (error) => ctx.logger.warn("bad frame on stdin", { error: error.message }) }]);
       },
       get done() {

@@ -16,6 +16,7 @@ import {
   bearerToken,
   definePlugin,
   GatewayError,
+  sameCaller,
   type ServedSession,
   SessionCache,
   sessionLimitResponse,
@@ -39,7 +40,6 @@ import {
 import {
   pathNotFound,
   rpcError,
-  sameCaller,
   sessionForbidden,
   sessionNotFound,
   SharedCopies,

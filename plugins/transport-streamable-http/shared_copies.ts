@@ -25,6 +25,7 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import {
   type Logger,
   newSessionRecord,
+  sameCaller,
   type ServedSession,
   type SessionChange,
   type SessionRecord,
@@ -83,11 +84,6 @@ export function sessionForbidden(): Response {
     -32000,
     "Forbidden: this session belongs to another caller; open your own with initialize",
   );
-}
-
-/** The same caller: a session id is not a credential. */
-export function sameCaller(a: { tenant: string; subject: string }, b: TokenPayload): boolean {
-  return a.tenant === b.tenant && a.subject === b.subject;
 }
 
 /** Cluster-mode session copies of one replica. */
@@ -200,6 +196,7 @@ export class SharedCopies {
         params: init.params,
         tenant: auth.tenant,
         subject: auth.subject,
+        principal: auth.principal,
         ...(upstream === undefined ? {} : { upstream }),
         replica: this.store.replicaId,
         now,
@@ -243,6 +240,8 @@ export class SharedCopies {
       );
     }
     if (!record || record.upstream !== upstream) return sessionNotFound();
+    // A session id is not a credential. A record without a principal (written by an older
+    // replica) matches no caller: its client opens a new session rather than anyone taking it.
     if (!sameCaller(record, auth)) {
       this.store.forget(id);
       return sessionForbidden();

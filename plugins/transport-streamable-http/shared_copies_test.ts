@@ -4,13 +4,18 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { MemorySharedState } from "../../core/bus/memory_shared_state.ts";
 import { silentLogger } from "../../core/support/logger.ts";
-import { systemClock, type TokenPayload } from "../../core/plugin_api/mod.ts";
+import { principalOf, systemClock, type TokenPayload } from "../../core/plugin_api/mod.ts";
 import { SharedSessions } from "../../core/mcp/shared_sessions.ts";
 import { newSessionRecord } from "../../core/mcp/session_record.ts";
 import { SharedCopies, type SharedCopy } from "./shared_copies.ts";
 import { openStreamCount, releaseJsonStreams } from "./json_stream_release.ts";
 
-const alice: TokenPayload = { tenant: "acme", subject: "alice", scopes: ["mcp"] };
+const alice: TokenPayload = {
+  tenant: "acme",
+  subject: "alice",
+  principal: principalOf("tokens_file", "alice"),
+  scopes: ["mcp"],
+};
 const capabilities = { sampling: {}, roots: { listChanged: true } };
 const clientInfo = { name: "probe", version: "2.0.0" };
 
@@ -35,6 +40,7 @@ async function replicas() {
       params: { protocolVersion: "2025-06-18", capabilities, clientInfo },
       tenant: "acme",
       subject: "alice",
+      principal: alice.principal,
       replica: "a",
       now: 0,
     }),
@@ -122,7 +128,12 @@ Deno.test("in JSON response mode a copy is rebuilt the same way", async () => {
 
 Deno.test("another caller's valid session id is refused without building anything", async () => {
   const { b, close } = await replicas();
-  const mallory = { tenant: "globex", subject: "mallory", scopes: ["mcp"] };
+  const mallory: TokenPayload = {
+    tenant: "globex",
+    subject: "mallory",
+    principal: principalOf("tokens_file", "mallory"),
+    scopes: ["mcp"],
+  };
   const refused = await b.lookup("s1", mallory, undefined);
   assert.ok(refused instanceof Response);
   assert.equal(refused.status, 403);
@@ -130,6 +141,37 @@ Deno.test("another caller's valid session id is refused without building anythin
   assert.ok(other instanceof Response);
   assert.equal(other.status, 404, "a /mcp session is not one of /mcp/<server_id>");
   assert.equal((await b.lookup("s2", alice, undefined) as Response).status, 404);
+  close();
+});
+
+Deno.test("on another replica, a JWT whose sub names the session's opener is refused, and so is everyone on an older replica's record", async () => {
+  const { a, b, close } = await replicas();
+  const namesake: TokenPayload = {
+    ...alice,
+    principal: principalOf("jwt", "keys", "https://idp.example", "alice"),
+    kind: "jwt",
+  };
+  const refused = await b.lookup("s1", namesake, undefined);
+  assert.ok(refused instanceof Response);
+  assert.equal(refused.status, 403);
+  assert.ok(
+    !((await b.lookup("s1", alice, undefined)) instanceof Response),
+    "its opener is served",
+  );
+
+  // A record written before records carried a principal: nobody can prove to be its opener.
+  const { principal: _, ...old } = newSessionRecord({
+    params: { protocolVersion: "2025-06-18", capabilities, clientInfo },
+    tenant: "acme",
+    subject: "alice",
+    principal: alice.principal,
+    replica: "a",
+    now: 0,
+  });
+  await a.store.create("s-old", old);
+  const legacy = await b.lookup("s-old", alice, undefined);
+  assert.ok(legacy instanceof Response);
+  assert.equal(legacy.status, 403);
   close();
 });
 

@@ -5,7 +5,8 @@
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CreateMessageRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CreateMessageRequestSchema, type McpError } from "@modelcontextprotocol/sdk/types.js";
+import { SignJWT } from "jose";
 import { APPROVAL_TOKEN_META_KEY } from "../../core/governance/tool_governance.ts";
 import { memoryServer, writeFleet } from "../support/fleet.ts";
 import { connectHttp, startGateway, type TestGateway } from "../support/gateway.ts";
@@ -160,6 +161,76 @@ Deno.test("agent_invoke pauses at a destructive step and resumes with the approv
           const graph = await client.callTool({ name: "memory__read_graph", arguments: {} });
           assert.doesNotMatch(JSON.stringify(graph.content), /stale/);
         } finally {
+          await client.close();
+        }
+      },
+    );
+  } finally {
+    await Deno.remove(scriptFile);
+  }
+});
+
+Deno.test("a JWT whose sub names the static token cannot resume the static token's paused run", async () => {
+  const secret = "a-secret-of-at-least-thirty-two-bytes!!";
+  const agent =
+    "id: cleaner\nname: Cleaner\ndescription: Deletes notes\nsystem: You delete notes.\n" +
+    'model: scripted\ntools: ["memory__*"]\nmax_steps: 4\n';
+  const script = [
+    "- tool_calls: [{ name: memory__delete_entities, arguments: { entityNames: [Old] } }]",
+    "- text: Done.",
+    "",
+  ].join("\n");
+  const scriptFile = await Deno.makeTempFile({ suffix: ".yaml" });
+  await Deno.writeTextFile(scriptFile, script);
+  try {
+    await withAgents(
+      { cleaner: agent },
+      { MCP_PLUGIN_MODEL_SCRIPTED_SCRIPT: scriptFile, MCP_AUTH_JWT_SECRET: secret },
+      async (gateway) => {
+        const client = await connectHttp(gateway); // the static token: identity static-token
+        const impostorToken = await new SignJWT({
+          tenant: "default",
+          sub: "static-token",
+          scope: "mcp",
+        })
+          .setProtectedHeader({ alg: "HS256" })
+          .setExpirationTime("5m")
+          .sign(new TextEncoder().encode(secret));
+        const impostor = new Client({ name: "impostor", version: "1" });
+        await impostor.connect(
+          new StreamableHTTPClientTransport(new URL(`${gateway.url}/mcp`), {
+            requestInit: { headers: { Authorization: `Bearer ${impostorToken}` } },
+          }),
+        );
+        try {
+          const first = await client.callTool({
+            name: "agent_invoke",
+            arguments: { agent: "cleaner", prompt: "Clean up" },
+          });
+          const paused = first.structuredContent as unknown as Run;
+          assert.equal(paused.status, "approval_required", JSON.stringify(paused));
+
+          const taken = await impostor.callTool({
+            name: "agent_invoke",
+            arguments: { agent: "cleaner", ...(paused.run ? { run: paused.run } : {}) },
+            _meta: { [APPROVAL_TOKEN_META_KEY]: "not-the-token" },
+          }).then((r) => JSON.stringify(r), (e: McpError) => e.message);
+          assert.match(taken, /No paused run/, "another caller, though it bears the same name");
+
+          const approved = await fetch(
+            `${gateway.url}/v1/approvals/${paused.approval!.request.id}/approve`,
+            { method: "POST", headers: { Authorization: `Bearer ${gateway.adminToken}` } },
+          );
+          const { token } = await approved.json();
+          const resumed = await client.callTool({
+            name: "agent_invoke",
+            arguments: { agent: "cleaner" },
+            _meta: { [APPROVAL_TOKEN_META_KEY]: token },
+          });
+          const done = resumed.structuredContent as unknown as Run;
+          assert.equal(done.status, "completed", "the run is still its starter's to resume");
+        } finally {
+          await impostor.close();
           await client.close();
         }
       },

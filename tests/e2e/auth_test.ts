@@ -212,6 +212,7 @@ Deno.test("HTTP auth resolves a valid JWT to its tenant, scopes and subject", as
       tenant: "acme",
       scopes: ["mcp", "operator"],
       subject: "ci-bot",
+      principal: '["jwt","secret","","ci-bot"]',
       kind: "jwt",
       audience: [],
     }]);
@@ -241,6 +242,52 @@ Deno.test("A Streamable HTTP session cannot be used with another caller's creden
     });
     assert.equal(hijack.status, 403);
     assert.match((await hijack.json()).error.message, /another caller/);
+  } finally {
+    await gateway.stop();
+  }
+});
+
+Deno.test("a JWT whose sub names the static token cannot use the static token's sessions (Streamable HTTP, SSE)", async () => {
+  const gateway = await startGateway({
+    MCP_AUTH_JWT_SECRET: SECRET,
+    MCP_HTTP_RESPONSE_MODE: "json",
+  });
+  try {
+    const impostor = await jwt({ tenant: "default", sub: "static-token", scope: "mcp" });
+    const opened = await initialize(gateway, mcpHeaders(gateway.token));
+    const session = opened.headers.get("mcp-session-id")!;
+    await opened.body?.cancel();
+    const list = (token: string) =>
+      fetch(`${gateway.url}/mcp`, {
+        method: "POST",
+        headers: mcpHeaders(token, {
+          "Mcp-Session-Id": session,
+          "Mcp-Protocol-Version": "2025-11-25",
+        }),
+        body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }),
+      });
+    const hijack = await list(impostor);
+    assert.equal(hijack.status, 403);
+    assert.match((await hijack.json()).error.message, /another caller/);
+    const own = await list(gateway.token);
+    assert.equal(own.status, 200, "the session is still its opener's");
+    await own.body?.cancel();
+
+    const sse = await fetch(`${gateway.url}/sse`, {
+      headers: { Authorization: `Bearer ${gateway.token}`, Accept: "text/event-stream" },
+    });
+    const reader = sse.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let head = "";
+    while (!/sessionId=[\w-]+/.test(head)) head += (await reader.read()).value ?? "";
+    const messages = `${gateway.url}${/data: (\/messages\?sessionId=[\w-]+)/.exec(head)![1]}`;
+    const posted = await fetch(messages, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${impostor}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
+    });
+    assert.equal(posted.status, 403);
+    assert.match(JSON.stringify(await posted.json()), /belongs to another caller/);
+    await reader.cancel();
   } finally {
     await gateway.stop();
   }

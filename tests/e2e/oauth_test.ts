@@ -31,6 +31,13 @@ const AGENT: TestClient = {
 };
 const OPERATOR: TestClient = { id: "ops", secret: "ops-secret", scope: "operator", tenant: "acme" };
 const NO_TENANT: TestClient = { id: "stray", secret: "stray-secret", scope: "mcp" };
+/** A client of the provider whose id (its tokens' `sub`) is the name of the gateway's static token. */
+const NAMESAKE: TestClient = {
+  id: "static-token",
+  secret: "namesake-secret",
+  scope: "mcp",
+  tenant: "default",
+};
 
 /** A port nothing listens on right now, so the gateway's resource URL is known before it starts. */
 function freePort(): number {
@@ -50,7 +57,7 @@ interface Setup {
 }
 
 async function setup(env: Record<string, string> = {}): Promise<Setup> {
-  const provider = await startProvider([AGENT, OPERATOR, NO_TENANT]);
+  const provider = await startProvider([AGENT, OPERATOR, NO_TENANT, NAMESAKE]);
   const port = freePort();
   let offset = 0;
   const clock: Clock = { now: () => Date.now() + offset, setTimeout: systemClock.setTimeout };
@@ -162,6 +169,7 @@ Deno.test("OAuth: an SDK client with client credentials finds the provider throu
         tenant: "acme",
         scopes: ["mcp"],
         subject: "agent",
+        principal: JSON.stringify(["jwt", "keys", s.provider.issuer, "agent"]),
         kind: "jwt",
         audience: [s.resource],
       });
@@ -170,6 +178,44 @@ Deno.test("OAuth: an SDK client with client credentials finds the provider throu
     }
     const keys = `keys of ${s.provider.issuer} come from ${s.provider.issuer}/jwks`;
     assert.ok(s.gateway.logs.some((line) => line.includes(keys)), "the operator's log says where");
+  } finally {
+    await s.stop();
+  }
+});
+
+Deno.test("OAuth: a provider's token whose sub names the static token is another caller: the static token's session refuses it", async () => {
+  const s = await setup();
+  try {
+    const token = await s.provider.token(NAMESAKE, { resource: s.resource, scope: "mcp" });
+    const opened = await initialize(s, mcpHeaders(s.gateway.token));
+    const session = opened.headers.get("mcp-session-id")!;
+    await opened.body?.cancel();
+    const client = new Client({ name: "namesake", version: "1" });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(s.resource), {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      }),
+    );
+    try {
+      const seen = await whoami(client, true);
+      assert.equal(seen.subject, "static-token", "shown by its name");
+      assert.equal(
+        seen.principal,
+        JSON.stringify(["jwt", "keys", s.provider.issuer, "static-token"]),
+      );
+    } finally {
+      await client.close();
+    }
+    const hijack = await fetch(s.resource, {
+      method: "POST",
+      headers: mcpHeaders(token, {
+        "Mcp-Session-Id": session,
+        "Mcp-Protocol-Version": "2025-11-25",
+      }),
+      body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "ping" }),
+    });
+    assert.equal(hijack.status, 403);
+    assert.match(await hijack.text(), /belongs to another caller/);
   } finally {
     await s.stop();
   }
