@@ -108,4 +108,10 @@ export interface PolicySet {
   connectors: ReadonlyMap<string, ConnectorPolicy>;
   /** The files it came from (empty for the built-in default). */
   files: readonly string[];
+  /**
+   * Upstream server ids whose `readOnlyHint` may lower a tool's effect class to read (`"*"`: every
+   * upstream's). Absent, none's: an annotation is the upstream's own claim, and a hostile upstream
+   * marks a writing tool read-only to pass an approval or connector rule.
+   */
+  trustedAnnotations?: ReadonlySet<string> | "*";
 }

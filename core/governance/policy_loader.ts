@@ -20,6 +20,7 @@
  *     approval: { effects: [write, destructive], by: in_band }   # or `approval: in_band`
  * connectors:
  *   github: { tenants: [acme], effects: [read, write] }
+ * trusted_annotations: [github]   # whose readOnlyHint counts (none's by default)
  * ```
  *
  * A policy path is a directory (every `*.yaml`/`*.yml` in it, in name order, except the
@@ -120,7 +121,7 @@ export const DEFAULT_POLICY: PolicySet = Object.freeze({
   files: Object.freeze([]),
 });
 
-const ROOT_KEYS = ["tenants", "connectors"];
+const ROOT_KEYS = ["tenants", "connectors", "trusted_annotations"];
 const TENANT_KEYS = [
   "allow",
   "deny",
@@ -259,9 +260,10 @@ export function parsePolicies(files: readonly PolicyFile[], origin?: string): Po
   const tenants = new Map<string, TenantPolicy>();
   const connectors = new Map<string, ConnectorPolicy>();
   const defined = new Map<string, string>();
+  const trusted = new Set<string>();
   for (const file of files) {
     const source = parseYamlSource(file.text, file.path, problems);
-    if (source) new PolicyReader(source, problems, defined).read(tenants, connectors);
+    if (source) new PolicyReader(source, problems, defined).read(tenants, connectors, trusted);
   }
   problems.throwIfAny();
   // Files that list tenants but no "*" are an allowlist of tenants: others get unknown_tenant.
@@ -269,7 +271,10 @@ export function parsePolicies(files: readonly PolicyFile[], origin?: string): Po
   if (files.length === 0 && !tenants.has("*")) {
     tenants.set("*", defaultTenant({ file: BUILT_IN, line: 0, text: "approval [destructive]" }));
   }
-  return { tenants, connectors, files: files.map((f) => f.path) };
+  const policies: PolicySet = { tenants, connectors, files: files.map((f) => f.path) };
+  if (trusted.has("*")) policies.trustedAnnotations = "*";
+  else if (trusted.size > 0) policies.trustedAnnotations = trusted;
+  return policies;
 }
 
 /** Parses a `*.test.yaml` file of `policy test` cases; throws `config_invalid` listing every problem. */
@@ -353,7 +358,11 @@ class PolicyReader {
     this.#defined = defined;
   }
 
-  read(tenants: Map<string, TenantPolicy>, connectors: Map<string, ConnectorPolicy>): void {
+  read(
+    tenants: Map<string, TenantPolicy>,
+    connectors: Map<string, ConnectorPolicy>,
+    trusted: Set<string>,
+  ): void {
     const { root } = this.#source;
     if (root === null || root === undefined) return;
     if (!isMapping(root)) {
@@ -384,6 +393,34 @@ class PolicyReader {
         if (connector) connectors.set(server, connector);
       }
     }
+    if (Object.hasOwn(root, "trusted_annotations")) {
+      for (const server of this.#trustedAnnotations(root.trusted_annotations)) trusted.add(server);
+    }
+  }
+
+  /** `trusted_annotations`: server ids (or `"*"`) whose readOnlyHint may make a tool read. */
+  #trustedAnnotations(raw: unknown): string[] {
+    const at: YamlPath = ["trusted_annotations"];
+    if (raw === "*") return ["*"];
+    if (!Array.isArray(raw)) {
+      this.#problem(
+        at,
+        `must be a list of server ids whose readOnlyHint counts, like [fs], or "*", received ${
+          describe(raw)
+        }`,
+      );
+      return [];
+    }
+    return raw.filter((server: unknown, index) => {
+      if (typeof server === "string" && (server === "*" || SERVER_ID.test(server))) return true;
+      this.#problem(
+        [...at, index],
+        `must be a server id from the fleet file (lowercase letters, digits, _ and -), received ${
+          describe(server)
+        }`,
+      );
+      return false;
+    }) as string[];
   }
 
   readCases(): PolicyTestCase[] {

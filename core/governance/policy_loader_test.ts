@@ -831,3 +831,19 @@ Deno.test("parsePolicies reads resources: and prompts: as an allowlist or { allo
     ],
   );
 });
+
+Deno.test("parsePolicies reads trusted_annotations from every file: server ids, or * for all", () => {
+  assert.equal(parse("tenants:\n  acme: {}\n").trustedAnnotations, undefined);
+  const listed = parsePolicies([
+    { path: "a.yaml", text: "trusted_annotations: [fs]\n" },
+    { path: "b.yaml", text: "trusted_annotations: [github, fs]\n" },
+  ]);
+  assert.deepEqual([...listed.trustedAnnotations as Set<string>].sort(), ["fs", "github"]);
+  assert.equal(parse('trusted_annotations: "*"\n').trustedAnnotations, "*");
+  assert.deepEqual(problemsOf("trusted_annotations: fs\n"), [
+    'p.yaml:1: trusted_annotations must be a list of server ids whose readOnlyHint counts, like [fs], or "*", received "fs"',
+  ]);
+  assert.deepEqual(problemsOf("trusted_annotations: [fs, GitHub]\n"), [
+    'p.yaml:1: trusted_annotations[1] must be a server id from the fleet file (lowercase letters, digits, _ and -), received "GitHub"',
+  ]);
+});

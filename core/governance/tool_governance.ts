@@ -167,24 +167,41 @@ export function precedence(f: Facts): Decision {
 }
 
 /**
+ * The upstream whose `readOnlyHint` must not count for `server`'s tools: `server` itself unless
+ * the policies' `trusted_annotations` name it; none for the gateway's own tools (no server).
+ */
+export function untrustedHints(
+  policies: PolicySet,
+  server: string | undefined,
+): string | undefined {
+  if (server === undefined) return undefined;
+  const trusted = policies.trustedAnnotations;
+  return trusted === "*" || trusted?.has(server) ? undefined : server;
+}
+
+/**
  * The effect class of a call: a scanner escalation (destructive), else a policy override, else
- * the tool's annotations, else `write`.
+ * the tool's annotations, else `write`. A `readOnlyHint` counts only when `untrusted` (see
+ * {@link untrustedHints}) is undefined.
  */
 export function effectClassOf(
   name: string,
   annotations: Tool["annotations"] | undefined,
   policy: TenantPolicy | undefined,
   escalation?: string,
+  untrusted?: string,
 ): { effect: EffectClass; rule: string } {
   // The scanner found something in the tool's definition: nothing may make it look harmless.
   if (escalation !== undefined) {
     return { effect: "destructive", rule: `scanner escalation: ${escalation}` };
   }
   // Annotations are hints from the tool's author: they may make a call stricter than the
-  // policy says, never looser. An absent hint is no hint.
+  // policy says, never looser. An absent hint is no hint, and an upstream's readOnlyHint is no
+  // hint unless the operator trusts that upstream's annotations: it is the one hint that loosens.
+  const readOnly = annotations?.readOnlyHint === true;
   const hint: EffectClass | undefined = annotations?.destructiveHint === true
     ? "destructive"
-    : annotations?.readOnlyHint === true
+    : readOnly && untrusted === undefined
     ? "read"
     : undefined;
   const override = policy?.effects.find((r) => r.match(name));
@@ -201,6 +218,13 @@ export function effectClassOf(
     return {
       effect: hint,
       rule: `annotation ${hint === "read" ? "readOnlyHint" : "destructiveHint"}`,
+    };
+  }
+  if (readOnly) {
+    return {
+      effect: "write",
+      rule: `default effect class write (the readOnlyHint of ${untrusted} is not trusted: list ` +
+        `${untrusted} under trusted_annotations, or give the tool an effects override)`,
     };
   }
   return { effect: "write", rule: "default effect class write (no annotation, no override)" };
@@ -264,6 +288,7 @@ export class ToolGovernance {
       target.descriptor?.annotations,
       policy,
       target.escalation,
+      untrustedHints(this.#policies, target.server),
     );
     const facts = this.#facts(ctx, target, policy, effect);
     const decision = precedence({
@@ -312,6 +337,7 @@ export class ToolGovernance {
       target.descriptor?.annotations,
       policy,
       target.escalation,
+      untrustedHints(this.#policies, target.server),
     );
     const facts = this.#facts(ctx, target, policy, effect);
     const hash = await argumentsHash(args);

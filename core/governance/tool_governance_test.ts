@@ -7,13 +7,14 @@ import { ApprovalQueue } from "./approval_queue.ts";
 import { ApprovalTokens } from "./approval_tokens.ts";
 import { AuditLog } from "./audit_log.ts";
 import { MemoryNonceStore } from "./nonce_store.ts";
-import { parsePolicies } from "./policy_loader.ts";
+import { DEFAULT_POLICY, parsePolicies } from "./policy_loader.ts";
 import { RateLimiter } from "./rate_limiter.ts";
 import {
   type CallContext,
   effectClassOf,
   ToolGovernance,
   type ToolTarget,
+  untrustedHints,
   type Verdict,
 } from "./tool_governance.ts";
 
@@ -235,6 +236,44 @@ Deno.test("effectClassOf: a policy override, else annotations, else write; annot
     "destructive",
   );
   assert.equal(effectClassOf("fs__wipe", { readOnlyHint: true }, acmePolicy).effect, "destructive");
+});
+
+Deno.test("effectClassOf: an untrusted upstream's readOnlyHint is no hint, and the rule says how to trust it", () => {
+  const { governance } = setup();
+  const acmePolicy = governance.policies.tenants.get("acme");
+  const lying = effectClassOf(
+    "notes__tidy",
+    { readOnlyHint: true },
+    acmePolicy,
+    undefined,
+    "notes",
+  );
+  assert.equal(lying.effect, "write");
+  assert.match(
+    lying.rule,
+    /readOnlyHint of notes is not trusted: list notes under trusted_annotations/,
+  );
+  const wipe = effectClassOf("notes__x", { destructiveHint: true }, acmePolicy, undefined, "notes");
+  assert.equal(wipe.effect, "destructive", "a hint that makes it stricter still counts");
+  assert.equal(
+    effectClassOf("fs__read_file", undefined, acmePolicy, undefined, "fs").effect,
+    "read",
+  );
+});
+
+Deno.test("untrustedHints: an upstream's hints are untrusted unless trusted_annotations lists it; the gateway's own tools are trusted", () => {
+  const policies = { ...DEFAULT_POLICY };
+  assert.equal(untrustedHints(policies, "notes"), "notes");
+  assert.equal(untrustedHints(policies, undefined), undefined);
+  assert.equal(
+    untrustedHints({ ...policies, trustedAnnotations: new Set(["fs"]) }, "fs"),
+    undefined,
+  );
+  assert.equal(
+    untrustedHints({ ...policies, trustedAnnotations: new Set(["fs"]) }, "notes"),
+    "notes",
+  );
+  assert.equal(untrustedHints({ ...policies, trustedAnnotations: "*" }, "notes"), undefined);
 });
 
 Deno.test("ToolGovernance.visible hides what the tenant may not call, without arguments", () => {

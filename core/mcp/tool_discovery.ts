@@ -7,7 +7,7 @@
  */
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError } from "../support/errors.ts";
-import { effectClassOf } from "../governance/tool_governance.ts";
+import { effectClassOf, untrustedHints } from "../governance/tool_governance.ts";
 import type { CallContext, ToolGovernance } from "../governance/tool_governance.ts";
 import type { ToolActivationManager } from "./tool_activation_manager.ts";
 import { ToolSearchIndex } from "./tool_search.ts";
@@ -147,7 +147,13 @@ export class ToolDiscovery {
         ...(server ? { server } : {}),
         description: oneLine(tool.description ?? tool.title ?? ""),
         // The effect class the call pipeline governs it by, scanner escalation included.
-        effect: effectClassOf(tool.name, tool.annotations, policy, escalation).effect,
+        effect: effectClassOf(
+          tool.name,
+          tool.annotations,
+          policy,
+          escalation,
+          untrustedHints(this.#governance.policies, server),
+        ).effect,
         active: this.#activation.isActive(session, tool.name),
       }));
       return {

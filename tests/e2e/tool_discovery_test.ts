@@ -102,7 +102,8 @@ Deno.test("tool_search finds the right tool in the top 3 for natural queries", a
       const [first] = await search(client, "echo a message back to me", 1);
       assert.deepEqual(
         { server: first?.server, effect: first?.effect },
-        { server: "everything", effect: "read" },
+        // echo's readOnlyHint is server-everything's own claim: no trusted_annotations here.
+        { server: "everything", effect: "write" },
       );
       assert.ok(first!.description.length > 0 && !first!.description.includes("\n"));
     } finally {
