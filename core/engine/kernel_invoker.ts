@@ -39,6 +39,7 @@ export function kernelInvoker(options: KernelInvokerOptions): ToolInvoker {
       const caller: CallContext = {
         tenant: context.auth.tenant,
         subject: context.auth.subject,
+        principal: context.auth.principal,
         scopes: context.auth.scopes,
         ...(request.agent === undefined ? {} : { agent: request.agent }),
       };

@@ -6,9 +6,10 @@
  * arguments hash, which the requester fetches and retries the call with. Requests lapse after
  * a while and are pruned; the queue is bounded, in total and per tenant, so a flood of requests
  * cannot exhaust memory nor one tenant crowd out the others. The requester of a request can never
- * decide it (same subject: token identity or JWT `sub`), whatever its scopes — the rule lives here
- * so every route to a decision obeys it; only in-band approval (the caller's own user answering an
- * elicitation, allowed where the call pipeline's policy says so) is exempt.
+ * decide it (the same principal: credential kind and subject, and for a JWT its key source and
+ * issuer; see TokenPayload.principal), whatever its scopes — the rule lives here so every route to
+ * a decision obeys it; only in-band approval (the caller's own user answering an elicitation,
+ * allowed where the call pipeline's policy says so) is exempt.
  * Events carry the arguments hash, never the raw arguments and never the token.
  *
  * Shared by replicas ({@link ApprovalQueue.share}, cluster mode), the map below mirrors the
@@ -19,6 +20,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
+import { sameCaller, samePrincipal } from "../auth/token_payload.ts";
 import type { Clock } from "../support/clock.ts";
 import { GatewayError } from "../support/errors.ts";
 import type { EventBus } from "../bus/event_bus.ts";
@@ -39,8 +41,13 @@ export type ApprovalStatus = "pending" | "approved" | "denied" | "expired";
 /** What a caller files: the call that needs approval. */
 export interface ApprovalRequestInput {
   tenant: string;
-  /** Who asked (the caller's subject); only they may fetch the token. */
+  /** Who asked, by name (the caller's subject): shown, never compared. */
   subject: string;
+  /**
+   * Who asked, as callers are compared (TokenPayload.principal): only they may fetch the token,
+   * and they may not decide it. A request filed without one is no one's to fetch.
+   */
+  principal?: string;
   tool: string;
   server?: string;
   effect: EffectClass;
@@ -114,7 +121,7 @@ export type Admission =
 export interface ApprovalBackend {
   /**
    * Files `record` (pending) unless its tenant has `limit` pending requests already, counted
-   * across every replica; `call` identifies identical requests (tenant, subject, tool, hash).
+   * across every replica; `call` identifies identical requests (tenant, principal, tool, hash).
    */
   admit(record: ApprovalRecord, call: string, limit: number, now: number): Promise<Admission>;
   /** The shared record now, or undefined when there is none (never filed, or expired). */
@@ -129,6 +136,12 @@ export interface ApprovalBackend {
    * `forget` with the id of each record deleted or expired, until the returned function runs.
    */
   watch(apply: (record: ApprovalRecord) => void, forget: (id: string) => void): Promise<() => void>;
+}
+
+/** Who decides a request: a name to show (`decidedBy`) and the principal compared with the requester's. */
+export interface Decider {
+  subject: string;
+  principal: string;
 }
 
 /** How a decision was made; see {@link ApprovalQueue.approve}. */
@@ -156,7 +169,7 @@ export class ApprovalQueue {
   readonly #onChange: (() => void | Promise<void>) | undefined;
   /** Insertion order is creation order, which pruning and eviction rely on. */
   readonly #entries = new Map<string, Entry>();
-  /** Pending request id by tenant, subject, tool and hash: identical requests share one. */
+  /** Pending request id by tenant, principal, tool and hash: identical requests share one. */
   readonly #pendingByCall = new Map<string, string>();
   /** Pending requests per tenant, kept in step with #pendingByCall. */
   readonly #pendingPerTenant = new Map<string, number>();
@@ -236,7 +249,7 @@ export class ApprovalQueue {
 
   /**
    * Files a request for approval and announces it (approval.requested). An identical pending
-   * request (same tenant, subject, tool and arguments hash) is returned instead of a new one.
+   * request (same tenant, principal, tool and arguments hash) is returned instead of a new one.
    * Throws approval_queue_full when `maxPending` requests are pending, or `maxPendingPerTenant`
    * of the caller's tenant, and none has lapsed.
    */
@@ -336,6 +349,7 @@ export class ApprovalQueue {
       id: crypto.randomUUID(),
       tenant: input.tenant,
       subject: input.subject,
+      ...(input.principal === undefined ? {} : { principal: input.principal }),
       tool: input.tool,
       ...(input.server === undefined ? {} : { server: input.server }),
       effect: input.effect,
@@ -377,13 +391,13 @@ export class ApprovalQueue {
    */
   async approve(
     id: string,
-    by: string,
+    decider: Decider,
     options: DecisionOptions = {},
   ): Promise<{ token: string; expiresAt: number }> {
-    requireApprover(by);
+    const by = requireApprover(decider);
     await this.refresh(id);
     const now = this.#clock.now();
-    const entry = this.#decidable(id, now, by, options, "approve");
+    const entry = this.#decidable(id, now, decider, options, "approve");
     this.#deciding.add(id);
     let issued: { token: string; expiresAt: number };
     try {
@@ -417,11 +431,16 @@ export class ApprovalQueue {
    * Denies a pending request and announces approval.denied with the reason. Throws like
    * {@link ApprovalQueue.approve}.
    */
-  deny(id: string, by: string, reason?: string, options: DecisionOptions = {}): ApprovalRequest {
+  deny(
+    id: string,
+    decider: Decider,
+    reason?: string,
+    options: DecisionOptions = {},
+  ): ApprovalRequest {
     this.#localOnly("deny", "reject");
-    requireApprover(by);
+    const by = requireApprover(decider);
     const now = this.#clock.now();
-    return this.#denied(this.#decidable(id, now, by, options, "deny"), now, by, reason);
+    return this.#denied(this.#decidable(id, now, decider, options, "deny"), now, by, reason);
   }
 
   /**
@@ -431,15 +450,15 @@ export class ApprovalQueue {
    */
   async reject(
     id: string,
-    by: string,
+    decider: Decider,
     reason?: string,
     options: DecisionOptions = {},
   ): Promise<ApprovalRequest> {
-    if (!this.#backend) return this.deny(id, by, reason, options);
-    requireApprover(by);
+    if (!this.#backend) return this.deny(id, decider, reason, options);
+    const by = requireApprover(decider);
     await this.refresh(id);
     const now = this.#clock.now();
-    const entry = this.#decidable(id, now, by, options, "deny");
+    const entry = this.#decidable(id, now, decider, options, "deny");
     this.#deciding.add(id);
     try {
       await this.#commit(entry, {
@@ -468,21 +487,20 @@ export class ApprovalQueue {
   }
 
   /**
-   * The token of an approved request, for the caller who asked for it (same tenant and
-   * subject); anyone else gets not_found, so ids reveal nothing. Fetching again returns the same
-   * token: it is single-use when redeemed, not when fetched. Throws approval_pending,
-   * approval_denied or approval_expired when there is no token to give.
+   * The token of an approved request, for the caller who asked for it ({@link sameCaller}: same
+   * tenant and principal); anyone else gets not_found, so ids reveal nothing, and so does everyone
+   * for a request without a principal (filed by an older replica or process). Fetching again
+   * returns the same token: it is single-use when redeemed, not when fetched. Throws
+   * approval_pending, approval_denied or approval_expired when there is no token to give.
    */
-  tokenFor(id: string, caller: { tenant: string; subject: string }): {
+  tokenFor(id: string, caller: { tenant: string; principal: string }): {
     token: string;
     expiresAt: number;
   } {
     const now = this.#clock.now();
     this.#prune(now, false);
     const entry = this.#find(id, now);
-    if (!entry || entry.tenant !== caller.tenant || entry.subject !== caller.subject) {
-      throw notFound(id);
-    }
+    if (!entry || !sameCaller(entry, caller)) throw notFound(id);
     const status = this.#statusOf(entry, now);
     if (status === "pending") {
       throw new GatewayError(
@@ -581,14 +599,15 @@ export class ApprovalQueue {
   #decidable(
     id: string,
     now: number,
-    by: string,
+    decider: Decider,
     options: DecisionOptions,
     action: "approve" | "deny",
   ): Entry {
     this.#prune(now, false);
     const entry = this.#find(id, now);
     if (!entry) throw notFound(id);
-    if (options.inBand !== true && by === entry.subject) {
+    if (options.inBand !== true && mayBeRequester(entry, decider)) {
+      const by = decider.subject;
       throw new GatewayError(
         "self_approval",
         `"${by}" asked for approval request "${id}" and so cannot ${action} it, whatever its ` +
@@ -724,15 +743,32 @@ export class ApprovalQueue {
   }
 }
 
-/** Identical requests share this key: same tenant, subject, tool and arguments hash. */
+/**
+ * Identical requests share this key: same tenant, principal, tool and arguments hash (by subject,
+ * one caller would be handed the pending request of another that bears the same name).
+ */
 function callKeyOf(r: ApprovalRequestInput): string {
-  return [r.tenant, r.subject, r.tool, r.argumentsHash].join("\0");
+  return [r.tenant, r.principal ?? "", r.tool, r.argumentsHash].join("\0");
 }
 
-function requireApprover(by: string): void {
-  if (typeof by !== "string" || by.trim() === "") {
-    throw new TypeError("An approval decision needs the approver's identity (`by`)");
+/**
+ * Whether the decider may be the requester, so the decision is refused. A request without a
+ * principal (filed by an older replica or process) cannot say who asked: then a decider of the
+ * same name counts as the requester, so the rule fails closed both ways (such a request's token is
+ * no one's either, see {@link ApprovalQueue.tokenFor}).
+ */
+function mayBeRequester(entry: Entry, decider: Decider): boolean {
+  if (entry.principal === undefined) return entry.subject === decider.subject;
+  return samePrincipal(entry, decider);
+}
+
+/** The name a decision is recorded under; throws when the decider has none to show or compare. */
+function requireApprover(decider: Decider): string {
+  const { subject, principal } = decider ?? {};
+  if (typeof subject !== "string" || subject.trim() === "" || typeof principal !== "string") {
+    throw new TypeError("An approval decision needs the approver's identity (subject, principal)");
   }
+  return subject;
 }
 
 function snapshot(entry: Entry, now: number): ApprovalRequest {

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { principalOf } from "../auth/token_payload.ts";
 import { ManualClock } from "../support/clock.ts";
 import { GatewayError } from "../support/errors.ts";
 import { InProcessEventBus } from "../bus/event_bus.ts";
@@ -14,13 +15,17 @@ const MINUTE = 60_000;
 const INPUT: ApprovalRequestInput = {
   tenant: "acme",
   subject: "alice",
+  principal: principalOf("tokens_file", "alice"),
   tool: "fs__delete",
   server: "fs",
   effect: "destructive",
   arguments: { path: "/srv/data", secret: "hunter2" },
   argumentsHash: HASH,
 };
-const ALICE = { tenant: "acme", subject: "alice" };
+const ALICE = { tenant: "acme", principal: principalOf("tokens_file", "alice") };
+
+/** A decider named `name` (a tokens-file subject). */
+const by = (name: string) => ({ subject: name, principal: principalOf("tokens_file", name) });
 
 function setup(
   options: {
@@ -113,18 +118,29 @@ Deno.test("an identical pending request returns the existing one instead of pili
   assert.equal(again.id, first.id);
   assert.equal(queue.list().length, 1);
   assert.equal(events.length, 1, "announced once");
-  const otherSubject = queue.request({ ...INPUT, subject: "bob" });
+  const otherCaller = queue.request({
+    ...INPUT,
+    subject: "bob",
+    principal: principalOf("tokens_file", "bob"),
+  });
+  // Of the same name, but another caller: it must not be handed alice's pending request.
+  const namesake = queue.request({
+    ...INPUT,
+    principal: principalOf("jwt", "keys", "https://idp.example", "alice"),
+  });
   const otherTool = queue.request({ ...INPUT, tool: "fs__rm" });
   const otherArgs = queue.request({ ...INPUT, argumentsHash: "d".repeat(64) });
   const otherTenant = queue.request({ ...INPUT, tenant: "globex" });
-  const ids = new Set([first.id, otherSubject.id, otherTool.id, otherArgs.id, otherTenant.id]);
-  assert.equal(ids.size, 5, "any difference is a separate request");
+  const ids = new Set(
+    [first, otherCaller, namesake, otherTool, otherArgs, otherTenant].map((r) => r.id),
+  );
+  assert.equal(ids.size, 6, "any difference is a separate request");
 });
 
 Deno.test("approving issues a token bound to the request's tenant, tool and hash", async () => {
   const { queue, tokens, clock } = setup();
   const request = queue.request(INPUT);
-  const { token, expiresAt } = await queue.approve(request.id, "operator-1");
+  const { token, expiresAt } = await queue.approve(request.id, by("operator-1"));
   assert.equal(expiresAt, clock.now() + 10 * MINUTE);
   const approved = queue.get(request.id)!;
   assert.equal(approved.status, "approved");
@@ -144,7 +160,7 @@ Deno.test("approving issues a token bound to the request's tenant, tool and hash
 Deno.test("approval.approved is published with the approver and without the token", async () => {
   const { queue, events } = setup();
   const request = queue.request(INPUT);
-  const { token, expiresAt } = await queue.approve(request.id, "operator-1");
+  const { token, expiresAt } = await queue.approve(request.id, by("operator-1"));
   const last = events.at(-1)!;
   assert.deepEqual(last, {
     type: "approval.approved",
@@ -165,17 +181,20 @@ Deno.test("approval.approved is published with the approver and without the toke
 Deno.test("approving twice is approval_not_pending", async () => {
   const { queue } = setup();
   const request = queue.request(INPUT);
-  await queue.approve(request.id, "operator-1");
-  assert.equal(await asyncCode(queue.approve(request.id, "operator-2")), "approval_not_pending");
-  assert.equal(code(() => queue.deny(request.id, "operator-2")), "approval_not_pending");
+  await queue.approve(request.id, by("operator-1"));
+  assert.equal(
+    await asyncCode(queue.approve(request.id, by("operator-2"))),
+    "approval_not_pending",
+  );
+  assert.equal(code(() => queue.deny(request.id, by("operator-2"))), "approval_not_pending");
 });
 
 Deno.test("two concurrent approvals of one request: exactly one issues a token", async () => {
   const { queue } = setup();
   const request = queue.request(INPUT);
   const results = await Promise.allSettled([
-    queue.approve(request.id, "operator-1"),
-    queue.approve(request.id, "operator-2"),
+    queue.approve(request.id, by("operator-1")),
+    queue.approve(request.id, by("operator-2")),
   ]);
   assert.equal(results.filter((r) => r.status === "fulfilled").length, 1);
   const rejected = results.find((r) => r.status === "rejected") as PromiseRejectedResult;
@@ -187,14 +206,14 @@ Deno.test("an expired request cannot be approved or denied", async () => {
   const request = queue.request(INPUT);
   clock.advance(MINUTE);
   assert.equal(queue.get(request.id)?.status, "expired");
-  assert.equal(await asyncCode(queue.approve(request.id, "operator-1")), "approval_expired");
-  assert.equal(code(() => queue.deny(request.id, "operator-1")), "approval_expired");
+  assert.equal(await asyncCode(queue.approve(request.id, by("operator-1"))), "approval_expired");
+  assert.equal(code(() => queue.deny(request.id, by("operator-1"))), "approval_expired");
 });
 
 Deno.test("an unknown request is not_found", async () => {
   const { queue } = setup();
-  assert.equal(await asyncCode(queue.approve("nope", "operator-1")), "not_found");
-  assert.equal(code(() => queue.deny("nope", "operator-1")), "not_found");
+  assert.equal(await asyncCode(queue.approve("nope", by("operator-1"))), "not_found");
+  assert.equal(code(() => queue.deny("nope", by("operator-1"))), "not_found");
   assert.equal(code(() => queue.tokenFor("nope", ALICE)), "not_found");
   assert.equal(queue.get("nope"), undefined);
 });
@@ -202,7 +221,7 @@ Deno.test("an unknown request is not_found", async () => {
 Deno.test("denying records the reason and publishes approval.denied", () => {
   const { queue, events } = setup();
   const request = queue.request(INPUT);
-  const denied = queue.deny(request.id, "operator-1", "production data");
+  const denied = queue.deny(request.id, by("operator-1"), "production data");
   assert.equal(denied.status, "denied");
   assert.equal(denied.reason, "production data");
   assert.deepEqual(events.at(-1), {
@@ -223,8 +242,8 @@ Deno.test("denying records the reason and publishes approval.denied", () => {
 Deno.test("a decision needs the approver's identity", async () => {
   const { queue } = setup();
   const request = queue.request(INPUT);
-  await assert.rejects(queue.approve(request.id, " "), TypeError);
-  assert.throws(() => queue.deny(request.id, ""), TypeError);
+  await assert.rejects(queue.approve(request.id, by(" ")), TypeError);
+  assert.throws(() => queue.deny(request.id, by("")), TypeError);
   assert.equal(queue.get(request.id)?.status, "pending");
 });
 
@@ -232,21 +251,28 @@ Deno.test("the requester fetches its token once approved", async () => {
   const { queue } = setup();
   const request = queue.request(INPUT);
   assert.equal(code(() => queue.tokenFor(request.id, ALICE)), "approval_pending");
-  const issued = await queue.approve(request.id, "operator-1");
+  const issued = await queue.approve(request.id, by("operator-1"));
   assert.deepEqual(queue.tokenFor(request.id, ALICE), issued);
   assert.deepEqual(queue.tokenFor(request.id, ALICE), issued, "fetching again is harmless");
 });
 
-Deno.test("only the requester (same tenant and subject) can fetch the token", async () => {
+Deno.test("only the requester (same tenant and principal) can fetch the token", async () => {
   const { queue } = setup();
   const request = queue.request(INPUT);
-  await queue.approve(request.id, "operator-1");
+  await queue.approve(request.id, by("operator-1"));
   assert.equal(
-    code(() => queue.tokenFor(request.id, { tenant: "acme", subject: "bob" })),
+    code(() =>
+      queue.tokenFor(request.id, { tenant: "acme", principal: principalOf("tokens_file", "bob") })
+    ),
     "not_found",
   );
   assert.equal(
-    code(() => queue.tokenFor(request.id, { tenant: "globex", subject: "alice" })),
+    code(() =>
+      queue.tokenFor(request.id, {
+        tenant: "globex",
+        principal: principalOf("tokens_file", "alice"),
+      })
+    ),
     "not_found",
   );
 });
@@ -254,7 +280,7 @@ Deno.test("only the requester (same tenant and subject) can fetch the token", as
 Deno.test("the requester of a denied request learns it was denied and why", () => {
   const { queue } = setup();
   const request = queue.request(INPUT);
-  queue.deny(request.id, "operator-1", "production data");
+  queue.deny(request.id, by("operator-1"), "production data");
   assert.throws(() => queue.tokenFor(request.id, ALICE), (error: GatewayError) => {
     assert.equal(error.code, "approval_denied");
     assert.match(error.message, /was denied: production data/);
@@ -265,7 +291,7 @@ Deno.test("the requester of a denied request learns it was denied and why", () =
 Deno.test("a token not fetched before it expires is approval_expired, later pruned", async () => {
   const { queue, clock } = setup({ ttlMs: MINUTE, tokenTtlMs: MINUTE });
   const request = queue.request(INPUT);
-  await queue.approve(request.id, "operator-1");
+  await queue.approve(request.id, by("operator-1"));
   clock.advance(MINUTE - 1);
   assert.ok(queue.tokenFor(request.id, ALICE).token);
   clock.advance(1);
@@ -293,7 +319,7 @@ Deno.test("a denied request stays visible as denied for a while, then is pruned"
   const { queue, clock } = setup({ ttlMs: MINUTE });
   const request = queue.request(INPUT);
   clock.advance(MINUTE / 2);
-  queue.deny(request.id, "operator-1");
+  queue.deny(request.id, by("operator-1"));
   clock.advance(MINUTE - 1);
   assert.equal(code(() => queue.tokenFor(request.id, ALICE)), "approval_denied");
   clock.advance(1);
@@ -341,8 +367,8 @@ Deno.test("deciding frees a slot, and decided requests kept for pickup are bound
   for (let i = 0; i < 6; i++) {
     const request = queue.request({ ...INPUT, argumentsHash: hashOf(i) });
     ids.push(request.id);
-    if (i % 2 === 0) await queue.approve(request.id, "operator-1");
-    else queue.deny(request.id, "operator-1");
+    if (i % 2 === 0) await queue.approve(request.id, by("operator-1"));
+    else queue.deny(request.id, by("operator-1"));
   }
   // At most maxPending settled requests are kept, plus the one filed last (now denied).
   assert.equal(queue.list().length, 3);
@@ -352,8 +378,8 @@ Deno.test("deciding frees a slot, and decided requests kept for pickup are bound
 
 Deno.test("approval events go on agent33.mcp.approvals.<requested|approved|denied>", async () => {
   const { queue, events } = setup();
-  await queue.approve(queue.request(INPUT).id, "operator-1");
-  queue.deny(queue.request({ ...INPUT, argumentsHash: hashOf(1) }).id, "operator-1");
+  await queue.approve(queue.request(INPUT).id, by("operator-1"));
+  queue.deny(queue.request({ ...INPUT, argumentsHash: hashOf(1) }).id, by("operator-1"));
   assert.deepEqual(events.map(subjectOf), [
     "agent33.mcp.approvals.requested",
     "agent33.mcp.approvals.approved",
@@ -367,8 +393,8 @@ Deno.test("list filters by status, oldest first", async () => {
   const a = queue.request({ ...INPUT, argumentsHash: hashOf(1) });
   const b = queue.request({ ...INPUT, argumentsHash: hashOf(2) });
   const c = queue.request({ ...INPUT, argumentsHash: hashOf(3) });
-  await queue.approve(b.id, "operator-1");
-  queue.deny(c.id, "operator-1");
+  await queue.approve(b.id, by("operator-1"));
+  queue.deny(c.id, by("operator-1"));
   assert.deepEqual(queue.list().map((r) => r.id), [a.id, b.id, c.id]);
   assert.deepEqual(queue.list({ status: "pending" }).map((r) => r.id), [a.id]);
   assert.deepEqual(queue.list({ status: "approved" }).map((r) => r.id), [b.id]);
@@ -391,24 +417,72 @@ Deno.test("a request needs a well-formed arguments hash and identity", () => {
 Deno.test("the requester of an approval cannot approve or deny it, whatever its scopes", async () => {
   const { queue } = setup();
   const { id } = queue.request(INPUT);
-  await assert.rejects(queue.approve(id, "alice"), (error: GatewayError) => {
+  await assert.rejects(queue.approve(id, by("alice")), (error: GatewayError) => {
     assert.equal(error.code, "self_approval");
     assert.match(error.message, /"alice" asked for approval request .* cannot approve it/);
     return true;
   });
-  assert.equal(code(() => queue.deny(id, "alice")), "self_approval");
+  assert.equal(code(() => queue.deny(id, by("alice"))), "self_approval");
   assert.equal(queue.get(id)?.status, "pending");
-  const { token } = await queue.approve(id, "bob");
+  const { token } = await queue.approve(id, by("bob"));
   assert.equal(queue.tokenFor(id, ALICE).token, token);
+});
+
+Deno.test("a JWT whose sub names the requester is another caller: it cannot fetch the token, and it may decide", async () => {
+  const { queue } = setup();
+  const { id } = queue.request({
+    ...INPUT,
+    subject: "static-token",
+    principal: principalOf("static", "static-token"),
+  });
+  const namesake = {
+    tenant: "acme",
+    subject: "static-token",
+    principal: principalOf("jwt", "keys", "https://idp.example", "static-token"),
+  };
+  const { token } = await queue.approve(id, namesake);
+  assert.equal(queue.get(id)?.decidedBy, "static-token", "recorded under its name");
+  assert.equal(code(() => queue.tokenFor(id, namesake)), "not_found");
+  const requester = { tenant: "acme", principal: principalOf("static", "static-token") };
+  assert.equal(queue.tokenFor(id, requester).token, token);
+});
+
+Deno.test("the same sub from two issuers: the requester's namesake of another issuer may decide, its own issuer's may not", async () => {
+  const { queue } = setup();
+  const alice = (iss: string) => ({
+    subject: "alice",
+    principal: principalOf("jwt", "keys", iss, "alice"),
+  });
+  const { id } = queue.request({ ...INPUT, principal: alice("https://a.example").principal });
+  assert.equal(await asyncCode(queue.approve(id, alice("https://a.example"))), "self_approval");
+  await queue.approve(id, alice("https://b.example"));
+  assert.equal(queue.get(id)?.status, "approved");
+});
+
+Deno.test("a request without a principal (an older replica's) is no one's token, and its namesakes cannot decide it", async () => {
+  const { queue } = setup();
+  const { principal: _, ...old } = INPUT;
+  const { id } = queue.request(old);
+  assert.equal(
+    await asyncCode(queue.approve(id, by("alice"))),
+    "self_approval",
+    "closed: a decider of the requester's name may be the requester",
+  );
+  await queue.approve(id, by("bob"));
+  assert.equal(
+    code(() => queue.tokenFor(id, ALICE)),
+    "not_found",
+    "closed: nobody can show it is theirs",
+  );
 });
 
 Deno.test("an in-band decision (the caller's own user answering) is exempt from requester ≠ approver", async () => {
   const { queue } = setup();
   const first = queue.request(INPUT);
-  await queue.approve(first.id, "alice", { inBand: true });
+  await queue.approve(first.id, by("alice"), { inBand: true });
   assert.equal(queue.get(first.id)?.status, "approved");
   const second = queue.request({ ...INPUT, argumentsHash: "d".repeat(64) });
-  queue.deny(second.id, "alice", "no", { inBand: true });
+  queue.deny(second.id, by("alice"), "no", { inBand: true });
   assert.equal(queue.get(second.id)?.status, "denied");
 });
 
@@ -433,6 +507,6 @@ Deno.test("one tenant's pending requests are bounded, and the other tenants stil
     "pending",
   );
   // A decision frees the tenant's slot.
-  await queue.approve(first.id, "bob");
+  await queue.approve(first.id, by("bob"));
   assert.equal(queue.request({ ...INPUT, argumentsHash: hash(3) }).status, "pending");
 });

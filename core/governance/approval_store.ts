@@ -53,6 +53,8 @@ export const APPROVAL_RECORD = z.object({
   id: z.string().min(1),
   tenant: z.string().min(1),
   subject: z.string().min(1),
+  // Absent in the records of older versions: such a request is no one's (see ApprovalQueue).
+  principal: z.string().min(1).optional(),
   tool: z.string().min(1),
   server: z.string().optional(),
   effect: z.enum(["read", "write", "destructive"]),

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { principalOf } from "../auth/token_payload.ts";
 import { ManualClock } from "../support/clock.ts";
 import { GatewayError } from "../support/errors.ts";
 import { InProcessEventBus } from "../bus/event_bus.ts";
@@ -10,7 +11,14 @@ import { MemoryNonceStore } from "./nonce_store.ts";
 
 const SECRET = "an-approval-secret-that-is-at-least-32-bytes-long";
 const MINUTE = 60_000;
-const ALICE = { tenant: "acme", subject: "alice" };
+
+/** A decider named `name` (a tokens-file subject). */
+const by = (name: string) => ({ subject: name, principal: principalOf("tokens_file", name) });
+const ALICE = {
+  tenant: "acme",
+  subject: "alice",
+  principal: principalOf("tokens_file", "alice"),
+};
 
 function input(n: number): ApprovalRequestInput {
   return {
@@ -75,9 +83,9 @@ Deno.test("approvals round-trip through the file: pending, approved with its tok
     const approved = first.queue.request(input(2));
     const denied = first.queue.request(input(3));
     const redeemed = first.queue.request(input(4));
-    const { token } = await first.queue.approve(approved.id, "bob");
-    first.queue.deny(denied.id, "bob", "not today\r\nX-Injected: yes");
-    const used = await first.queue.approve(redeemed.id, "bob");
+    const { token } = await first.queue.approve(approved.id, by("bob"));
+    first.queue.deny(denied.id, by("bob"), "not today\r\nX-Injected: yes");
+    const used = await first.queue.approve(redeemed.id, by("bob"));
     const grant = { tenant: "acme", tool: "fs__delete", argumentsHash: "4".repeat(64) };
     assert.equal((await first.tokens.verify(used.token, grant)).ok, true);
     await first.store.flush();
@@ -119,7 +127,7 @@ Deno.test("expired requests, tokens and nonces are dropped on load", async () =>
     const first = gateway(path, clock);
     const old = first.queue.request(input(1));
     const oldApproved = first.queue.request(input(2));
-    const { token } = await first.queue.approve(oldApproved.id, "bob");
+    const { token } = await first.queue.approve(oldApproved.id, by("bob"));
     await first.tokens.verify(token, {
       ...ALICE,
       tool: "fs__delete",
@@ -190,7 +198,7 @@ Deno.test("a save that cannot be written rejects naming the file, and a redeemed
     const clock = new ManualClock(1_700_000_000_000);
     const { queue, tokens, logs } = gateway(`${dir}/blocker/approvals.json`, clock);
     const request = queue.request(input(5));
-    const { token } = await queue.approve(request.id, "bob");
+    const { token } = await queue.approve(request.id, by("bob"));
     await assert.rejects(
       tokens.verify(token, { ...ALICE, tool: "fs__delete", argumentsHash: "5".repeat(64) }),
       (e: GatewayError) => e.message.includes(`${dir}/blocker/approvals.json`),

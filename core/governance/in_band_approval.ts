@@ -57,7 +57,8 @@ export async function approveInBand(
     // The client could not ask: leave the request for an operator.
     return verdict;
   }
-  const by = `elicitation:${ctx.subject}`;
+  // Exempt from requester ≠ approver (the caller's own user answers): the principal is only kept.
+  const by = { subject: `elicitation:${ctx.subject}`, principal: ctx.principal ?? "" };
   if (answer.action !== "accept" || answer.content?.approve !== true) {
     await approvals.reject(request.id, by, `declined in the client (${answer.action})`, {
       inBand: true,

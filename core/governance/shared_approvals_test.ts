@@ -4,6 +4,7 @@
  * NATS nonce bucket give them).
  */
 import assert from "node:assert/strict";
+import { principalOf } from "../auth/token_payload.ts";
 import { InProcessEventBus } from "../bus/event_bus.ts";
 import type { GatewayEvent } from "../bus/events.ts";
 import { MemorySharedState } from "../bus/memory_shared_state.ts";
@@ -21,13 +22,17 @@ const MINUTE = 60_000;
 const INPUT: ApprovalRequestInput = {
   tenant: "acme",
   subject: "alice",
+  principal: principalOf("tokens_file", "alice"),
   tool: "fs__delete",
   server: "fs",
   effect: "destructive",
   arguments: { path: "/srv/data" },
   argumentsHash: "c".repeat(64),
 };
-const ALICE = { tenant: "acme", subject: "alice" };
+const ALICE = { tenant: "acme", principal: principalOf("tokens_file", "alice") };
+
+/** A decider named `name` (a tokens-file subject). */
+const by = (name: string) => ({ subject: name, principal: principalOf("tokens_file", name) });
 
 async function replicas(
   count: number,
@@ -85,12 +90,33 @@ async function codeOf(promise: Promise<unknown>): Promise<string> {
   throw new Error("expected a GatewayError");
 }
 
+Deno.test("on another replica a request still knows its requester's principal: a namesake of another issuer cannot fetch it, and may decide it", async () => {
+  const { queues: [a, b], close } = await replicas(2);
+  try {
+    const request = await a.file(INPUT);
+    const namesake = {
+      tenant: "acme",
+      subject: "alice",
+      principal: principalOf("jwt", "keys", "https://idp.example", "alice"),
+    };
+    await b.approve(request.id, namesake);
+    await a.refresh(request.id);
+    assert.equal(
+      await codeOf(Promise.resolve().then(() => a.tokenFor(request.id, namesake))),
+      "not_found",
+    );
+    assert.ok(a.tokenFor(request.id, ALICE).token);
+  } finally {
+    close();
+  }
+});
+
 Deno.test("a request filed on one replica is listed and approved on another, and its token fetched and redeemed once on a third", async () => {
   const { queues: [a, b, c], tokens, close } = await replicas(3);
   try {
     const request = await a.file(INPUT);
     assert.deepEqual(b.list({ status: "pending" }).map((r) => r.id), [request.id]);
-    const issued = await b.approve(request.id, "operator-1");
+    const issued = await b.approve(request.id, by("operator-1"));
     await c.refresh(request.id);
     assert.deepEqual(c.tokenFor(request.id, ALICE), issued);
     assert.equal(c.get(request.id)?.status, "approved");
@@ -108,8 +134,8 @@ Deno.test("the requester cannot decide its own request on another replica", asyn
   const { queues: [a, b], close } = await replicas(2);
   try {
     const request = await a.file(INPUT);
-    assert.equal(await codeOf(b.approve(request.id, "alice")), "self_approval");
-    assert.equal(await codeOf(b.reject(request.id, "alice")), "self_approval");
+    assert.equal(await codeOf(b.approve(request.id, by("alice"))), "self_approval");
+    assert.equal(await codeOf(b.reject(request.id, by("alice"))), "self_approval");
     assert.equal(a.get(request.id)?.status, "pending");
   } finally {
     close();
@@ -132,7 +158,7 @@ Deno.test("the per-tenant pending bound counts the requests of every replica", a
     // Another tenant has its own bound; a decision frees a slot on every replica.
     await b.file({ ...INPUT, tenant: "globex" });
     const [first] = a.list({ status: "pending" });
-    await b.reject(first!.id, "operator-1");
+    await b.reject(first!.id, by("operator-1"));
     await a.file({ ...INPUT, argumentsHash: "5".repeat(64) });
   } finally {
     close();
@@ -156,8 +182,8 @@ Deno.test("of two approvers deciding at once on two replicas one wins and the ot
   try {
     const request = await a.file(INPUT);
     const outcomes = await Promise.allSettled([
-      b.approve(request.id, "operator-1"),
-      c.reject(request.id, "operator-2", "not now"),
+      b.approve(request.id, by("operator-1")),
+      c.reject(request.id, by("operator-2"), "not now"),
     ]);
     const won = outcomes.filter((o) => o.status === "fulfilled");
     const lost = outcomes.filter((o) => o.status === "rejected");
@@ -182,8 +208,8 @@ Deno.test("a request lapses on every replica", async () => {
     const request = await a.file(INPUT);
     clock.advance(10 * MINUTE);
     assert.equal(b.get(request.id)?.status, "expired");
-    assert.equal(await codeOf(b.approve(request.id, "operator-1")), "approval_expired");
-    assert.equal(await codeOf(b.reject(request.id, "operator-1")), "approval_expired");
+    assert.equal(await codeOf(b.approve(request.id, by("operator-1"))), "approval_expired");
+    assert.equal(await codeOf(b.reject(request.id, by("operator-1"))), "approval_expired");
   } finally {
     close();
   }
@@ -193,7 +219,7 @@ Deno.test("approval events name the replica that made the change", async () => {
   const { queues: [a, b], events, close } = await replicas(2);
   try {
     const request = await a.file(INPUT);
-    await b.approve(request.id, "operator-1");
+    await b.approve(request.id, by("operator-1"));
     assert.deepEqual(events.map((e) => [e.type, (e as { replica?: string }).replica]), [
       ["approval.requested", "r1"],
       ["approval.approved", "r2"],
@@ -251,8 +277,8 @@ Deno.test("with the shared bucket unreachable, requests and decisions are refuse
       a.file({ ...INPUT, argumentsHash: "d".repeat(64) }),
       (e: GatewayError) => e.code === "internal" && /bucket agent33_approvals/.test(e.message),
     );
-    assert.equal(await codeOf(a.approve(request.id, "operator-1")), "internal");
-    assert.equal(await codeOf(a.reject(request.id, "operator-1")), "internal");
+    assert.equal(await codeOf(a.approve(request.id, by("operator-1"))), "internal");
+    assert.equal(await codeOf(a.reject(request.id, by("operator-1"))), "internal");
   } finally {
     close();
   }
@@ -263,7 +289,7 @@ Deno.test("a shared queue refuses the local-only entry points", async () => {
   try {
     assert.throws(() => a.request(INPUT), /use|written through file\(\)/);
     const request = await a.file(INPUT);
-    assert.throws(() => a.deny(request.id, "operator-1"), /reject\(\)/);
+    assert.throws(() => a.deny(request.id, by("operator-1")), /reject\(\)/);
   } finally {
     close();
   }

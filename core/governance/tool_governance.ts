@@ -29,7 +29,13 @@ type Limited = { rule: GlobRule; retryAfterMs: number };
 /** Who is calling: an inbound client's token payload, or an agent's run context. */
 export interface CallContext {
   tenant: string;
+  /** Who is calling, by name: shown in audit lines and approvals, never compared. */
   subject: string;
+  /**
+   * Who is calling, as callers are compared (TokenPayload.principal): an approval request is
+   * filed under it. Without one, the request is no one's to fetch.
+   */
+  principal?: string;
   scopes?: readonly string[];
   /** The agent making an outbound call, when there is one. */
   agent?: string;
@@ -391,6 +397,7 @@ export class ToolGovernance {
       ? await this.#options.approvals.file({
         tenant: ctx.tenant,
         subject: ctx.subject,
+        ...(ctx.principal === undefined ? {} : { principal: ctx.principal }),
         tool: target.name,
         ...(target.server === undefined ? {} : { server: target.server }),
         effect,

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { principalOf } from "../auth/token_payload.ts";
 import { ManualClock } from "../support/clock.ts";
 import { InProcessEventBus } from "../bus/event_bus.ts";
 import type { GatewayEvent } from "../bus/events.ts";
@@ -68,6 +69,9 @@ function setup(policy = POLICY) {
 }
 
 const acme: CallContext = { tenant: "acme", subject: "alice" };
+
+/** A decider named `name` (a tokens-file subject). */
+const by = (name: string) => ({ subject: name, principal: principalOf("tokens_file", name) });
 const tool = (name: string, extra: Partial<ToolTarget> = {}): ToolTarget => ({
   name,
   ...(name.includes("__") ? { server: name.split("__")[0]! } : {}),
@@ -177,7 +181,7 @@ Deno.test("ToolGovernance asks for approval of a destructive call, then honours 
   const { request } = first as Extract<Verdict, { action: "approval_required" }>;
   assert.equal(request.tool, "gh__drop_table");
   assert.equal(approvals.get(request.id)?.status, "pending");
-  const { token } = await approvals.approve(request.id, "operator");
+  const { token } = await approvals.approve(request.id, by("operator"));
   const second = await governance.check(acme, target, { table: "users" }, { approvalToken: token });
   assert.equal(second.action, "allow");
   denied(
@@ -195,7 +199,7 @@ Deno.test("ToolGovernance refuses a token for other arguments with approval_mism
     Verdict,
     { action: "approval_required" }
   >;
-  const { token } = await approvals.approve(first.request.id, "operator");
+  const { token } = await approvals.approve(first.request.id, by("operator"));
   denied(
     await governance.check(acme, target, { table: "orders" }, { approvalToken: token }),
     "approval_mismatch",
@@ -211,7 +215,7 @@ Deno.test("ToolGovernance refuses a tampered token with approval_invalid and an 
     Verdict,
     { action: "approval_required" }
   >;
-  const { token } = await approvals.approve(first.request.id, "operator");
+  const { token } = await approvals.approve(first.request.id, by("operator"));
   denied(
     await governance.check(acme, target, {}, { approvalToken: token.slice(0, -3) + "AAA" }),
     "approval_invalid",
@@ -326,7 +330,7 @@ Deno.test("ToolGovernance keeps an approval token when a rate limit refuses the 
   });
   const first = await governance.check(acme, target, { table: "users" }); // uses the one call
   const { request } = first as Extract<Verdict, { action: "approval_required" }>;
-  const { token } = await approvals.approve(request.id, "operator");
+  const { token } = await approvals.approve(request.id, by("operator"));
   denied(
     await governance.check(acme, target, { table: "users" }, { approvalToken: token }),
     "rate_limited",
@@ -346,7 +350,7 @@ Deno.test("ToolGovernance with deferRedeem redeems the token only through redeem
   const args = { table: "users" };
   const first = await governance.check(acme, target, args);
   const { request } = first as Extract<Verdict, { action: "approval_required" }>;
-  const { token } = await approvals.approve(request.id, "operator");
+  const { token } = await approvals.approve(request.id, by("operator"));
   const options = { approvalToken: token, deferRedeem: true };
   const a = await governance.check(acme, target, args, options);
   const b = await governance.check(acme, target, args, options);

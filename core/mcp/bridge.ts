@@ -253,6 +253,7 @@ export class MCPServiceBridge {
     const caller = {
       tenant: info.auth.tenant,
       subject: info.auth.subject,
+      principal: info.auth.principal,
       scopes: info.auth.scopes,
     };
     const spans = sessionSpans(live.id, info, o.tracing);

@@ -13,7 +13,7 @@
  * `approval_not_pending`, and an unreachable shared bucket 503 `internal`.
  * @module
  */
-import { hasScope } from "../auth/token_payload.ts";
+import { hasScope, sameCaller } from "../auth/token_payload.ts";
 import { GatewayError } from "../support/errors.ts";
 import type { ApprovalQueue, ApprovalStatus } from "../governance/approval_queue.ts";
 import { APPROVAL_TOKEN_META_KEY } from "../governance/tool_governance.ts";
@@ -67,7 +67,7 @@ export function approvalRoutes(queue: ApprovalQueue): HttpRoute {
           const found = queue.get(id);
           // The caller that made the request (whatever else it may do): its status, and its
           // token once approved.
-          if (found && found.tenant === auth.tenant && found.subject === auth.subject) {
+          if (found && sameCaller(found, auth)) {
             const view = overseer ? found : { id, status: found.status };
             if (found.status !== "approved") return Response.json(view);
             const { token, expiresAt } = queue.tokenFor(id, auth);
@@ -85,7 +85,7 @@ export function approvalRoutes(queue: ApprovalQueue): HttpRoute {
         const refused = refuseScope(auth, "approve", `POST ${url.pathname}`);
         if (refused) return refused;
         if (action === "approve") {
-          const { token, expiresAt } = await queue.approve(id, auth.subject);
+          const { token, expiresAt } = await queue.approve(id, auth);
           return Response.json({
             id,
             status: "approved",
@@ -106,7 +106,7 @@ export function approvalRoutes(queue: ApprovalQueue): HttpRoute {
               `reason must be a string of at most ${MAX_REASON} characters, e.g. {"reason": "not during the freeze"}`,
             );
           }
-          return Response.json(await queue.reject(id, auth.subject, reason));
+          return Response.json(await queue.reject(id, auth, reason));
         }
         return jsonError(404, "not_found", `Unknown action "${action}"; use /approve or /deny`);
       } catch (error) {

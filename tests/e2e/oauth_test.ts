@@ -7,6 +7,8 @@ import assert from "node:assert/strict";
 import { ClientCredentialsProvider } from "@modelcontextprotocol/sdk/client/auth-extensions.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { APPROVAL_TOKEN_META_KEY } from "../../core/governance/tool_governance.ts";
 import type { Clock } from "../../core/support/clock.ts";
 import { systemClock } from "../../core/support/clock.ts";
 import {
@@ -15,6 +17,7 @@ import {
   startGateway,
   type TestGateway,
 } from "../support/gateway.ts";
+import { faultServer, writeFleet } from "../support/fleet.ts";
 import { hasNpx, inspectorCli } from "../support/inspector.ts";
 import {
   ACCESS_TOKEN_TTL,
@@ -38,6 +41,13 @@ const NAMESAKE: TestClient = {
   scope: "mcp",
   tenant: "default",
 };
+/** A client of the provider whose id is the name of the gateway's admin token. */
+const ADMIN_NAMESAKE: TestClient = {
+  id: "admin-token",
+  secret: "admin-namesake-secret",
+  scope: "mcp",
+  tenant: "default",
+};
 
 /** A port nothing listens on right now, so the gateway's resource URL is known before it starts. */
 function freePort(): number {
@@ -57,7 +67,7 @@ interface Setup {
 }
 
 async function setup(env: Record<string, string> = {}): Promise<Setup> {
-  const provider = await startProvider([AGENT, OPERATOR, NO_TENANT, NAMESAKE]);
+  const provider = await startProvider([AGENT, OPERATOR, NO_TENANT, NAMESAKE, ADMIN_NAMESAKE]);
   const port = freePort();
   let offset = 0;
   const clock: Clock = { now: () => Date.now() + offset, setTimeout: systemClock.setTimeout };
@@ -218,6 +228,74 @@ Deno.test("OAuth: a provider's token whose sub names the static token is another
     assert.match(await hijack.text(), /belongs to another caller/);
   } finally {
     await s.stop();
+  }
+});
+
+Deno.test("OAuth: a provider's token whose sub names a static token is another caller for approvals: it cannot fetch that token's approval, and the admin token may decide its requests", async () => {
+  const fleet = await writeFleet(`proxy_servers:${faultServer("slow")}`);
+  await Deno.writeTextFile(
+    `${fleet.dir}/policy.yaml`,
+    'tenants:\n  "*":\n    effects: { "slow__*": destructive }\n    approval: [destructive]\n',
+  );
+  const s = await setup({
+    MCP_PROXY_CONFIG_PATH: fleet.path,
+    MCP_POLICY_PATH: `${fleet.dir}/policy.yaml`,
+    MCP_SERVER_AUTH_SCOPES: "mcp",
+  });
+  const connect = async (token: string) => {
+    const client = new Client({ name: "e2e", version: "1" });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(s.resource), {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      }),
+    );
+    return client;
+  };
+  const ask = async (client: Client, ms: number) => {
+    const refused = await client.callTool({ name: "slow__slow", arguments: { ms } }).then(
+      () => assert.fail("slow__slow must need approval"),
+      (e: McpError) => e,
+    );
+    return (refused.data as { request: { id: string } }).request.id;
+  };
+  const api = (path: string, token: string, method = "GET") =>
+    fetch(`${s.gateway.url}/v1/approvals/${path}`, {
+      method,
+      headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+      ...(method === "POST" ? { body: "{}" } : {}),
+    });
+  const owner = await connect(s.gateway.token);
+  const namesakeToken = await s.provider.token(NAMESAKE, { resource: s.resource, scope: "mcp" });
+  const adminNamesake = await connect(
+    await s.provider.token(ADMIN_NAMESAKE, { resource: s.resource, scope: "mcp" }),
+  );
+  try {
+    await s.gateway.kernel.fleetStarted;
+    const id = await ask(owner, 7);
+    const approved = await api(`${id}/approve`, s.gateway.adminToken, "POST");
+    assert.equal(approved.status, 200);
+    await approved.body?.cancel();
+    const stolen = await api(id, namesakeToken);
+    assert.equal(stolen.status, 404, "the approval of static-token is not the namesake's to see");
+    await stolen.body?.cancel();
+    const mine = await (await api(id, s.gateway.token)).json();
+    const done = await owner.callTool({
+      name: "slow__slow",
+      arguments: { ms: 7 },
+      _meta: { [APPROVAL_TOKEN_META_KEY]: mine.token },
+    });
+    assert.deepEqual(done.content, [{ type: "text", text: "slept 7" }]);
+
+    // The operator is not the requester of what a namesake of its token asked for.
+    const theirs = await ask(adminNamesake, 8);
+    const decided = await api(`${theirs}/approve`, s.gateway.adminToken, "POST");
+    assert.equal(decided.status, 200, "no self_approval: the admin token did not ask");
+    await decided.body?.cancel();
+  } finally {
+    await owner.close();
+    await adminNamesake.close();
+    await s.stop();
+    await fleet.remove();
   }
 });
 
