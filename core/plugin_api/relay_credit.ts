@@ -27,7 +27,11 @@ export function creditCost(message: WorkerToKernel | unknown): number {
     // Frames of one post are newline-separated: each counts its overhead.
     return message.length + frames(message) * MESSAGE_OVERHEAD;
   }
-  const line = message as { line?: unknown; preview?: unknown } | null;
+  const line = message as { line?: unknown; preview?: unknown; size?: unknown } | null;
+  // A message the relay holds as an object says how large it is (its JSON's length).
+  if (typeof line?.size === "number" && Number.isSafeInteger(line.size) && line.size >= 0) {
+    return line.size + MESSAGE_OVERHEAD;
+  }
   const text = typeof line?.line === "string"
     ? line.line
     : typeof line?.preview === "string"

@@ -47,3 +47,11 @@ Deno.test("The kernel returns credit from a later task, and past the burst no fa
   assert.equal(returned.length, batches, "the held return comes once the rate allows");
   back.close();
 });
+
+Deno.test("A message a relay holds as an object costs the size it carries, so large ones fill the window", () => {
+  const message = { type: "message" as const, message: {}, size: RELAY_WINDOW };
+  assert.equal(creditCost(message), creditCost("x".repeat(RELAY_WINDOW)));
+  const credit = new RelayCredit();
+  credit.spend(message);
+  assert.ok(credit.whenOpen(), "one message of a window's size holds the readers");
+});

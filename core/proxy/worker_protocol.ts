@@ -54,8 +54,11 @@ export type KernelToWorker =
 export type WorkerToKernel =
   | string
   | { type: "started"; pid?: number }
-  /** `related`: the id of the request on whose response stream the message arrived. */
-  | { type: "message"; message: unknown; related?: string | number }
+  /**
+   * `related`: the id of the request on whose response stream the message arrived; `size`: its
+   * JSON's length, what it costs of the relay's credit (relay_credit.ts).
+   */
+  | { type: "message"; message: unknown; related?: string | number; size?: number }
   | { type: "stderr"; line: string }
   /** `id`: the request a dropped (oversized) response answered, when the worker could tell. */
   | { type: "malformed"; reason: string; preview: string; id?: string | number }

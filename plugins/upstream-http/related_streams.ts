@@ -47,7 +47,7 @@ export function takeStreamMark(message: unknown, key: string): string | number |
 }
 
 /** The id of the JSON-RPC request a POST body holds (the SDK posts one message per request). */
-function requestIdOf(body: BodyInit | null | undefined): string | number | undefined {
+export function requestIdOf(body: BodyInit | null | undefined): string | number | undefined {
   if (typeof body !== "string") return undefined;
   try {
     const message = JSON.parse(body) as { id?: unknown; method?: unknown };

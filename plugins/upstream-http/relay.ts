@@ -8,6 +8,8 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../../core/plugin_api/mod.ts";
 import { settlesWithin, systemClock } from "../../core/plugin_api/clock.ts";
+import { RelayCredit } from "../../core/plugin_api/relay_credit.ts";
+import { heldFetch } from "./held_fetch.ts";
 import { takeStreamMark } from "./related_streams.ts";
 
 /** How a relay builds and judges its SDK transport. */
@@ -36,7 +38,12 @@ interface WorkerScope {
 /** Installs the relay as this worker's message handler. */
 export function runHttpRelay(options: HttpRelayOptions): void {
   const scope = globalThis as unknown as WorkerScope;
-  const post = (message: WorkerToKernel) => scope.postMessage(message);
+  // Every post spends credit; event streams are read on only while some is left (held_fetch.ts).
+  const credit = new RelayCredit();
+  const post = (message: WorkerToKernel) => {
+    credit.spend(message);
+    scope.postMessage(message);
+  };
   let transport: Transport | undefined;
   let spec: WorkerStartSpec | undefined;
   let started = false;
@@ -46,6 +53,8 @@ export function runHttpRelay(options: HttpRelayOptions): void {
   const finish = async (reason: string) => {
     if (finished) return;
     finished = true;
+    // Streams waiting for credit read on to their end or cancellation: the kernel returns none now.
+    credit.close();
     await transport?.close().catch(() => {});
     post({ type: "closed", reason });
   };
@@ -53,29 +62,21 @@ export function runHttpRelay(options: HttpRelayOptions): void {
   const start = async (startSpec: WorkerStartSpec) => {
     if (transport) return;
     spec = startSpec;
+    const hold = {
+      whenOpen: () => credit.whenOpen(),
+      maxBytes: startSpec.maxMessageBytes + FRAMING_BYTES,
+      cut: (reason: string, id: string | number | undefined) =>
+        post({ type: "malformed", reason, preview: "", ...(id === undefined ? {} : { id }) }),
+    };
+    const base = startSpec.egressProxy === undefined ? fetch : proxiedFetch(startSpec.egressProxy);
     const t = options.create(
       new URL(startSpec.url ?? ""),
       startSpec.headers ?? {},
-      startSpec.egressProxy === undefined ? fetch : proxiedFetch(startSpec.egressProxy),
+      heldFetch(hold, base),
     );
     transport = t;
-    t.onmessage = (message: JSONRPCMessage) => {
-      // The SDK has parsed it already; the bound keeps one huge message from reaching the kernel.
-      const size = JSON.stringify(message).length;
-      if (size > startSpec.maxMessageBytes) {
-        post({
-          type: "malformed",
-          reason:
-            `message of ${size} bytes exceeds the limit of ${startSpec.maxMessageBytes} bytes`,
-          preview: JSON.stringify(message).slice(0, 200),
-          ...(isResponse(message) ? { id: (message as { id: string | number }).id } : {}),
-        });
-        return;
-      }
-      const key = options.streamMarkKey;
-      const related = key === undefined ? undefined : takeStreamMark(message, key);
-      post({ type: "message", message, ...(related === undefined ? {} : { related }) });
-    };
+    t.onmessage = (message: JSONRPCMessage) =>
+      post(toKernel(message, startSpec.maxMessageBytes, options.streamMarkKey));
     t.onerror = (error: Error) => {
       // During start the rejected start() reports it; after finish nothing is relayed.
       if (!started || finished) return;
@@ -133,9 +134,40 @@ export function runHttpRelay(options: HttpRelayOptions): void {
       case "stop":
         void stop(message.graceMs);
         break;
+      case "credit":
+        credit.refund(message.cost);
+        break;
     }
   };
 }
+
+/** What the kernel is sent for an upstream's message: it, or, past the bound, why it was dropped. */
+function toKernel(
+  message: JSONRPCMessage,
+  maxMessageBytes: number,
+  markKey: string | undefined,
+): WorkerToKernel {
+  // The SDK has parsed it already; the bound keeps one huge message from reaching the kernel.
+  const text = JSON.stringify(message);
+  const size = text.length;
+  if (size > maxMessageBytes) {
+    return {
+      type: "malformed",
+      reason: `message of ${size} bytes exceeds the limit of ${maxMessageBytes} bytes`,
+      preview: text.slice(0, 200),
+      ...(isResponse(message) ? { id: (message as { id: string | number }).id } : {}),
+    };
+  }
+  const related = markKey === undefined ? undefined : takeStreamMark(message, markKey);
+  // Its size is its credit cost, which the kernel reads back from the message.
+  return { type: "message", message, size, ...(related === undefined ? {} : { related }) };
+}
+
+/**
+ * What a message's bytes on the wire may hold beyond its JSON's limit: an SSE event's field
+ * names and line ends, a body's whitespace. The message itself is held to the limit once parsed.
+ */
+const FRAMING_BYTES = 64 * 1024;
 
 /**
  * A fetch whose every connection goes through the SOCKS5 proxy at `url`. The client lives as

@@ -6,6 +6,7 @@
  * byte scan, not a decode, a parse and a re-encode.
  * @module
  */
+import { concatBytes } from "../../core/plugin_api/bounded_body.ts";
 
 const LF = 0x0a;
 const CR = 0x0d;
@@ -20,14 +21,9 @@ export function sseEventSplitter(
   let pendingBytes = 0;
   /** Past `limit`: the rest of this event is passed straight through. */
   let passing = false;
-  /** The last byte seen ended a line, so a terminator now is an empty line. */
-  let atLineStart = true;
-  /** The last byte seen was CR, so an LF now completes it (CRLF is one terminator). */
-  let afterCr = false;
-
   const flushEvent = (controller: TransformStreamDefaultController<Uint8Array>) => {
     if (pending.length > 0) {
-      const event = pending.length === 1 ? pending[0]! : concat(pending, pendingBytes);
+      const event = pending.length === 1 ? pending[0]! : concatBytes(pending, pendingBytes);
       controller.enqueue(passing ? event : replace(event) ?? event);
     }
     pending = [];
@@ -51,48 +47,15 @@ export function sseEventSplitter(
     }
   };
 
+  const ends = new EventEnds();
   return new TransformStream({
     transform(chunk, controller) {
       let start = 0; // first byte of this chunk not yet kept
-      let pos = 0;
-      // The next LF and CR at or after pos, each searched again only once passed (a chunk of
-      // many LF-only events would otherwise be scanned to its end for a CR at every line).
-      let lf = -2;
-      let cr = -2;
-      while (pos < chunk.length) {
-        if (lf !== -1 && lf < pos) lf = chunk.indexOf(LF, pos);
-        if (cr !== -1 && cr < pos) cr = chunk.indexOf(CR, pos);
-        const t = lf === -1 ? cr : cr === -1 ? lf : Math.min(lf, cr);
-        if (t === -1) {
-          atLineStart = false;
-          afterCr = false;
-          break;
-        }
-        if (t > pos) {
-          atLineStart = false;
-          afterCr = false;
-        }
-        const byte = chunk[t];
-        if (byte === LF && afterCr && t === pos) {
-          // The LF of a CRLF whose CR was the previous byte.
-          afterCr = false;
-          pos = t + 1;
-          continue;
-        }
-        afterCr = byte === CR;
-        pos = t + 1;
-        if (atLineStart) {
-          // An empty line: the event ends here (with the LF of a CRLF, when it is in this chunk).
-          if (byte === CR && chunk[pos] === LF) {
-            pos++;
-            afterCr = false;
-          }
-          keep(chunk.subarray(start, pos), controller);
-          flushEvent(controller);
-          start = pos;
-        }
-        atLineStart = true;
-      }
+      ends.scan(chunk, (end) => {
+        keep(chunk.subarray(start, end), controller);
+        flushEvent(controller);
+        start = end;
+      });
       keep(chunk.subarray(start), controller);
     },
     flush(controller) {
@@ -102,12 +65,54 @@ export function sseEventSplitter(
   });
 }
 
-function concat(parts: Uint8Array[], total: number): Uint8Array {
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
+/**
+ * Finds where SSE events end in a byte stream fed chunk by chunk (an event ends after an empty
+ * line; lines end in LF, CRLF or CR), keeping what it needs across chunk boundaries.
+ */
+export class EventEnds {
+  /** The last byte seen ended a line, so a terminator now is an empty line. */
+  #atLineStart = true;
+  /** The last byte seen was CR, so an LF now completes it (CRLF is one terminator). */
+  #afterCr = false;
+
+  /** Calls `end(at)` for each event ending in `chunk`, `at` the index just past its empty line. */
+  scan(chunk: Uint8Array, end: (at: number) => void): void {
+    let pos = 0;
+    // The next LF and CR at or after pos, each searched again only once passed (a chunk of
+    // many LF-only events would otherwise be scanned to its end for a CR at every line).
+    let lf = -2;
+    let cr = -2;
+    while (pos < chunk.length) {
+      if (lf !== -1 && lf < pos) lf = chunk.indexOf(LF, pos);
+      if (cr !== -1 && cr < pos) cr = chunk.indexOf(CR, pos);
+      const t = lf === -1 ? cr : cr === -1 ? lf : Math.min(lf, cr);
+      if (t === -1) {
+        this.#atLineStart = false;
+        this.#afterCr = false;
+        return;
+      }
+      if (t > pos) {
+        this.#atLineStart = false;
+        this.#afterCr = false;
+      }
+      const byte = chunk[t];
+      if (byte === LF && this.#afterCr && t === pos) {
+        // The LF of a CRLF whose CR was the previous byte.
+        this.#afterCr = false;
+        pos = t + 1;
+        continue;
+      }
+      this.#afterCr = byte === CR;
+      pos = t + 1;
+      if (this.#atLineStart) {
+        // An empty line: the event ends here (with the LF of a CRLF, when it is in this chunk).
+        if (byte === CR && chunk[pos] === LF) {
+          pos++;
+          this.#afterCr = false;
+        }
+        end(pos);
+      }
+      this.#atLineStart = true;
+    }
   }
-  return out;
 }

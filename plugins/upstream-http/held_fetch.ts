@@ -1,0 +1,102 @@
+/**
+ * What an HTTP upstream's responses may cost the gateway. The SDK's client transports read an
+ * event stream as fast as it comes and a JSON body whole before parsing it, so without this an
+ * upstream streaming notifications without end queued them in the kernel without bound, and one
+ * answering with an endless body or event grew the relay's memory until the process died. This
+ * fetch sits under them:
+ * - an event stream is read on only while the kernel has taken what the relay posted (its
+ *   credit, core/plugin_api/relay_credit.ts), so a flood waits in the upstream's TCP window;
+ * - one event, and any other body, is read to at most `maxBytes`; past that it is cut, and the
+ *   request it answered (when there is one) is failed at once by `cut`, not left to time out.
+ * @module
+ */
+import { readBoundedBody } from "../../core/plugin_api/bounded_body.ts";
+import { requestIdOf } from "./related_streams.ts";
+import { EventEnds } from "./sse_event_splitter.ts";
+
+/** How a relay holds and bounds its upstream's responses. */
+export interface ResponseHold {
+  /** Undefined while the relay may read on; else a promise of when it may. */
+  whenOpen(): Promise<void> | undefined;
+  /** Largest event or body read, in bytes. */
+  maxBytes: number;
+  /** A response was cut for its size: `id` names the request it answered, when one did. */
+  cut(reason: string, id: string | number | undefined): void;
+}
+
+/** Statuses whose responses cannot carry a body (a Response with one cannot be built). */
+const NULL_BODY = new Set([101, 103, 204, 205, 304]);
+
+/** A fetch whose responses are read as {@link ResponseHold} allows. */
+export function heldFetch(hold: ResponseHold, base: typeof fetch = fetch): typeof fetch {
+  return async (input, init) => {
+    const response = await base(input, init);
+    if (!response.body || NULL_BODY.has(response.status)) return response;
+    const id = init?.method === "POST" ? requestIdOf(init.body) : undefined;
+    const type = response.headers.get("content-type") ?? "";
+    const body = /^\s*text\/event-stream\s*(;|$)/i.test(type)
+      ? heldEvents(response.body, hold, id)
+      : await boundedBody(response, hold, id);
+    if (body === undefined) return new Response(null, { status: 202 });
+    return new Response(body, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
+  };
+}
+
+/**
+ * An event stream read only while the relay holds credit, cut at an event past the bound: a POST's
+ * stream then ends (its request is failed by `cut`); any other stream errors, which the SDK
+ * reports and reconnects as it does a dropped connection.
+ */
+function heldEvents(
+  body: ReadableStream<Uint8Array>,
+  hold: ResponseHold,
+  id: string | number | undefined,
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  const ends = new EventEnds();
+  /** Bytes of the event now being read, before this chunk. */
+  let open = 0;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const wait = hold.whenOpen();
+      if (wait) await wait;
+      const { done, value } = await reader.read();
+      if (done) return controller.close();
+      let largest = 0;
+      let from = 0;
+      ends.scan(value, (at) => {
+        largest = Math.max(largest, open + at - from);
+        open = 0;
+        from = at;
+      });
+      open += value.length - from;
+      if (Math.max(largest, open) <= hold.maxBytes) return controller.enqueue(value);
+      await reader.cancel().catch(() => {});
+      const reason = `an event of more than ${hold.maxBytes} bytes`;
+      hold.cut(reason, id);
+      if (id === undefined) controller.error(new Error(`the upstream sent ${reason}`));
+      else controller.close();
+    },
+    cancel: (reason) => reader.cancel(reason),
+  }, { highWaterMark: 0 });
+}
+
+/** The whole body when it is within the bound; undefined, once cut, when it is not. */
+async function boundedBody(
+  response: Response,
+  hold: ResponseHold,
+  id: string | number | undefined,
+): Promise<Uint8Array<ArrayBuffer> | undefined> {
+  const tooLarge = new Error(`a body of more than ${hold.maxBytes} bytes`);
+  try {
+    return (await readBoundedBody(response, hold.maxBytes, () => tooLarge)) ?? undefined;
+  } catch (error) {
+    if (error !== tooLarge) throw error;
+    hold.cut(tooLarge.message, id);
+    return undefined;
+  }
+}
