@@ -9,6 +9,10 @@
  * run with the child's own resolution flags, cwd and environment, lists the same graph; each of its
  * `file:` modules must lie in the entry's directory tree, the tree of the `--config` the child was
  * given (the project the operator chose), or the child's read grants (which hold the npm cache).
+ * A directory too broad to stand for a project (the filesystem root, the home directory or one
+ * above it, the temp directory) counts as none: an entry lying directly in it may import only
+ * itself and what is granted. Modules run before the entry (`--preload`, `--require`) are checked
+ * the same way, as the entry.
  * npm entries need no check: Deno checks their packages' file imports at run time, as it does a
  * computed `import()`; a path through a symlink to outside is checked at run time too.
  * @module
@@ -47,6 +51,8 @@ const RESOLUTION_FLAGS = new Set([
 export interface DenoEntry {
   /** The module argument, as given. */
   module: string;
+  /** Modules `--preload` or `--require` runs before it, as given. */
+  preloads: string[];
   /** The options that resolve the graph, to hand `deno info` (each with its value inline). */
   flags: string[];
   /** The `--config` path, if one was given. */
@@ -60,7 +66,7 @@ export interface DenoEntry {
 /** The entry of a planned `[deno, "run", …flags, module, …args]` argv; undefined for others. */
 export function denoEntry(argv: readonly string[]): DenoEntry | undefined {
   if (argv[1] !== "run") return undefined;
-  const entry: DenoEntry = { module: "", flags: [], readAll: false, reads: [] };
+  const entry: DenoEntry = { module: "", preloads: [], flags: [], readAll: false, reads: [] };
   for (let i = 2; i < argv.length; i++) {
     const arg = argv[i]!;
     if (!arg.startsWith("-")) return { ...entry, module: arg };
@@ -81,6 +87,9 @@ export function denoEntry(argv: readonly string[]): DenoEntry | undefined {
       else entry.reads.push(...value.split(","));
     }
     if (name === "-c" || name === "--config") entry.config = value;
+    if ((name === "--preload" || name === "--require") && value !== undefined) {
+      entry.preloads.push(value);
+    }
     if (RESOLUTION_FLAGS.has(name) || name.startsWith("--unstable")) {
       entry.flags.push(value === undefined ? name : `${name}=${value}`);
     }
@@ -100,22 +109,55 @@ export async function checkModuleGraph(
 ): Promise<void> {
   const argv = plan.start.command;
   const entry = server.sandbox === "deno" && argv ? denoEntry(argv) : undefined;
-  if (entry === undefined || entry.readAll || !isLocal(entry.module)) return;
+  if (entry === undefined || entry.readAll) return;
+  const modules = [...entry.preloads, entry.module].filter(isLocal);
+  if (modules.length === 0) return;
   const cwd = plan.start.cwd ?? Deno.cwd();
   const at = (path: string) => path.startsWith("file:") ? fileURLToPath(path) : resolve(cwd, path);
-  const roots = [dirname(at(entry.module)), ...entry.reads.map(at)];
-  if (entry.config !== undefined) roots.push(dirname(at(entry.config)));
-  const files = await graphFiles(server.id, argv![0]!, entry, plan.start, clock, timeoutMs);
-  const outside = files.find((file) => !roots.some((root) => within(file, root)));
-  if (outside === undefined) return;
-  throw new GatewayError(
-    "config_invalid",
-    `Upstream "${server.id}" runs under sandbox: deno, but its module ${entry.module} imports ` +
-      `${outside}, outside its directory and its read grants; Deno loads imported files without ` +
-      "the read check, so the gateway does not start it. Add the file to permissions.read if the " +
-      "server may read it, or use sandbox: none for code you trust",
-    { server: server.id, module: entry.module, file: outside },
-  );
+  const broad = broadDirectories(plan.start.env ?? {});
+  // A module's own directory is its project, unless that directory holds far more than a project.
+  const project = (file: string) => broad.has(dirname(file)) ? file : dirname(file);
+  const roots = [...modules.map((m) => project(at(m))), ...entry.reads.map(at)];
+  if (entry.config !== undefined) roots.push(project(at(entry.config)));
+  for (const module of modules) {
+    const files = await graphFiles(
+      server.id,
+      argv![0]!,
+      module,
+      entry,
+      plan.start,
+      clock,
+      timeoutMs,
+    );
+    const outside = files.find((file) => !roots.some((root) => within(file, root)));
+    if (outside === undefined) continue;
+    const dir = dirname(at(module));
+    const why = broad.has(dir)
+      ? `, outside its read grants (its directory, ${dir}, holds far more than one server's ` +
+        "project, so it counts as none: move the server into a directory of its own)"
+      : ", outside its directory and its read grants";
+    throw new GatewayError(
+      "config_invalid",
+      `Upstream "${server.id}" runs under sandbox: deno, but its module ${module} imports ` +
+        `${outside}${why}; Deno loads imported files without ` +
+        "the read check, so the gateway does not start it. Add the file to permissions.read if the " +
+        "server may read it, or use sandbox: none for code you trust",
+      { server: server.id, module, file: outside },
+    );
+  }
+}
+
+/**
+ * Directories that stand for no one project: the filesystem root, the child's home directory and
+ * every directory above it, and the temp directories.
+ */
+function broadDirectories(env: Record<string, string>): Set<string> {
+  const broad = new Set([sep, "/tmp", "/var/tmp"]);
+  for (const dir of [env.TMPDIR, env.TMP, env.TEMP]) if (dir) broad.add(resolve(dir));
+  if (env.HOME) {
+    for (let dir = resolve(env.HOME); !broad.has(dir); dir = dirname(dir)) broad.add(dir);
+  }
+  return broad;
 }
 
 /** Whether a module argument names a local file (a path or a `file:` URL), not npm:, jsr: or a URL. */
@@ -133,6 +175,7 @@ function within(path: string, root: string): boolean {
 async function graphFiles(
   serverId: string,
   execPath: string,
+  module: string,
   entry: DenoEntry,
   start: UpstreamPlan["start"],
   clock: Clock,
@@ -143,14 +186,14 @@ async function graphFiles(
     new GatewayError(
       "config_invalid",
       `Upstream "${serverId}" runs under sandbox: deno, and the gateway could not list the ` +
-        `module graph of ${entry.module} to check what it imports (${why}), so it does not start it`,
-      { server: serverId, module: entry.module },
+        `module graph of ${module} to check what it imports (${why}), so it does not start it`,
+      { server: serverId, module },
     );
   let output: Deno.CommandOutput;
   try {
     output = await new Deno.Command(execPath, {
       // --no-lock: listing the graph never writes a lockfile; the child itself may.
-      args: ["info", "--json", "--no-lock", ...entry.flags, entry.module],
+      args: ["info", "--json", "--no-lock", ...entry.flags, module],
       ...(start.cwd !== undefined ? { cwd: start.cwd } : {}),
       // NO_COLOR: its error line goes into lastError, which holds no terminal escapes.
       env: { ...start.env, NO_COLOR: "1" },

@@ -10,13 +10,13 @@ import { connectHttp, startGateway, type TestGateway } from "../support/gateway.
 /** The file tests/fixtures/upstreams/text_import_server.ts imports, outside its directory. */
 const SECRET_FILE = fixture("module_graph_secret.env");
 
-/** Runs `fn` on a gateway serving the text-importing fixture under sandbox: deno. */
+/** Runs `fn` on a gateway serving the text-importing fixture (or `command`) under sandbox: deno. */
 async function withImporter(
   extra: string,
   fn: (gateway: TestGateway, secret: string) => Promise<void>,
+  command = ["deno", "run", fixture("upstreams/text_import_server.ts")],
 ): Promise<void> {
   const secret = (await Deno.readTextFile(SECRET_FILE)).trim();
-  const command = ["deno", "run", fixture("upstreams/text_import_server.ts")];
   const fleet = await writeFleet(`proxy_servers:
   - id: importer
     command: ${JSON.stringify(command)}
@@ -78,4 +78,28 @@ Deno.test("The same upstream starts, and reads the file, once permissions.read g
       }
     },
   );
+});
+
+Deno.test("A sandboxed upstream whose --preload module imports a file outside its directory is refused, and the secret reaches no log", async () => {
+  // The entry imports only its own directory; the module preloaded before it reads the secret.
+  const command = [
+    "deno",
+    "run",
+    "--preload",
+    fixture("upstreams/secret_preload.ts"),
+    fixture("upstreams/log_flood_server.ts"),
+  ];
+  await withImporter("", async (gateway, secret) => {
+    await eventually(
+      () => importer(gateway)?.lastError !== undefined || importer(gateway)?.state === "READY",
+      "the refusal (or the start)",
+    );
+    assert.equal(gateway.logs.some((line) => line.includes(secret)), false, "the secret in a log");
+    const status = importer(gateway)!;
+    assert.equal(status.state, "FAILED");
+    assert.match(
+      status.lastError!,
+      /its module \S*secret_preload\.ts imports \S*module_graph_secret\.env/,
+    );
+  }, command);
 });
