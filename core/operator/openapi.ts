@@ -263,14 +263,15 @@ export function openApiDocument(): Json {
               "application/json": {
                 schema: {
                   type: "object",
-                  required: ["ids"],
+                  required: ["ids", "digests"],
                   properties: {
                     ids: { type: "array", items: { type: "string" } },
                     digests: {
                       type: "object",
                       description:
-                        "By id, the `digest` listed by GET proposals: a proposal whose digest " +
-                        "differs now refuses the whole request (409 proposal_changed)",
+                        "For each id, the `digest` listed by GET proposals or POST run (an id " +
+                        "without one is a 400): a proposal whose digest differs now refuses the " +
+                        "whole request (409 proposal_changed)",
                       additionalProperties: { type: "string" },
                     },
                   },
@@ -284,7 +285,9 @@ export function openApiDocument(): Json {
           },
           responses: {
             "200": json("Written to the fleet file and applied"),
-            "400": json("The body is malformed, or the fleet file would become invalid"),
+            "400": json(
+              "The body is malformed, an id has no digest, or the fleet file would become invalid",
+            ),
             "404": json("No pending proposal with an id given"),
             "409": json(
               "proposal_changed (a digest differs: review the proposal again), no_fleet_file, conflict or fleet_read_only",

@@ -5,11 +5,11 @@
  *   live candidates of running discovery (MCP_DISCOVERY), else the last `?discover=true` round;
  *   `?discover=true` asks the sources again first, bounded by MCP_DISCOVERY_TIMEOUT_MS;
  * - `POST run` (admin), body `{ registry, full?, search?, include? }`: reads the registry and
- *   replaces the registry proposals;
- * - `POST apply` (admin), body `{ ids: [...], digests?: { id: digest } }`: writes the chosen
+ *   replaces the registry proposals, answering them with their digests;
+ * - `POST apply` (admin), body `{ ids: [...], digests: { id: digest } }`: writes the chosen
  *   proposals to the fleet file (validated, atomic, comments kept) and applies the fleet at once;
- *   a proposal whose digest is no longer the one given refuses the whole request (409
- *   `proposal_changed`).
+ *   each id needs the digest it was listed with (what the operator reviewed), and a proposal
+ *   whose digest is no longer that one refuses the whole request (409 `proposal_changed`).
  * @module
  */
 import type { OperatorHost } from "./operator_host.ts";
@@ -174,7 +174,8 @@ async function run(kernel: OperatorHost, fleetPath: string, body: Record<string,
       ...(Array.isArray(include) ? { include: include.map(String) } : {}),
     });
     proposalsOf(kernel).setRegistry(result);
-    return Response.json(result);
+    // With their digests, so what a script reviews here is what it can apply.
+    return Response.json({ ...result, proposals: listedProposals(result.proposals) });
   } catch (error) {
     if (error instanceof RegistryError) return jsonError(502, "registry_failed", error.message);
     throw error;
@@ -190,7 +191,7 @@ async function apply(kernel: OperatorHost, fleetPath: string, body: Record<strin
       'ids must be a non-empty list of proposal ids, e.g. {"ids": ["add:acme-weather"]}',
     );
   }
-  const digests = expectedDigests(body.digests, ids);
+  const digests = expectedDigests(body.digests, ids as string[]);
   if (digests instanceof Response) return digests;
   const store = proposalsOf(kernel);
   // Unique ids (pendingProposals keeps one per id), so this map drops nothing.
@@ -205,9 +206,11 @@ async function apply(kernel: OperatorHost, fleetPath: string, body: Record<strin
       }; list them with GET ${SYNC_PATH}/proposals (POST ${SYNC_PATH}/run first)`,
     );
   }
+  const unreviewed = missingDigests(digests, ids);
+  if (unreviewed) return unreviewed;
   const chosen = ids.map((id) => pending.get(id)!);
   // What is written is `chosen`, these very objects, so a passed check cannot be raced.
-  const changed = chosen.filter((p) => digests.has(p.id) && digests.get(p.id) !== p.digest);
+  const changed = chosen.filter((p) => digests.get(p.id) !== p.digest);
   if (changed.length > 0) {
     return jsonError(
       409,
@@ -242,12 +245,20 @@ async function apply(kernel: OperatorHost, fleetPath: string, body: Record<strin
   }
 }
 
-/** The `digests` of an apply body by id (empty when absent), or the 400 refusing it. */
+/** Where an operator finds a proposal's digest. */
+const LISTED_AT = `as GET ${SYNC_PATH}/proposals (or POST ${SYNC_PATH}/run) lists it`;
+
+/**
+ * The `digests` of an apply body by id, or the 400 refusing it. Without
+ * a digest an id names only a slot, whose content a registry or an announcement can change
+ * between the review and the click, so none is applied on its id alone.
+ */
 function expectedDigests(value: unknown, ids: readonly string[]): Map<string, string> | Response {
+  const example = `{"ids": ["${ids[0]}"], "digests": {"${ids[0]}": "<its digest>"}}`;
+  // Absent, each id lacks its digest, which is said once the ids are known (a 404 comes first).
   if (value === undefined) return new Map();
-  const example = '{"ids": ["add:x"], "digests": {"add:x": "<digest from GET proposals>"}}';
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    return jsonError(400, "invalid_request", `digests must be an object by id, e.g. ${example}`);
+    return jsonError(400, "invalid_request", mustGive(example));
   }
   const entries = Object.entries(value);
   const bad = entries.find(([, digest]) => typeof digest !== "string");
@@ -264,6 +275,33 @@ function expectedDigests(value: unknown, ids: readonly string[]): Map<string, st
     );
   }
   return new Map(entries as [string, string][]);
+}
+
+/** The 400 for ids given without a digest, or undefined when each has one. */
+function missingDigests(
+  digests: Map<string, string>,
+  ids: readonly string[],
+): Response | undefined {
+  const missing = ids.filter((id) => !digests.has(id));
+  if (missing.length === 0) return undefined;
+  if (digests.size === 0) {
+    return jsonError(
+      400,
+      "invalid_request",
+      mustGive(`{"ids": ["${ids[0]}"], "digests": {"${ids[0]}": "<its digest>"}}`),
+    );
+  }
+  return jsonError(
+    400,
+    "invalid_request",
+    `digests gives none for ${missing.map((id) => `"${id}"`).join(", ")}; give each id's ` +
+      `digest ${LISTED_AT}: apply writes only the proposal that was reviewed`,
+  );
+}
+
+function mustGive(example: string): string {
+  return `digests must be an object giving each id's digest ${LISTED_AT}, e.g. ${example}: ` +
+    "apply writes only the proposal that was reviewed";
 }
 
 /** `MCP_DISCOVERY_TRUSTED`: discovery sources whose candidates are added enabled. */

@@ -171,6 +171,29 @@ Deno.test("Digests must be strings by id, each for an id applied: a stray or mal
   }
 });
 
+Deno.test("An apply must give each id the digest it was listed with: without one it is a 400 naming the id, and nothing is written", async () => {
+  const other = { ...LEGIT, id: "wiki", url: "http://192.168.1.21/mcp" };
+  const gw = await fakeGateway([LEGIT, other]);
+  try {
+    const [first, second] = await gw.list();
+    const none = await gw.call("apply", { ids: [first!.id] });
+    assert.equal(none.status, 400);
+    assert.match(none.body.error.message, /digests must be an object giving each id's digest/);
+    assert.match(none.body.error.message, /apply writes only the proposal that was reviewed/);
+    const partial = await gw.call("apply", {
+      ids: [first!.id, second!.id],
+      digests: { [first!.id]: first!.digest },
+    });
+    assert.equal(partial.status, 400);
+    assert.equal(partial.body.error.code, "invalid_request");
+    assert.match(partial.body.error.message, new RegExp(`digests gives none for "${second!.id}"`));
+    assert.equal(await Deno.readTextFile(gw.fleetPath), EMPTY_FLEET);
+    assert.deepEqual(gw.applied, []);
+  } finally {
+    await gw.remove();
+  }
+});
+
 Deno.test("A discovery proposal with a registry proposal's id is left out, said once in the log, and apply writes the registry's", async () => {
   const gw = await fakeGateway([EVIL]);
   try {

@@ -554,7 +554,7 @@ Deno.test("GET /v1/mcp/sync/proposals?discover=true joins discovery candidates t
     const applied = await fetch(`${gateway.url}/v1/mcp/sync/apply`, {
       method: "POST",
       headers: { Authorization: `Bearer ${gateway.token}`, "Content-Type": "application/json" },
-      body: JSON.stringify({ ids: ["add:static-notes"] }),
+      body: JSON.stringify({ ids: [notes.id], digests: { [notes.id]: notes.digest } }),
     });
     assert.equal(applied.status, 200, await applied.text());
     assert.match(
@@ -763,7 +763,7 @@ async function gatewayDiscovering(api: string, extra: Record<string, string> = {
     });
     assert.equal(response.status, 200);
     return await response.json() as {
-      proposals: { id: string; yaml: string; entry: Record<string, unknown> }[];
+      proposals: { id: string; yaml: string; digest: string; entry: Record<string, unknown> }[];
       discoveryErrors?: string[];
       discovery: { running: string[] };
     };
@@ -832,7 +832,7 @@ Deno.test("MCP_DISCOVERY=k8s: the cluster's candidates show in the proposals wit
         Authorization: `Bearer ${running.gateway.token}`,
         "Content-Type": "application/json",
       },
-      body: JSON.stringify({ ids: [proposal!.id] }),
+      body: JSON.stringify({ ids: [proposal!.id], digests: { [proposal!.id]: proposal!.digest } }),
     });
     assert.equal(applied.status, 200, await applied.text());
     const indent = (yaml: string) =>

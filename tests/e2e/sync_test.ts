@@ -456,9 +456,28 @@ Deno.test("The sync admin API: operators read proposals, admins run a sync and a
     assert.equal(unknown.status, 404);
     assert.match(unknown.body.error.message, /No pending proposal "add:nope"/);
 
-    const applied = await call("POST", "apply", admin, {
-      ids: ["add:example-search", "remove:acme-vanished"],
-    });
+    const chosen = ["add:example-search", "remove:acme-vanished"];
+    const unreviewed = await call("POST", "apply", admin, { ids: chosen });
+    assert.equal(unreviewed.status, 400, "an id alone names no content");
+    assert.match(
+      unreviewed.body.error.message,
+      /digests must be an object giving each id's digest/,
+    );
+    // The run's answer carries the digests, the same the listing has.
+    const digests = Object.fromEntries(
+      run.body.proposals
+        .filter((p: { id: string }) => chosen.includes(p.id))
+        .map((p: { id: string; digest: string }) => [p.id, p.digest]),
+    );
+    assert.deepEqual(
+      digests,
+      Object.fromEntries(
+        listed.body.proposals
+          .filter((p: { id: string }) => chosen.includes(p.id))
+          .map((p: { id: string; digest: string }) => [p.id, p.digest]),
+      ),
+    );
+    const applied = await call("POST", "apply", admin, { ids: chosen, digests });
     assert.equal(applied.status, 200, JSON.stringify(applied.body));
     const text = await Deno.readTextFile(fleet.path);
     assert.match(text, /^# kept$/m);
