@@ -32,6 +32,7 @@ import { RateLimiter } from "../core/governance/rate_limiter.ts";
 import {
   APPROVAL_TOKEN_META_KEY,
   effectClassOf,
+  subjectOf,
   ToolGovernance,
   type ToolTarget,
   type Verdict,
@@ -402,12 +403,7 @@ async function explain(args: string[], io: PolicyCliIo): Promise<number> {
   const target = targetOf(call, server.id, listed);
   const verdict = await decide(offlineGovernance(policies), call, target);
   const policy = tenantPolicy(policies, call.tenant);
-  const effect = effectClassOf(
-    call.tool,
-    target.descriptor?.annotations,
-    policy,
-    target.escalation,
-  );
+  const effect = effectClassOf(subjectOf({ ...target, name: call.tool }), policies, policy);
 
   if (values.json) {
     io.out(JSON.stringify(

@@ -293,3 +293,34 @@ Deno.test("policy explain and test name the scanner escalation of a listed tool"
     assert.match(missing.err, /"fs__other" is not in the descriptors/);
   });
 });
+
+Deno.test("policy explain judges an upstream's readOnlyHint as the live call does: untrusted unless trusted_annotations lists it", async () => {
+  const explain = (dir: string, file: string) =>
+    run([
+      "explain",
+      "--path",
+      `${dir}/${file}`,
+      "--tenant",
+      "t",
+      "--tool",
+      "notes__tidy",
+      "--annotations",
+      '{"readOnlyHint": true}',
+    ]);
+  await withPolicyDir({
+    "p.yaml": 'tenants:\n  "*": { approval: [write, destructive] }\n',
+    "trusting.yaml":
+      'trusted_annotations: [notes]\ntenants:\n  "*": { approval: [write, destructive] }\n',
+  }, async (dir) => {
+    const untrusted = await explain(dir, "p.yaml");
+    assert.equal(untrusted.code, 0, untrusted.err);
+    assert.match(untrusted.out, /^verdict: +approval_required/m);
+    assert.match(
+      untrusted.out,
+      /^effect: +write, by default effect class write \(the readOnlyHint of notes is not trusted/m,
+    );
+    const trusted = await explain(dir, "trusting.yaml");
+    assert.match(trusted.out, /^verdict: +allow/m);
+    assert.match(trusted.out, /^effect: +read, by annotation readOnlyHint/m);
+  });
+});

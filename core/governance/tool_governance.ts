@@ -186,17 +186,29 @@ export function untrustedHints(
 }
 
 /**
+ * A tool as its effect class is judged. `server` must be stated (undefined only for the
+ * gateway's own tools): it decides whether the tool's readOnlyHint counts.
+ */
+export interface EffectSubject {
+  name: string;
+  annotations: Tool["annotations"] | undefined;
+  server: string | undefined;
+  /** Why the scanner escalated the tool, if it did. */
+  escalation?: string;
+}
+
+/**
  * The effect class of a call: a scanner escalation (destructive), else a policy override, else
- * the tool's annotations, else `write`. A `readOnlyHint` counts only when `untrusted` (see
- * {@link untrustedHints}) is undefined.
+ * the tool's annotations, else `write`. A `readOnlyHint` counts only from the gateway's own tools
+ * and from upstreams the policies list under `trusted_annotations` ({@link untrustedHints}).
  */
 export function effectClassOf(
-  name: string,
-  annotations: Tool["annotations"] | undefined,
+  tool: EffectSubject,
+  policies: PolicySet,
   policy: TenantPolicy | undefined,
-  escalation?: string,
-  untrusted?: string,
 ): { effect: EffectClass; rule: string } {
+  const { name, annotations, escalation } = tool;
+  const untrusted = untrustedHints(policies, tool.server);
   // The scanner found something in the tool's definition: nothing may make it look harmless.
   if (escalation !== undefined) {
     return { effect: "destructive", rule: `scanner escalation: ${escalation}` };
@@ -234,6 +246,16 @@ export function effectClassOf(
     };
   }
   return { effect: "write", rule: "default effect class write (no annotation, no override)" };
+}
+
+/** The tool a target names, as its effect class is judged. */
+export function subjectOf(target: ToolTarget): EffectSubject {
+  return {
+    name: target.name,
+    annotations: target.descriptor?.annotations,
+    server: target.server,
+    ...(target.escalation === undefined ? {} : { escalation: target.escalation }),
+  };
 }
 
 /** What the gate is built from. */
@@ -289,13 +311,7 @@ export class ToolGovernance {
   /** Whether the tenant may see the tool in tools/list: the same rules as a call, minus arguments. */
   visible(ctx: CallContext, target: ToolTarget): boolean {
     const policy = this.#tenant(ctx.tenant);
-    const { effect } = effectClassOf(
-      target.name,
-      target.descriptor?.annotations,
-      policy,
-      target.escalation,
-      untrustedHints(this.#policies, target.server),
-    );
+    const { effect } = effectClassOf(subjectOf(target), this.#policies, policy);
     const facts = this.#facts(ctx, target, policy, effect);
     const decision = precedence({
       ...facts,
@@ -338,13 +354,7 @@ export class ToolGovernance {
     options: CheckOptions,
   ): Promise<Verdict> {
     const policy = this.#tenant(ctx.tenant);
-    const { effect, rule: effectRule } = effectClassOf(
-      target.name,
-      target.descriptor?.annotations,
-      policy,
-      target.escalation,
-      untrustedHints(this.#policies, target.server),
-    );
+    const { effect, rule: effectRule } = effectClassOf(subjectOf(target), this.#policies, policy);
     const facts = this.#facts(ctx, target, policy, effect);
     const hash = await argumentsHash(args);
 

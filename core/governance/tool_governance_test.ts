@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { principalOf } from "../auth/token_payload.ts";
 import { ManualClock } from "../support/clock.ts";
 import { InProcessEventBus } from "../bus/event_bus.ts";
@@ -228,41 +229,36 @@ Deno.test("ToolGovernance refuses a tampered token with approval_invalid and an 
   denied(await governance.check(acme, target, {}, { approvalToken: token }), "approval_expired");
 });
 
-Deno.test("effectClassOf: a policy override, else annotations, else write; annotations only make it stricter", () => {
+/** The effect class of `name` with `annotations`, from upstream `server` (none: the gateway's own). */
+function effectOf(
+  name: string,
+  annotations: Tool["annotations"] | undefined,
+  server?: string,
+): { effect: string; rule: string } {
   const { governance } = setup();
-  const acmePolicy = governance.policies.tenants.get("acme");
-  assert.equal(effectClassOf("x", undefined, acmePolicy).effect, "write");
-  assert.equal(effectClassOf("x", { readOnlyHint: true }, acmePolicy).effect, "read");
-  assert.equal(effectClassOf("x", { destructiveHint: true }, acmePolicy).effect, "destructive");
-  assert.equal(effectClassOf("fs__read_file", undefined, acmePolicy).effect, "read");
-  assert.equal(
-    effectClassOf("fs__read_file", { destructiveHint: true }, acmePolicy).effect,
-    "destructive",
-  );
-  assert.equal(effectClassOf("fs__wipe", { readOnlyHint: true }, acmePolicy).effect, "destructive");
+  const policy = governance.policies.tenants.get("acme");
+  return effectClassOf({ name, annotations, server }, governance.policies, policy);
+}
+
+Deno.test("effectClassOf: a policy override, else annotations, else write; annotations only make it stricter", () => {
+  assert.equal(effectOf("x", undefined).effect, "write");
+  assert.equal(effectOf("x", { readOnlyHint: true }).effect, "read");
+  assert.equal(effectOf("x", { destructiveHint: true }).effect, "destructive");
+  assert.equal(effectOf("fs__read_file", undefined).effect, "read");
+  assert.equal(effectOf("fs__read_file", { destructiveHint: true }).effect, "destructive");
+  assert.equal(effectOf("fs__wipe", { readOnlyHint: true }).effect, "destructive");
 });
 
 Deno.test("effectClassOf: an untrusted upstream's readOnlyHint is no hint, and the rule says how to trust it", () => {
-  const { governance } = setup();
-  const acmePolicy = governance.policies.tenants.get("acme");
-  const lying = effectClassOf(
-    "notes__tidy",
-    { readOnlyHint: true },
-    acmePolicy,
-    undefined,
-    "notes",
-  );
+  const lying = effectOf("notes__tidy", { readOnlyHint: true }, "notes");
   assert.equal(lying.effect, "write");
   assert.match(
     lying.rule,
     /readOnlyHint of notes is not trusted: list notes under trusted_annotations/,
   );
-  const wipe = effectClassOf("notes__x", { destructiveHint: true }, acmePolicy, undefined, "notes");
+  const wipe = effectOf("notes__x", { destructiveHint: true }, "notes");
   assert.equal(wipe.effect, "destructive", "a hint that makes it stricter still counts");
-  assert.equal(
-    effectClassOf("fs__read_file", undefined, acmePolicy, undefined, "fs").effect,
-    "read",
-  );
+  assert.equal(effectOf("fs__read_file", undefined, "fs").effect, "read");
 });
 
 Deno.test("untrustedHints: an upstream's hints are untrusted unless trusted_annotations lists it; the gateway's own tools are trusted", () => {

@@ -7,7 +7,7 @@
  */
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError } from "../support/errors.ts";
-import { effectClassOf, untrustedHints } from "../governance/tool_governance.ts";
+import { effectClassOf } from "../governance/tool_governance.ts";
 import type { CallContext, ToolGovernance } from "../governance/tool_governance.ts";
 import type { ToolActivationManager } from "./tool_activation_manager.ts";
 import { ToolSearchIndex } from "./tool_search.ts";
@@ -148,11 +148,9 @@ export class ToolDiscovery {
         description: oneLine(tool.description ?? tool.title ?? ""),
         // The effect class the call pipeline governs it by, scanner escalation included.
         effect: effectClassOf(
-          tool.name,
-          tool.annotations,
+          { name: tool.name, annotations: tool.annotations, server, escalation },
+          this.#governance.policies,
           policy,
-          escalation,
-          untrustedHints(this.#governance.policies, server),
         ).effect,
         active: this.#activation.isActive(session, tool.name),
       }));
