@@ -240,8 +240,14 @@ export class SharedCopies {
       );
     }
     if (!record || record.upstream !== upstream) return sessionNotFound();
-    // A session id is not a credential. A record without a principal (written by an older
-    // replica) matches no caller: its client opens a new session rather than anyone taking it.
+    // A record without a principal (written by an older replica, before callers had one) is
+    // nobody's: 404, as for a session that is gone, which tells its client to initialize again
+    // (MCP), so a rolling upgrade costs a client a new session, never another caller its own.
+    if (record.principal === undefined) {
+      this.store.forget(id);
+      return sessionNotFound();
+    }
+    // A session id is not a credential.
     if (!sameCaller(record, auth)) {
       this.store.forget(id);
       return sessionForbidden();
