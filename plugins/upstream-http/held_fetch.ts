@@ -7,7 +7,10 @@
  * - an event stream is read on only while the kernel has taken what the relay posted (its
  *   credit, core/plugin_api/relay_credit.ts), so a flood waits in the upstream's TCP window;
  * - one event, and any other body, is read to at most `maxBytes`; past that it is cut, and the
- *   request it answered (when there is one) is failed at once by `cut`, not left to time out.
+ *   request it answered (when there is one) is failed at once by `cut`, not left to time out;
+ * - a POST's event stream is ended once its request is answered or cancelled
+ *   ({@link OpenStreams}): MCP says the server closes it then, and one that keeps it open (a
+ *   comment now and then) would otherwise hold a connection for every call ever made.
  * @module
  */
 import { readBoundedBody } from "../../core/plugin_api/bounded_body.ts";
@@ -22,6 +25,33 @@ export interface ResponseHold {
   maxBytes: number;
   /** A response was cut for its size: `id` names the request it answered, when one did. */
   cut(reason: string, id: string | number | undefined): void;
+  /** The POST event streams open, which the relay ends by their request's id. */
+  streams: OpenStreams;
+}
+
+/** The event streams of POSTed requests still being read, by the id of the request each answers. */
+export class OpenStreams {
+  readonly #ends = new Map<string | number, () => void>();
+
+  /** Registers the stream of request `id`; the function returned forgets it. */
+  add(id: string | number, end: () => void): () => void {
+    this.#ends.set(id, end);
+    return () => {
+      if (this.#ends.get(id) === end) this.#ends.delete(id);
+    };
+  }
+
+  /** Stops reading the stream of request `id` (answered or cancelled), if one is open. */
+  end(id: string | number): void {
+    const end = this.#ends.get(id);
+    this.#ends.delete(id);
+    end?.();
+  }
+
+  /** How many are open. */
+  get size(): number {
+    return this.#ends.size;
+  }
 }
 
 /** Statuses whose responses cannot carry a body (a Response with one cannot be built). */
@@ -60,12 +90,19 @@ function heldEvents(
   const ends = new EventEnds();
   /** Bytes of the event now being read, before this chunk. */
   let open = 0;
+  // Ending cancels the upstream's side: a pending read returns done, and the stream closes.
+  const forget = id === undefined
+    ? () => {}
+    : hold.streams.add(id, () => void reader.cancel().catch(() => {}));
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       const wait = hold.whenOpen();
       if (wait) await wait;
       const { done, value } = await reader.read();
-      if (done) return controller.close();
+      if (done) {
+        forget();
+        return controller.close();
+      }
       let largest = 0;
       let from = 0;
       ends.scan(value, (at) => {
@@ -75,13 +112,17 @@ function heldEvents(
       });
       open += value.length - from;
       if (Math.max(largest, open) <= hold.maxBytes) return controller.enqueue(value);
+      forget();
       await reader.cancel().catch(() => {});
       const reason = `an event of more than ${hold.maxBytes} bytes`;
       hold.cut(reason, id);
       if (id === undefined) controller.error(new Error(`the upstream sent ${reason}`));
       else controller.close();
     },
-    cancel: (reason) => reader.cancel(reason),
+    cancel: (reason) => {
+      forget();
+      return reader.cancel(reason);
+    },
   }, { highWaterMark: 0 });
 }
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { heldFetch, type ResponseHold } from "./held_fetch.ts";
+import { heldFetch, OpenStreams, type ResponseHold } from "./held_fetch.ts";
 
 const encoder = new TextEncoder();
 
@@ -11,6 +11,7 @@ function testHold(maxBytes = 64) {
     whenOpen: () => gate?.promise,
     maxBytes,
     cut: (reason, id) => void cuts.push({ reason, id }),
+    streams: new OpenStreams(),
   };
   return {
     hold,
@@ -121,4 +122,32 @@ Deno.test("A body within the bound passes whole, its status and headers kept", a
   assert.equal(response.headers.get("x-kept"), "yes");
   assert.equal(await response.text(), '{"error":"nope"}');
   assert.deepEqual(test.cuts, []);
+});
+
+Deno.test("A POST's event stream is ended by its request's id, and forgotten once it ends", async () => {
+  const test = testHold(1024);
+  const state = { cancelled: false };
+  const base: typeof fetch = () =>
+    Promise.resolve(
+      new Response(
+        new ReadableStream<Uint8Array>({
+          start(controller) {
+            controller.enqueue(encoder.encode(EVENT));
+          },
+          // Then nothing more, ever: a server keeping the stream open after its answer.
+          cancel: () => void (state.cancelled = true),
+        }),
+        { headers: { "content-type": "text/event-stream" } },
+      ),
+    );
+  const response = await heldFetch(test.hold, base)("http://u/mcp", POST);
+  const reader = response.body!.getReader();
+  assert.equal(new TextDecoder().decode((await reader.read()).value), EVENT);
+  assert.equal(test.hold.streams.size, 1);
+  const next = reader.read();
+  test.hold.streams.end(7);
+  assert.equal((await next).done, true, "the stream ends for its reader");
+  assert.ok(state.cancelled, "and the upstream's side is cancelled");
+  assert.equal(test.hold.streams.size, 0);
+  test.hold.streams.end(7);
 });

@@ -9,7 +9,7 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../../core/plugin_api/mod.ts";
 import { settlesWithin, systemClock } from "../../core/plugin_api/clock.ts";
 import { RelayCredit } from "../../core/plugin_api/relay_credit.ts";
-import { heldFetch } from "./held_fetch.ts";
+import { heldFetch, OpenStreams } from "./held_fetch.ts";
 import { takeStreamMark } from "./related_streams.ts";
 
 /** How a relay builds and judges its SDK transport. */
@@ -40,6 +40,7 @@ export function runHttpRelay(options: HttpRelayOptions): void {
   const scope = globalThis as unknown as WorkerScope;
   // Every post spends credit; event streams are read on only while some is left (held_fetch.ts).
   const credit = new RelayCredit();
+  const streams = new OpenStreams();
   const post = (message: WorkerToKernel) => {
     credit.spend(message);
     scope.postMessage(message);
@@ -67,6 +68,7 @@ export function runHttpRelay(options: HttpRelayOptions): void {
       maxBytes: startSpec.maxMessageBytes + FRAMING_BYTES,
       cut: (reason: string, id: string | number | undefined) =>
         post({ type: "malformed", reason, preview: "", ...(id === undefined ? {} : { id }) }),
+      streams,
     };
     const base = startSpec.egressProxy === undefined ? fetch : proxiedFetch(startSpec.egressProxy);
     const t = options.create(
@@ -75,8 +77,11 @@ export function runHttpRelay(options: HttpRelayOptions): void {
       heldFetch(hold, base),
     );
     transport = t;
-    t.onmessage = (message: JSONRPCMessage) =>
+    t.onmessage = (message: JSONRPCMessage) => {
       post(toKernel(message, startSpec.maxMessageBytes, options.streamMarkKey));
+      // Answered: its stream has nothing more to carry (the server should have closed it).
+      if (isResponse(message)) streams.end(message.id);
+    };
     t.onerror = (error: Error) => {
       // During start the rejected start() reports it; after finish nothing is relayed.
       if (!started || finished) return;
@@ -101,6 +106,9 @@ export function runHttpRelay(options: HttpRelayOptions): void {
     if (!transport || finished) return;
     try {
       await transport.send(message as JSONRPCMessage);
+      // Cancelled: no answer is coming that the kernel would take, so its stream is let go.
+      const cancelled = cancelledRequest(message);
+      if (cancelled !== undefined) streams.end(cancelled);
     } catch (error) {
       // The request will never be answered: end the session so the client fails fast and the
       // kernel can reconnect, instead of waiting for a timeout.
@@ -180,6 +188,14 @@ function proxiedFetch(url: string): typeof fetch {
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** The request id a `notifications/cancelled` names, else undefined. */
+function cancelledRequest(message: unknown): string | number | undefined {
+  const m = message as { method?: unknown; params?: { requestId?: unknown } } | null;
+  if (m?.method !== "notifications/cancelled") return undefined;
+  const id = m.params?.requestId;
+  return typeof id === "string" || typeof id === "number" ? id : undefined;
 }
 
 /** A response (never a request from the upstream) whose id can be answered. */

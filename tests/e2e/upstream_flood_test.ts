@@ -224,3 +224,23 @@ Deno.test("An sse upstream's event that never ends ends its session at the messa
     );
   });
 });
+
+Deno.test("An http upstream that keeps each call's event stream open after its answer, or without one, holds no stream once the call is answered or cancelled", async () => {
+  await withFloodServers("http", async ({ attacker }) => {
+    const open = async () =>
+      Number(text(await attacker.callTool({ name: "flood__open_streams", arguments: {} })));
+    for (let i = 0; i < 20; i++) {
+      assert.equal(
+        text(await attacker.callTool({ name: "flood__linger", arguments: {} })),
+        "linger",
+      );
+    }
+    for (let i = 0; i < 5; i++) {
+      await assert.rejects(
+        attacker.callTool({ name: "flood__hang", arguments: {} }, undefined, { timeout: 200 }),
+        /timed out/i,
+      );
+    }
+    await eventually(async () => (await open()) === 0, "every stream let go");
+  });
+});
