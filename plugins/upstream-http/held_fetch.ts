@@ -8,7 +8,8 @@
  *   credit, core/plugin_api/relay_credit.ts), so a flood waits in the upstream's TCP window;
  * - one event, and any other body, is read to at most `maxBytes`; past that it is cut, and the
  *   request it answered (when there is one) is failed at once by `cut`, not left to time out;
- * - a POST's event stream is ended once its request is answered or cancelled
+ * - a POST's event stream, or its JSON answer still being read, is ended once its request is
+ *   answered or cancelled
  *   ({@link OpenStreams}): MCP says the server closes it then, and one that keeps it open (a
  *   comment now and then) would otherwise hold a connection for every call ever made.
  * @module
@@ -64,7 +65,10 @@ export function heldFetch(hold: ResponseHold, base: typeof fetch = fetch): typeo
     if (!response.body || NULL_BODY.has(response.status)) return response;
     const id = init?.method === "POST" ? requestIdOf(init.body) : undefined;
     const type = response.headers.get("content-type") ?? "";
-    const body = /^\s*text\/event-stream\s*(;|$)/i.test(type)
+    const events = /^\s*text\/event-stream\s*(;|$)/i.test(type);
+    // A body the SDK only cancels (a 202, an answer to no request) is left to it as it came.
+    if (!events && response.ok && (response.status === 202 || id === undefined)) return response;
+    const body = events
       ? heldEvents(response.body, hold, id)
       : await boundedBody(response, hold, id);
     if (body === undefined) return new Response(null, { status: 202 });
@@ -126,18 +130,28 @@ function heldEvents(
   }, { highWaterMark: 0 });
 }
 
-/** The whole body when it is within the bound; undefined, once cut, when it is not. */
+/**
+ * The whole body when it is within the bound; undefined once cut, or once the request it answers
+ * is ended (cancelled: nothing waits for the rest of a body that trickles).
+ */
 async function boundedBody(
   response: Response,
   hold: ResponseHold,
   id: string | number | undefined,
 ): Promise<Uint8Array<ArrayBuffer> | undefined> {
   const tooLarge = new Error(`a body of more than ${hold.maxBytes} bytes`);
+  const ended = new Error("ended");
+  const abort = new AbortController();
+  const forget = id === undefined ? () => {} : hold.streams.add(id, () => abort.abort(ended));
   try {
-    return (await readBoundedBody(response, hold.maxBytes, () => tooLarge)) ?? undefined;
+    return (await readBoundedBody(response, hold.maxBytes, () => tooLarge, abort.signal)) ??
+      undefined;
   } catch (error) {
+    if (error === ended) return undefined;
     if (error !== tooLarge) throw error;
     hold.cut(tooLarge.message, id);
     return undefined;
+  } finally {
+    forget();
   }
 }

@@ -151,3 +151,34 @@ Deno.test("A POST's event stream is ended by its request's id, and forgotten onc
   assert.equal(test.hold.streams.size, 0);
   test.hold.streams.end(7);
 });
+
+Deno.test("A JSON answer still being read is let go by its request's id: the SDK sees it accepted, nothing is cut", async () => {
+  const test = testHold(1024);
+  const trickle: typeof fetch = () =>
+    Promise.resolve(
+      new Response(
+        new ReadableStream<Uint8Array>({
+          start: (controller) => controller.enqueue(encoder.encode('{"jsonrpc":"2.0","id":7,')),
+        }),
+        { headers: { "content-type": "application/json" } },
+      ),
+    );
+  const answered = heldFetch(test.hold, trickle)("http://u/mcp", POST);
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  test.hold.streams.end(7);
+  const response = await answered;
+  assert.equal(response.status, 202);
+  assert.deepEqual(test.cuts, []);
+  assert.equal(test.hold.streams.size, 0);
+});
+
+Deno.test("A body the SDK only cancels (a 202, an answer to no request) is passed on unread", async () => {
+  const test = testHold(64);
+  for (const [status, init] of [[202, POST], [200, { method: "POST", body: "{}" }]] as const) {
+    const base = upstream(["x".repeat(100)], "text/plain", status);
+    const response = await heldFetch(test.hold, base.fetch)("http://u/mcp", init);
+    assert.equal(base.state.pulled, 0, `${status}: nothing read`);
+    await response.body?.cancel();
+  }
+  assert.deepEqual(test.cuts, []);
+});

@@ -225,7 +225,7 @@ Deno.test("An sse upstream's event that never ends ends its session at the messa
   });
 });
 
-Deno.test("An http upstream that keeps each call's event stream open after its answer, or without one, holds no stream once the call is answered or cancelled", async () => {
+Deno.test("An http upstream that keeps each call's stream open (after its answer, without one, or trickling its JSON body) holds none once the call is answered or cancelled", async () => {
   await withFloodServers("http", async ({ attacker }) => {
     const open = async () =>
       Number(text(await attacker.callTool({ name: "flood__open_streams", arguments: {} })));
@@ -241,6 +241,17 @@ Deno.test("An http upstream that keeps each call's event stream open after its a
         /timed out/i,
       );
     }
+    for (let i = 0; i < 5; i++) {
+      await assert.rejects(
+        attacker.callTool({ name: "flood__drip", arguments: {} }, undefined, { timeout: 200 }),
+        /timed out/i,
+      );
+    }
     await eventually(async () => (await open()) === 0, "every stream let go");
+    // Letting a trickling answer go fails nothing else: the session serves on.
+    assert.equal(
+      text(await attacker.callTool({ name: "flood__echo", arguments: { text: "after" } })),
+      "after",
+    );
   });
 });
