@@ -7,6 +7,7 @@
  * needs, and a `create` factory that receives a narrow context.
  * @module
  */
+import type { ScannerRule } from "./scanner_rule.ts";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { CallToolResult, LoggingLevel, Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { TokenPayload } from "../auth/token_payload.ts";
@@ -398,78 +399,17 @@ export interface BusPlugin extends ManifestBase {
   create(ctx: PluginContext): EventBus | Promise<EventBus>;
 }
 
-/** How bad a scanner finding is, from least to most severe. */
-export type ScanSeverity = "info" | "low" | "medium" | "high" | "critical";
-
-/** What a scanned entity is: a server's instructions, a tool, a prompt or a resource (template). */
-export type ScanEntityKind = "instructions" | "tool" | "prompt" | "resource" | "resource-template";
-
-/** One string a model sees, located by a JSON Pointer into the descriptor snapshot. */
-export interface ScanText {
-  /** JSON Pointer, e.g. `/servers/0/tools/2/inputSchema/properties/path/description`. */
-  pointer: string;
-  /** `name` and `title` fields hold identifiers; the rest is prose. */
-  field: "name" | "title" | "description" | "instructions" | "param-name" | "text";
-  text: string;
-  /** Set when the scanner decoded (or NFKC-normalized) this text out of another one. */
-  decodedFrom?: "unicode-tags" | "base64" | "hex" | "selectors" | "entities" | "percent" | "nfkc";
-  /** Set when the field was longer than the scan limit: its full length (only the head is here). */
-  truncatedFrom?: number;
-}
-
-/** One tool, prompt, resource, template or instructions block of one server. */
-export interface ScanEntity {
-  server: string;
-  kind: ScanEntityKind;
-  /** The entity's name (a resource's name, or its URI when it has none). */
-  name: string;
-  /** JSON Pointer of the entity in the snapshot. */
-  pointer: string;
-  /** Every model-visible string of the entity, decoded payloads included. */
-  texts: ScanText[];
-  /** The descriptor as the server sent it (a tool's `inputSchema`, `annotations`, …). */
-  raw: Record<string, unknown>;
-}
-
-/** One server as a scanner rule sees it. */
-export interface ScanServer {
-  id: string;
-  entities: ScanEntity[];
-}
-
-/** The normalized fleet every rule checks at once, so rules can compare servers. */
-export interface ScanModel {
-  servers: ScanServer[];
-}
-
-/** What a rule reports; the scanner adds the rule id and fills defaults. */
-export interface RuleFinding {
-  entity: ScanEntity;
-  /** Overrides the rule's default severity for this finding. */
-  severity?: ScanSeverity;
-  /** Where exactly; defaults to the entity's pointer. */
-  pointer?: string;
-  message: string;
-  /** The offending excerpt, short. */
-  evidence?: string;
-}
-
-/** One scanner rule: a stable id, a default severity, and a check over the whole fleet. */
-export interface ScannerRule {
-  /** Stable id, `[a-z0-9-]+`; SARIF rule ids and suppressions use it. */
-  id: string;
-  severity: ScanSeverity;
-  /** One line: what the rule looks for. */
-  description: string;
-  check(model: ScanModel): RuleFinding[];
-  /**
-   * For rules whose answers arrive later (a model's opinion): the scanner calls this once with a
-   * function the rule calls when it has new answers, so the fleet is rescanned. Such rules run in
-   * the gateway's own thread (their state lives there), never in the scan worker.
-   */
-  onChange?(rescan: () => void): void;
-}
-
+export type {
+  HiddenBy,
+  RuleFinding,
+  ScanEntity,
+  ScanEntityKind,
+  ScanModel,
+  ScannerRule,
+  ScanServer,
+  ScanSeverity,
+  ScanText,
+} from "./scanner_rule.ts";
 /** A plugin contributing scanner rules. */
 export interface ScannerRulePlugin extends ManifestBase {
   kind: "scanner-rule";

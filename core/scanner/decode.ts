@@ -1,6 +1,7 @@
 /**
  * Finds text hidden by encoding (Unicode Tag characters, variation selectors, base64 — also when
- * wrapped across lines —, hex, HTML entities, %-encoding) so the scanner can rescan it, and
+ * wrapped across lines —, hex, HTML entities, %-encoding, ROT13 and text written backwards) so the
+ * scanner can rescan it, and
  * normalizes text (NFKC, default-ignorable code points removed) before rules match it: a payload a
  * model decodes or reads through is as dangerous as plain text.
  * @module
@@ -9,7 +10,15 @@
 /** Text decoded out of another string, and how. */
 export interface DecodedText {
   text: string;
-  from: "unicode-tags" | "selectors" | "base64" | "hex" | "entities" | "percent";
+  from:
+    | "unicode-tags"
+    | "selectors"
+    | "base64"
+    | "hex"
+    | "entities"
+    | "percent"
+    | "rot13"
+    | "reversed";
 }
 
 const TAG_RUN = /[\u{e0000}-\u{e007f}]+/gu;
@@ -83,7 +92,60 @@ export function decodeHidden(text: string): DecodedText[] {
     const percent = decodePercent(text);
     if (percent !== undefined) out.push({ text: percent, from: "percent" });
   }
+  for (const [from, decode] of LETTER_CODES) {
+    const decoded = decodeLetters(text, decode);
+    if (decoded !== undefined) out.push({ text: decoded, from });
+  }
   return out;
+}
+
+/**
+ * Letter games a model reads through and a person skims past: each sentence is tried ROT13'd and
+ * written backwards, and one that reads as English only that way is hidden prose.
+ */
+const LETTER_CODES: [DecodedText["from"], (sentence: string) => string][] = [
+  ["rot13", (s) =>
+    s.replace(/[A-Za-z]/g, (c) => {
+      const base = c <= "Z" ? 65 : 97;
+      return String.fromCharCode((c.charCodeAt(0) - base + 13) % 26 + base);
+    })],
+  ["reversed", (s) => [...s].reverse().join("")],
+];
+/** Words so common that English prose is made of them and gibberish almost never is. */
+const COMMON_WORDS = new Set(
+  ("the an and or but to of in on at by for with from as is are was be been it its this that " +
+    "these those you your we our they their he she not no do does if then than so all any each " +
+    "every before after when while must should will can may use using read send ignore " +
+    "previous instructions instead always never also only other into about user data file " +
+    "tool tools call first now here there what which who").split(" "),
+);
+// One letter is not a word here: `N` in a reference table ROT13s to "a".
+const WORD = /[A-Za-z'][A-Za-z']+/g;
+/** Fewest words a sentence needs to be judged: shorter ones are names and labels. */
+const MIN_WORDS = 5;
+
+/**
+ * The share of `sentence`'s words that are {@link COMMON_WORDS} (0 with fewer than three of
+ * them: one or two is chance), or undefined when it is too short to judge.
+ */
+function proseShare(sentence: string): number | undefined {
+  const words = sentence.match(WORD) ?? [];
+  if (words.length < MIN_WORDS) return undefined;
+  let common = 0;
+  for (const word of words) if (COMMON_WORDS.has(word.toLowerCase())) common++;
+  return common < 3 ? 0 : common / words.length;
+}
+
+/** The sentences of `text` that read as English only once decoded, decoded; else undefined. */
+function decodeLetters(text: string, decode: (sentence: string) => string): string | undefined {
+  const hidden: string[] = [];
+  for (const sentence of text.split(/(?<=[.!?;:])\s+|\n+/)) {
+    const plain = proseShare(sentence);
+    if (plain === undefined || plain >= 0.15) continue;
+    const decoded = decode(sentence);
+    if ((proseShare(decoded) ?? 0) >= 0.35) hidden.push(decoded);
+  }
+  return hidden.length > 0 ? hidden.join(" ") : undefined;
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
  * Rule encoded-payload: base64 (also wrapped across lines) or hex runs that decode to readable
- * text, and HTML entities or %-escapes that spell out letters (never needed, so hiding). The scanner adds the
+ * text, HTML entities or %-escapes that spell out letters (never needed, so hiding), and sentences
+ * that read as English only ROT13'd or backwards. The scanner adds the
  * decoded text to the entity, so every other rule rescans it; this rule reports the hiding itself.
  * @module
  */
@@ -8,14 +9,14 @@ import type { RuleFinding, ScannerRule } from "../../core/plugin_api/mod.ts";
 import { allEntities, decodingLabel, excerpt } from "./text.ts";
 
 // Encodings this rule reports; tags, selectors and normalization are unicode-obfuscation's.
-const ENCODINGS = new Set(["base64", "hex", "entities", "percent"]);
+const ENCODINGS = new Set(["base64", "hex", "entities", "percent", "rot13", "reversed"]);
 
-/** Text hidden behind base64, hex, HTML-entity or %-encoding. */
+/** Text hidden behind base64, hex, HTML-entity or %-encoding, ROT13 or reversal. */
 export const encodedPayload: ScannerRule = {
   id: "encoded-payload",
   severity: "medium",
   description:
-    "Base64, hex, HTML-entity or %-encoded payloads in descriptors that decode to readable text",
+    "Base64, hex, HTML-entity, %-encoded, ROT13 or reversed payloads in descriptors that decode to readable text",
   check(model) {
     const findings: RuleFinding[] = [];
     for (const entity of allEntities(model)) {

@@ -37,6 +37,8 @@ const DECODINGS: Record<NonNullable<ScanText["decodedFrom"]>, string> = {
   hex: "hex",
   entities: "HTML-entity",
   percent: "%-encoded",
+  rot13: "ROT13",
+  reversed: "reversed-text",
   nfkc: "normalized (NFKC, invisible characters removed)",
 };
 
