@@ -9,7 +9,7 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../../core/plugin_api/mod.ts";
 import { settlesWithin, systemClock } from "../../core/plugin_api/clock.ts";
 import { RelayCredit } from "../../core/plugin_api/relay_credit.ts";
-import { heldFetch, OpenStreams } from "./held_fetch.ts";
+import { heldFetch, OpenStreams, type ResponseHold } from "./held_fetch.ts";
 import { takeStreamMark } from "./related_streams.ts";
 
 /** How a relay builds and judges its SDK transport. */
@@ -63,13 +63,7 @@ export function runHttpRelay(options: HttpRelayOptions): void {
   const start = async (startSpec: WorkerStartSpec) => {
     if (transport) return;
     spec = startSpec;
-    const hold = {
-      whenOpen: () => credit.whenOpen(),
-      maxBytes: startSpec.maxMessageBytes + FRAMING_BYTES,
-      cut: (reason: string, id: string | number | undefined) =>
-        post({ type: "malformed", reason, preview: "", ...(id === undefined ? {} : { id }) }),
-      streams,
-    };
+    const hold = holdFor(startSpec, credit, streams, post);
     const base = startSpec.egressProxy === undefined ? fetch : proxiedFetch(startSpec.egressProxy);
     const t = options.create(
       new URL(startSpec.url ?? ""),
@@ -91,11 +85,21 @@ export function runHttpRelay(options: HttpRelayOptions): void {
         post({ type: "error", error: { code: "upstream_error", message: error.message } });
       }
     };
-    t.onclose = () => void finish("the connection closed");
+    // A transport that fails its start closes itself first (the SDK's SSE transport on a hostile
+    // endpoint event): the rejection says why, so a close before the start settles waits for it.
+    let closedEarly = false;
+    t.onclose = () => {
+      if (started) void finish("the connection closed");
+      else closedEarly = true;
+    };
     try {
       await t.start();
     } catch (error) {
       await finish(`cannot connect to ${startSpec.url}: ${describe(error)}`);
+      return;
+    }
+    if (closedEarly) {
+      await finish("the connection closed");
       return;
     }
     started = true;
@@ -146,6 +150,23 @@ export function runHttpRelay(options: HttpRelayOptions): void {
         credit.refund(message.cost);
         break;
     }
+  };
+}
+
+/** How the relay's fetch holds and bounds responses: by its credit, to the message bound. */
+function holdFor(
+  spec: WorkerStartSpec,
+  credit: RelayCredit,
+  streams: OpenStreams,
+  post: (message: WorkerToKernel) => void,
+): ResponseHold {
+  return {
+    whenOpen: () => credit.whenOpen(),
+    maxBytes: spec.maxMessageBytes + FRAMING_BYTES,
+    // A cut answer fails its request now (the kernel answers it), or is reported when it had none.
+    cut: (reason, id) =>
+      post({ type: "malformed", reason, preview: "", ...(id === undefined ? {} : { id }) }),
+    streams,
   };
 }
 

@@ -66,3 +66,42 @@ Deno.test("An http upstream redirecting to another origin is not followed: nothi
     await inside.close();
   }
 });
+
+Deno.test("An sse upstream naming a message endpoint on another origin is not posted to: nothing reaches that host, and the error names the origin", async () => {
+  const inside = startHeaderEchoServer();
+  const legacy = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    () =>
+      new Response(
+        new ReadableStream({
+          start(controller) {
+            const endpoint = inside.url.replace("/mcp", "/messages?sessionId=1");
+            controller.enqueue(new TextEncoder().encode(`event: endpoint\ndata: ${endpoint}\n\n`));
+          },
+        }),
+        { headers: { "content-type": "text/event-stream" } },
+      ),
+  );
+  try {
+    const fleet = await writeFleet(`proxy_servers:
+  - id: moved
+    transport: sse
+    url: http://127.0.0.1:${legacy.addr.port}/sse
+    timeouts: { connect: 5 }
+`);
+    const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
+    try {
+      await gateway.kernel.fleetStarted;
+      await eventually(() => status(gateway)?.lastError !== undefined, "the refusal");
+      assert.notEqual(status(gateway)!.state, "READY");
+      assert.match(status(gateway)!.lastError!, /Endpoint origin does not match connection origin/);
+      assert.deepEqual(inside.authorizations, [], "no request reached the other host");
+    } finally {
+      await gateway.stop();
+      await fleet.remove();
+    }
+  } finally {
+    await legacy.shutdown();
+    await inside.close();
+  }
+});
