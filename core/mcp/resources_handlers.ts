@@ -23,6 +23,7 @@ import { FORWARDED, forwardTraced } from "../tracing/upstream_span.ts";
 import type { EngineCatalog } from "./engine_catalog.ts";
 import { cursor, guard } from "./request_handler.ts";
 import type { SessionContext } from "./session_context.ts";
+import { MAX_ITEMS, MAX_SUBSCRIPTION_URI } from "./session_record.ts";
 import { type InboundSession, upstreamCallContext } from "./upstream_context.ts";
 
 /** A session as resource updates reach it. */
@@ -134,6 +135,7 @@ function registerSubscriptions(ctx: ResourceHandlersContext): void {
     }
     await ctx.requireAccess("resources/subscribe", "resource", uri, route);
     const key = subscriptionKey(route);
+    if (!subscriptions.has(key)) refuseBeyondLimit(uri, subscriptions.size);
     subscriptions.set(key, uri);
     try {
       await forwardTraced(
@@ -190,6 +192,34 @@ export function routeResourceUpdate(
     const uri = session.subscriptions.get(key);
     if (uri === undefined) continue;
     session.server.sendResourceUpdated({ uri }).catch(() => {});
+  }
+}
+
+/**
+ * Refuses one more subscription past the session's bound, or one to a URI longer than a session
+ * keeps: each is held (and forwarded upstream) for the session's life, so without a bound a
+ * client could hold the gateway's memory with distinct URIs (400 of 100 KB each took 170 MB).
+ */
+function refuseBeyondLimit(uri: string, held: number): void {
+  if (uri.length > MAX_SUBSCRIPTION_URI) {
+    throw toMcpError(
+      new GatewayError(
+        "subscription_limit",
+        `Cannot subscribe to a URI of ${uri.length} characters: a session keeps subscriptions to ` +
+          `URIs of at most ${MAX_SUBSCRIPTION_URI}`,
+        { max: MAX_SUBSCRIPTION_URI },
+      ),
+    );
+  }
+  if (held >= MAX_ITEMS) {
+    throw toMcpError(
+      new GatewayError(
+        "subscription_limit",
+        `Cannot subscribe to "${uri.slice(0, 200)}": this session holds ${held} subscriptions, ` +
+          `the most one may; unsubscribe from one, or open another session`,
+        { max: MAX_ITEMS },
+      ),
+    );
   }
 }
 

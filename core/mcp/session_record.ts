@@ -16,7 +16,10 @@ import { decodeJson, encodeJson } from "../bus/shared_state.ts";
 export const SESSION_RECORD_MAX_BYTES = 64 * 1024;
 
 /** Most activations and subscriptions a record keeps (ToolActivationManager's bound is 64). */
-const MAX_ITEMS = 256;
+/** Most activations, and most resource subscriptions, one session holds (its record's bound too). */
+export const MAX_ITEMS = 256;
+/** Longest resource URI a session may subscribe to (what its record keeps). */
+export const MAX_SUBSCRIPTION_URI = 4096;
 
 const LOG_LEVELS = [
   "debug",
@@ -31,7 +34,7 @@ const LOG_LEVELS = [
 
 /** A resource subscription and the replica whose upstream instance holds it (and relays it). */
 const SubscriptionSchema = z.object({
-  uri: z.string().min(1).max(4096),
+  uri: z.string().min(1).max(MAX_SUBSCRIPTION_URI),
   replica: z.string().min(1).max(128),
 });
 

@@ -44,6 +44,7 @@ export type GatewayErrorCode =
   | "timeout"
   | "shutting_down"
   | "session_limit"
+  | "subscription_limit"
   /** A session sent a request past MCP_MAX_IN_FLIGHT_PER_SESSION unanswered ones. */
   | "too_many_requests"
   | "internal";
@@ -82,6 +83,7 @@ const RPC_CODE: Record<GatewayErrorCode, number> = {
   timeout: ErrorCode.RequestTimeout,
   shutting_down: -32000,
   session_limit: -32000,
+  subscription_limit: -32000,
   too_many_requests: -32000,
   internal: ErrorCode.InternalError,
 };
