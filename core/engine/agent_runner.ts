@@ -44,7 +44,10 @@ interface RunState {
   pending: ModelToolCall[];
 }
 
-const MAX_PAUSED = 256;
+/** Paused runs kept in all; past it, the caller holding the most gives up its oldest. */
+export const MAX_PAUSED = 1024;
+/** Paused runs one caller keeps; past it, that caller's oldest makes room. */
+export const MAX_PAUSED_PER_CALLER = 64;
 
 /** Runs agents and keeps paused runs until they are resumed. */
 export class AgentRunner {
@@ -186,9 +189,19 @@ export class AgentRunner {
   }
 
   #keep(state: RunState): void {
-    // Oldest paused runs make room: an abandoned run must not hold memory forever.
-    if (this.#paused.size >= MAX_PAUSED) {
-      this.#paused.delete(this.#paused.keys().next().value!);
+    // An abandoned run must not hold memory forever, and one caller's runs must not push out
+    // another's: room is made among the runs of the caller filing, or of the one holding most.
+    const byCaller = new Map<string, RunState[]>();
+    for (const run of this.#paused.values()) {
+      const key = callerKey(run);
+      byCaller.get(key)?.push(run) ?? byCaller.set(key, [run]);
+    }
+    const own = byCaller.get(callerKey(state)) ?? [];
+    if (own.length >= MAX_PAUSED_PER_CALLER) {
+      this.#paused.delete(own[0]!.id);
+    } else if (this.#paused.size >= MAX_PAUSED) {
+      const most = [...byCaller.values()].reduce((a, b) => b.length > a.length ? b : a);
+      this.#paused.delete(most[0]!.id);
     }
     this.#paused.set(state.id, state);
   }
@@ -203,4 +216,9 @@ export class AgentRunner {
       calls: [...state.calls],
     };
   }
+}
+
+/** Who a paused run belongs to, as one string (its tenant and principal). */
+function callerKey(run: RunState): string {
+  return JSON.stringify([run.tenant, run.principal]);
 }
