@@ -2,16 +2,15 @@
  * What an HTTP upstream's responses may cost the gateway. The SDK's client transports read an
  * event stream as fast as it comes and a JSON body whole before parsing it, so without this an
  * upstream streaming notifications without end queued them in the kernel without bound, and one
- * answering with an endless body or event grew the relay's memory until the process died. This
+ * answering with an endless body or event grew the relay's memory for as long as it sent. This
  * fetch sits under them:
  * - an event stream is read on only while the kernel has taken what the relay posted (its
  *   credit, core/plugin_api/relay_credit.ts), so a flood waits in the upstream's TCP window;
  * - one event, and any other body, is read to at most `maxBytes`; past that it is cut, and the
  *   request it answered (when there is one) is failed at once by `cut`, not left to time out;
  * - a POST's event stream, or its JSON answer still being read, is ended once its request is
- *   answered or cancelled
- *   ({@link OpenStreams}): MCP says the server closes it then, and one that keeps it open (a
- *   comment now and then) would otherwise hold a connection for every call ever made.
+ *   answered or cancelled ({@link OpenStreams}): MCP says the server closes it then, and one that
+ *   keeps it open (a comment now and then) would otherwise hold a connection per call ever made.
  * @module
  */
 import { readBoundedBody } from "../../core/plugin_api/bounded_body.ts";
@@ -26,15 +25,15 @@ export interface ResponseHold {
   maxBytes: number;
   /** A response was cut for its size: `id` names the request it answered, when one did. */
   cut(reason: string, id: string | number | undefined): void;
-  /** The POST event streams open, which the relay ends by their request's id. */
+  /** The POST responses being read, which the relay ends by their request's id. */
   streams: OpenStreams;
 }
 
-/** The event streams of POSTed requests still being read, by the id of the request each answers. */
+/** The responses to POSTed requests still being read, by the id of the request each answers. */
 export class OpenStreams {
   readonly #ends = new Map<string | number, () => void>();
 
-  /** Registers the stream of request `id`; the function returned forgets it. */
+  /** Registers the response to request `id`; the function returned forgets it. */
   add(id: string | number, end: () => void): () => void {
     this.#ends.set(id, end);
     return () => {
@@ -42,7 +41,7 @@ export class OpenStreams {
     };
   }
 
-  /** Stops reading the stream of request `id` (answered or cancelled), if one is open. */
+  /** Stops reading the response to request `id` (answered or cancelled), if one is open. */
   end(id: string | number): void {
     const end = this.#ends.get(id);
     this.#ends.delete(id);
