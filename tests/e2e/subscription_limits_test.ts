@@ -5,18 +5,14 @@
  * server-everything, whose dynamic resources accept any id, and the SDK's client.
  */
 import assert from "node:assert/strict";
-import { everythingServer, writeFleet } from "../support/fleet.ts";
-import { connectHttp, startGateway } from "../support/gateway.ts";
+import { everythingServer } from "../support/fleet.ts";
+import { connectHttp, withFleet } from "../support/gateway.ts";
 
 const MAX_SUBSCRIPTIONS = 256;
 const uri = (id: number | string) => `proxy://everything/demo://resource/dynamic/text/${id}`;
 
 Deno.test("A session holds at most 256 resource subscriptions and URIs of at most 4,096 characters; one more is refused naming the bound, and unsubscribing makes room", async () => {
-  const fleet = await writeFleet(`proxy_servers:${everythingServer()}`);
-  const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
-  try {
-    await gateway.kernel.fleetStarted;
-    const client = await connectHttp(gateway);
+  await withFleet(`proxy_servers:${everythingServer()}`, async (gateway, client) => {
     const other = await connectHttp(gateway);
     try {
       for (let i = 0; i < MAX_SUBSCRIPTIONS; i++) await client.subscribeResource({ uri: uri(i) });
@@ -37,11 +33,7 @@ Deno.test("A session holds at most 256 resource subscriptions and URIs of at mos
         /a session keeps subscriptions to URIs of at most 4096/,
       );
     } finally {
-      await client.close();
       await other.close();
     }
-  } finally {
-    await gateway.stop();
-    await fleet.remove();
-  }
+  });
 });

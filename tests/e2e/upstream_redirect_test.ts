@@ -6,26 +6,17 @@
  */
 import assert from "node:assert/strict";
 import { startHeaderEchoServer } from "../fixtures/upstreams/header_echo_server.ts";
-import { eventually, writeFleet } from "../support/fleet.ts";
-import { connectHttp, startGateway, type TestGateway } from "../support/gateway.ts";
+import { eventually } from "../support/fleet.ts";
+import { type TestGateway, withFleet } from "../support/gateway.ts";
 
-/** Runs `fn` on a gateway whose one upstream `moved` is at `url`. */
-async function withUpstreamAt(url: string, fn: (gateway: TestGateway) => Promise<void>) {
-  const fleet = await writeFleet(`proxy_servers:
+/** The fleet of one upstream `moved` at `url`. */
+const movedAt = (url: string, transport = "http") =>
+  `proxy_servers:
   - id: moved
-    transport: http
+    transport: ${transport}
     url: ${url}
     timeouts: { connect: 5 }
-`);
-  const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
-  try {
-    await gateway.kernel.fleetStarted;
-    await fn(gateway);
-  } finally {
-    await gateway.stop();
-    await fleet.remove();
-  }
-}
+`;
 
 const status = (gateway: TestGateway) =>
   gateway.kernel.proxy.status().find((s) => s.id === "moved");
@@ -33,15 +24,10 @@ const status = (gateway: TestGateway) =>
 Deno.test("An http upstream redirecting within its own origin is followed: its tools serve", async () => {
   const server = startHeaderEchoServer({ "/old": "/mcp" });
   try {
-    await withUpstreamAt(server.url.replace("/mcp", "/old"), async (gateway) => {
+    await withFleet(movedAt(server.url.replace("/mcp", "/old")), async (gateway, client) => {
       await eventually(() => status(gateway)?.state === "READY", "the start");
-      const client = await connectHttp(gateway);
-      try {
-        const result = await client.callTool({ name: "moved__headers", arguments: {} });
-        assert.equal(result.isError, undefined);
-      } finally {
-        await client.close();
-      }
+      const result = await client.callTool({ name: "moved__headers", arguments: {} });
+      assert.equal(result.isError, undefined);
     });
   } finally {
     await server.close();
@@ -52,7 +38,7 @@ Deno.test("An http upstream redirecting to another origin is not followed: nothi
   const inside = startHeaderEchoServer();
   const server = startHeaderEchoServer({ "/mcp": inside.url });
   try {
-    await withUpstreamAt(server.url, async (gateway) => {
+    await withFleet(movedAt(server.url), async (gateway) => {
       await eventually(() => status(gateway)?.lastError !== undefined, "the refusal");
       assert.notEqual(status(gateway)!.state, "READY");
       assert.match(
@@ -83,23 +69,12 @@ Deno.test("An sse upstream naming a message endpoint on another origin is not po
       ),
   );
   try {
-    const fleet = await writeFleet(`proxy_servers:
-  - id: moved
-    transport: sse
-    url: http://127.0.0.1:${legacy.addr.port}/sse
-    timeouts: { connect: 5 }
-`);
-    const gateway = await startGateway({ MCP_PROXY_CONFIG_PATH: fleet.path });
-    try {
-      await gateway.kernel.fleetStarted;
+    await withFleet(movedAt(`http://127.0.0.1:${legacy.addr.port}/sse`, "sse"), async (gateway) => {
       await eventually(() => status(gateway)?.lastError !== undefined, "the refusal");
       assert.notEqual(status(gateway)!.state, "READY");
       assert.match(status(gateway)!.lastError!, /Endpoint origin does not match connection origin/);
       assert.deepEqual(inside.authorizations, [], "no request reached the other host");
-    } finally {
-      await gateway.stop();
-      await fleet.remove();
-    }
+    });
   } finally {
     await legacy.shutdown();
     await inside.close();
