@@ -10,9 +10,11 @@
  *   request it answered (when there is one) is failed at once by `cut`, not left to time out;
  * - a POST's event stream, or its JSON answer still being read, is ended once its request is
  *   answered or cancelled ({@link OpenStreams}): MCP says the server closes it then, and one that
- *   keeps it open (a comment now and then) would otherwise hold a connection per call ever made.
+ *   keeps it open (a comment now and then) would otherwise hold a connection per call ever made;
+ *   the SDK's resumption of such a stream (a GET at its last event id) is refused unsent.
  * @module
  */
+import { createParser } from "eventsource-parser";
 import { readBoundedBody } from "../../core/plugin_api/bounded_body.ts";
 import { requestIdOf } from "./related_streams.ts";
 import { EventEnds } from "./sse_event_splitter.ts";
@@ -31,10 +33,17 @@ export interface ResponseHold {
 
 /** The responses to POSTed requests still being read, by the id of the request each answers. */
 export class OpenStreams {
-  readonly #ends = new Map<string | number, () => void>();
+  /** Each one's end: stops reading, and says the last event id its stream carried, if any. */
+  readonly #ends = new Map<string | number, () => string | undefined>();
+  /**
+   * The last event ids of streams let go. The SDK resumes a POST stream that ends unanswered
+   * with a GET carrying its last event id, which a server can hold open as it held the stream;
+   * such a resumption is refused (405, which the SDK takes as "no stream here").
+   */
+  readonly #letGo = new Set<string>();
 
   /** Registers the response to request `id`; the function returned forgets it. */
-  add(id: string | number, end: () => void): () => void {
+  add(id: string | number, end: () => string | undefined): () => void {
     this.#ends.set(id, end);
     return () => {
       if (this.#ends.get(id) === end) this.#ends.delete(id);
@@ -45,7 +54,15 @@ export class OpenStreams {
   end(id: string | number): void {
     const end = this.#ends.get(id);
     this.#ends.delete(id);
-    end?.();
+    const last = end?.();
+    if (last === undefined) return;
+    this.#letGo.add(last);
+    if (this.#letGo.size > MAX_LET_GO) this.#letGo.delete(this.#letGo.values().next().value!);
+  }
+
+  /** Whether a GET resuming at `lastEventId` would resume a stream let go (asked once). */
+  resumesLetGo(lastEventId: string): boolean {
+    return this.#letGo.delete(lastEventId);
   }
 
   /** How many are open. */
@@ -54,12 +71,19 @@ export class OpenStreams {
   }
 }
 
+/** Streams let go whose resumption is still refused; older ones are forgotten. */
+const MAX_LET_GO = 1024;
+
 /** Statuses whose responses cannot carry a body (a Response with one cannot be built). */
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
 /** A fetch whose responses are read as {@link ResponseHold} allows. */
 export function heldFetch(hold: ResponseHold, base: typeof fetch = fetch): typeof fetch {
   return async (input, init) => {
+    const resumeAt = init?.method === "GET" ? new Headers(init.headers).get("last-event-id") : null;
+    if (resumeAt !== null && hold.streams.resumesLetGo(resumeAt)) {
+      return new Response(null, { status: 405 });
+    }
     const response = await base(input, init);
     if (!response.body || NULL_BODY.has(response.status)) return response;
     const id = init?.method === "POST" ? requestIdOf(init.body) : undefined;
@@ -93,10 +117,18 @@ function heldEvents(
   const ends = new EventEnds();
   /** Bytes of the event now being read, before this chunk. */
   let open = 0;
+  // The last event id, as the SDK's own parser reads it (a POST's stream only: it is what the SDK
+  // would resume at once the stream is let go).
+  let lastId: string | undefined;
+  const parser = id === undefined ? undefined : createParser({
+    onEvent: (event) => void (event.id !== undefined && (lastId = event.id)),
+  });
+  const decoder = new TextDecoder();
   // Ending cancels the upstream's side: a pending read returns done, and the stream closes.
-  const forget = id === undefined
-    ? () => {}
-    : hold.streams.add(id, () => void reader.cancel().catch(() => {}));
+  const forget = id === undefined ? () => {} : hold.streams.add(id, () => {
+    void reader.cancel().catch(() => {});
+    return lastId;
+  });
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       const wait = hold.whenOpen();
@@ -114,7 +146,10 @@ function heldEvents(
         from = at;
       });
       open += value.length - from;
-      if (Math.max(largest, open) <= hold.maxBytes) return controller.enqueue(value);
+      if (Math.max(largest, open) <= hold.maxBytes) {
+        parser?.feed(decoder.decode(value, { stream: true }));
+        return controller.enqueue(value);
+      }
       forget();
       await reader.cancel().catch(() => {});
       const reason = `an event of more than ${hold.maxBytes} bytes`;
@@ -141,7 +176,10 @@ async function boundedBody(
   const tooLarge = new Error(`a body of more than ${hold.maxBytes} bytes`);
   const ended = new Error("ended");
   const abort = new AbortController();
-  const forget = id === undefined ? () => {} : hold.streams.add(id, () => abort.abort(ended));
+  const forget = id === undefined ? () => {} : hold.streams.add(id, () => {
+    abort.abort(ended);
+    return undefined;
+  });
   try {
     return (await readBoundedBody(response, hold.maxBytes, () => tooLarge, abort.signal)) ??
       undefined;

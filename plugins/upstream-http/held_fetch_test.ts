@@ -182,3 +182,33 @@ Deno.test("A body the SDK only cancels (a 202, an answer to no request) is passe
   }
   assert.deepEqual(test.cuts, []);
 });
+
+Deno.test("A GET resuming a POST stream that was let go is refused (405) without reaching the upstream; others are sent", async () => {
+  const test = testHold(1024);
+  const sent: string[] = [];
+  const base: typeof fetch = (_input, init) => {
+    sent.push(init?.method ?? "GET");
+    return Promise.resolve(
+      new Response(
+        new ReadableStream<Uint8Array>({
+          start: (c) => c.enqueue(encoder.encode("retry: 10\nid: primed-7\ndata:\n\n")),
+        }),
+        { headers: { "content-type": "text/event-stream" } },
+      ),
+    );
+  };
+  const held = heldFetch(test.hold, base);
+  const response = await held("http://u/mcp", POST);
+  const reader = response.body!.getReader();
+  await reader.read();
+  test.hold.streams.end(7);
+  await reader.read();
+  const resume = (id: string) =>
+    held("http://u/mcp", { method: "GET", headers: new Headers({ "last-event-id": id }) });
+  assert.equal((await resume("primed-7")).status, 405);
+  assert.deepEqual(sent, ["POST"], "the refused resumption reached no upstream");
+  const other = await resume("elsewhere-3");
+  assert.equal(other.status, 200);
+  await other.body?.cancel();
+  assert.deepEqual(sent, ["POST", "GET"]);
+});

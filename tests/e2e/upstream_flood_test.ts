@@ -225,7 +225,7 @@ Deno.test("An sse upstream's event that never ends ends its session at the messa
   });
 });
 
-Deno.test("An http upstream that keeps each call's stream open (after its answer, without one, or trickling its JSON body) holds none once the call is answered or cancelled", async () => {
+Deno.test("An http upstream that keeps each call's stream open (after its answer, without one, trickling its JSON body, or in a resumption) holds none once the call is answered or cancelled", async () => {
   await withFloodServers("http", async ({ attacker }) => {
     const open = async () =>
       Number(text(await attacker.callTool({ name: "flood__open_streams", arguments: {} })));
@@ -241,12 +241,16 @@ Deno.test("An http upstream that keeps each call's stream open (after its answer
         /timed out/i,
       );
     }
-    for (let i = 0; i < 5; i++) {
-      await assert.rejects(
-        attacker.callTool({ name: "flood__drip", arguments: {} }, undefined, { timeout: 200 }),
-        /timed out/i,
-      );
+    for (const tool of ["drip", "hang_primed"]) {
+      for (let i = 0; i < 5; i++) {
+        await assert.rejects(
+          attacker.callTool({ name: `flood__${tool}`, arguments: {} }, undefined, { timeout: 200 }),
+          /timed out/i,
+        );
+      }
     }
+    // Past the reconnection delay the primed streams asked for (10 ms): a resumption would be open.
+    await new Promise((resolve) => setTimeout(resolve, 500));
     await eventually(async () => (await open()) === 0, "every stream let go");
     // Letting a trickling answer go fails nothing else: the session serves on.
     assert.equal(
