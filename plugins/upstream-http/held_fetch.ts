@@ -14,7 +14,6 @@
  *   the SDK's resumption of such a stream (a GET at its last event id) is refused unsent.
  * @module
  */
-import { createParser } from "eventsource-parser";
 import { readBoundedBody } from "../../core/plugin_api/bounded_body.ts";
 import { requestIdOf } from "./related_streams.ts";
 import { EventEnds } from "./sse_event_splitter.ts";
@@ -33,8 +32,8 @@ export interface ResponseHold {
 
 /** The responses to POSTed requests still being read, by the id of the request each answers. */
 export class OpenStreams {
-  /** Each one's end: stops reading, and says the last event id its stream carried, if any. */
-  readonly #ends = new Map<string | number, () => string | undefined>();
+  /** Each one's end (stops reading), and the last event id the SDK read on its stream. */
+  readonly #open = new Map<string | number, { end: () => void; lastEventId?: string }>();
   /**
    * The last event ids of streams let go. The SDK resumes a POST stream that ends unanswered
    * with a GET carrying its last event id, which a server can hold open as it held the stream;
@@ -43,20 +42,27 @@ export class OpenStreams {
   readonly #letGo = new Set<string>();
 
   /** Registers the response to request `id`; the function returned forgets it. */
-  add(id: string | number, end: () => string | undefined): () => void {
-    this.#ends.set(id, end);
+  add(id: string | number, end: () => void): () => void {
+    const entry = { end };
+    this.#open.set(id, entry);
     return () => {
-      if (this.#ends.get(id) === end) this.#ends.delete(id);
+      if (this.#open.get(id) === entry) this.#open.delete(id);
     };
+  }
+
+  /** The SDK read event `eventId` on request `id`'s stream (its `onresumptiontoken`). */
+  resumableAt(id: string | number, eventId: string): void {
+    const entry = this.#open.get(id);
+    if (entry) entry.lastEventId = eventId;
   }
 
   /** Stops reading the response to request `id` (answered or cancelled), if one is open. */
   end(id: string | number): void {
-    const end = this.#ends.get(id);
-    this.#ends.delete(id);
-    const last = end?.();
-    if (last === undefined) return;
-    this.#letGo.add(last);
+    const entry = this.#open.get(id);
+    this.#open.delete(id);
+    entry?.end();
+    if (entry?.lastEventId === undefined) return;
+    this.#letGo.add(entry.lastEventId);
     if (this.#letGo.size > MAX_LET_GO) this.#letGo.delete(this.#letGo.values().next().value!);
   }
 
@@ -67,7 +73,7 @@ export class OpenStreams {
 
   /** How many are open. */
   get size(): number {
-    return this.#ends.size;
+    return this.#open.size;
   }
 }
 
@@ -117,18 +123,10 @@ function heldEvents(
   const ends = new EventEnds();
   /** Bytes of the event now being read, before this chunk. */
   let open = 0;
-  // The last event id, as the SDK's own parser reads it (a POST's stream only: it is what the SDK
-  // would resume at once the stream is let go).
-  let lastId: string | undefined;
-  const parser = id === undefined ? undefined : createParser({
-    onEvent: (event) => void (event.id !== undefined && (lastId = event.id)),
-  });
-  const decoder = new TextDecoder();
   // Ending cancels the upstream's side: a pending read returns done, and the stream closes.
-  const forget = id === undefined ? () => {} : hold.streams.add(id, () => {
-    void reader.cancel().catch(() => {});
-    return lastId;
-  });
+  const forget = id === undefined
+    ? () => {}
+    : hold.streams.add(id, () => void reader.cancel().catch(() => {}));
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       const wait = hold.whenOpen();
@@ -146,10 +144,7 @@ function heldEvents(
         from = at;
       });
       open += value.length - from;
-      if (Math.max(largest, open) <= hold.maxBytes) {
-        parser?.feed(decoder.decode(value, { stream: true }));
-        return controller.enqueue(value);
-      }
+      if (Math.max(largest, open) <= hold.maxBytes) return controller.enqueue(value);
       forget();
       await reader.cancel().catch(() => {});
       const reason = `an event of more than ${hold.maxBytes} bytes`;
@@ -176,10 +171,7 @@ async function boundedBody(
   const tooLarge = new Error(`a body of more than ${hold.maxBytes} bytes`);
   const ended = new Error("ended");
   const abort = new AbortController();
-  const forget = id === undefined ? () => {} : hold.streams.add(id, () => {
-    abort.abort(ended);
-    return undefined;
-  });
+  const forget = id === undefined ? () => {} : hold.streams.add(id, () => abort.abort(ended));
   try {
     return (await readBoundedBody(response, hold.maxBytes, () => tooLarge, abort.signal)) ??
       undefined;

@@ -201,6 +201,8 @@ Deno.test("A GET resuming a POST stream that was let go is refused (405) without
   const response = await held("http://u/mcp", POST);
   const reader = response.body!.getReader();
   await reader.read();
+  // What the relay hears from the SDK as it reads the priming event (its onresumptiontoken).
+  test.hold.streams.resumableAt(7, "primed-7");
   test.hold.streams.end(7);
   await reader.read();
   const resume = (id: string) =>

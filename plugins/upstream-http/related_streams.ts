@@ -50,13 +50,17 @@ export function takeStreamMark(message: unknown, key: string): string | number |
 export function requestIdOf(body: BodyInit | null | undefined): string | number | undefined {
   if (typeof body !== "string") return undefined;
   try {
-    const message = JSON.parse(body) as { id?: unknown; method?: unknown };
-    const { id } = message;
-    if (typeof message.method !== "string") return undefined;
-    return typeof id === "string" || typeof id === "number" ? id : undefined;
+    return requestIdOfMessage(JSON.parse(body));
   } catch {
     return undefined;
   }
+}
+
+/** The id of a request (not a notification or a response), else undefined. */
+export function requestIdOfMessage(message: unknown): string | number | undefined {
+  const m = message as { id?: unknown; method?: unknown } | null;
+  if (typeof m?.method !== "string") return undefined;
+  return typeof m.id === "string" || typeof m.id === "number" ? m.id : undefined;
 }
 
 /** The messages whose recipient the mark decides (progress is routed by its token). */

@@ -10,7 +10,7 @@ import type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../../core
 import { settlesWithin, systemClock } from "../../core/plugin_api/clock.ts";
 import { RelayCredit } from "../../core/plugin_api/relay_credit.ts";
 import { heldFetch, OpenStreams, type ResponseHold } from "./held_fetch.ts";
-import { takeStreamMark } from "./related_streams.ts";
+import { requestIdOfMessage, takeStreamMark } from "./related_streams.ts";
 
 /** How a relay builds and judges its SDK transport. */
 export interface HttpRelayOptions {
@@ -109,7 +109,7 @@ export function runHttpRelay(options: HttpRelayOptions): void {
   const send = async (message: unknown) => {
     if (!transport || finished) return;
     try {
-      await transport.send(message as JSONRPCMessage);
+      await transport.send(message as JSONRPCMessage, sendOptions(message, streams));
       // Cancelled: no answer is coming that the kernel would take, so its stream is let go.
       const cancelled = cancelledRequest(message);
       if (cancelled !== undefined) streams.end(cancelled);
@@ -209,6 +209,17 @@ function proxiedFetch(url: string): typeof fetch {
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * A request's send options: the SDK says where it would resume the request's stream, so a stream
+ * the relay let go is not resumed (held_fetch.ts).
+ */
+function sendOptions(message: unknown, streams: OpenStreams) {
+  const request = requestIdOfMessage(message);
+  return request === undefined
+    ? undefined
+    : { onresumptiontoken: (eventId: string) => streams.resumableAt(request, eventId) };
 }
 
 /** The request id a `notifications/cancelled` names, else undefined. */
