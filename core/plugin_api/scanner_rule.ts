@@ -11,7 +11,7 @@ export type ScanSeverity = "info" | "low" | "medium" | "high" | "critical";
 /** What a scanned entity is: a server's instructions, a tool, a prompt or a resource (template). */
 export type ScanEntityKind = "instructions" | "tool" | "prompt" | "resource" | "resource-template";
 
-/** The encodings the scanner reads hidden text out of. */
+/** The encodings the scanner reads hidden text out of (ROT13 and reversal: sentence by sentence). */
 export type HiddenBy =
   | "unicode-tags"
   | "base64"
@@ -19,9 +19,8 @@ export type HiddenBy =
   | "selectors"
   | "entities"
   | "percent"
-  | HiddenWords;
-/** Letter games on words: a sentence ROT13'd, or written backwards. */
-type HiddenWords = "rot13" | "reversed";
+  | "rot13"
+  | "reversed";
 
 /** One string a model sees, located by a JSON Pointer into the descriptor snapshot. */
 export interface ScanText {

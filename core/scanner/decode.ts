@@ -1,24 +1,17 @@
 /**
  * Finds text hidden by encoding (Unicode Tag characters, variation selectors, base64 — also when
  * wrapped across lines —, hex, HTML entities, %-encoding, ROT13 and text written backwards) so the
- * scanner can rescan it, and
- * normalizes text (NFKC, default-ignorable code points removed) before rules match it: a payload a
- * model decodes or reads through is as dangerous as plain text.
+ * scanner can rescan it, and normalizes text (NFKC, default-ignorable code points removed) before
+ * rules match it: a payload a model decodes or reads through is as dangerous as plain text.
  * @module
  */
+
+import type { HiddenBy } from "../plugin_api/mod.ts";
 
 /** Text decoded out of another string, and how. */
 export interface DecodedText {
   text: string;
-  from:
-    | "unicode-tags"
-    | "selectors"
-    | "base64"
-    | "hex"
-    | "entities"
-    | "percent"
-    | "rot13"
-    | "reversed";
+  from: HiddenBy;
 }
 
 const TAG_RUN = /[\u{e0000}-\u{e007f}]+/gu;
@@ -92,10 +85,7 @@ export function decodeHidden(text: string): DecodedText[] {
     const percent = decodePercent(text);
     if (percent !== undefined) out.push({ text: percent, from: "percent" });
   }
-  for (const [from, decode] of LETTER_CODES) {
-    const decoded = decodeLetters(text, decode);
-    if (decoded !== undefined) out.push({ text: decoded, from });
-  }
+  out.push(...decodeLetters(text));
   return out;
 }
 
@@ -136,16 +126,19 @@ function proseShare(sentence: string): number | undefined {
   return common < 3 ? 0 : common / words.length;
 }
 
-/** The sentences of `text` that read as English only once decoded, decoded; else undefined. */
-function decodeLetters(text: string, decode: (sentence: string) => string): string | undefined {
-  const hidden: string[] = [];
+/** For each letter code, the sentences of `text` that read as English only so decoded, decoded. */
+function decodeLetters(text: string): DecodedText[] {
+  const hidden = new Map<DecodedText["from"], string[]>();
   for (const sentence of text.split(/(?<=[.!?;:])\s+|\n+/)) {
     const plain = proseShare(sentence);
     if (plain === undefined || plain >= 0.15) continue;
-    const decoded = decode(sentence);
-    if ((proseShare(decoded) ?? 0) >= 0.35) hidden.push(decoded);
+    for (const [from, decode] of LETTER_CODES) {
+      const decoded = decode(sentence);
+      if ((proseShare(decoded) ?? 0) < 0.35) continue;
+      hidden.get(from)?.push(decoded) ?? hidden.set(from, [decoded]);
+    }
   }
-  return hidden.length > 0 ? hidden.join(" ") : undefined;
+  return [...hidden].map(([from, sentences]) => ({ text: sentences.join(" "), from }));
 }
 
 /**
