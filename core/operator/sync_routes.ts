@@ -254,16 +254,19 @@ const LISTED_AT = `as GET ${SYNC_PATH}/proposals (or POST ${SYNC_PATH}/run) list
  * between the review and the click, so none is applied on its id alone.
  */
 function expectedDigests(value: unknown, ids: readonly string[]): Map<string, string> | Response {
-  const example = `{"ids": ["${ids[0]}"], "digests": {"${ids[0]}": "<its digest>"}}`;
   // Absent, each id lacks its digest, which is said once the ids are known (a 404 comes first).
   if (value === undefined) return new Map();
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    return jsonError(400, "invalid_request", mustGive(example));
+    return jsonError(400, "invalid_request", mustGive(ids));
   }
   const entries = Object.entries(value);
   const bad = entries.find(([, digest]) => typeof digest !== "string");
   if (bad) {
-    return jsonError(400, "invalid_request", `digests["${bad[0]}"] must be a string: ${example}`);
+    return jsonError(
+      400,
+      "invalid_request",
+      `digests["${bad[0]}"] must be a string: ${digestsExample(ids)}`,
+    );
   }
   // A digest for an id not applied would be a check that silently never runs (a typo in the id).
   const stray = entries.find(([id]) => !ids.includes(id));
@@ -284,13 +287,7 @@ function missingDigests(
 ): Response | undefined {
   const missing = ids.filter((id) => !digests.has(id));
   if (missing.length === 0) return undefined;
-  if (digests.size === 0) {
-    return jsonError(
-      400,
-      "invalid_request",
-      mustGive(`{"ids": ["${ids[0]}"], "digests": {"${ids[0]}": "<its digest>"}}`),
-    );
-  }
+  if (digests.size === 0) return jsonError(400, "invalid_request", mustGive(ids));
   return jsonError(
     400,
     "invalid_request",
@@ -299,9 +296,15 @@ function missingDigests(
   );
 }
 
-function mustGive(example: string): string {
-  return `digests must be an object giving each id's digest ${LISTED_AT}, e.g. ${example}: ` +
-    "apply writes only the proposal that was reviewed";
+/** The refusal of an apply that gives no digests object, with an example for its own ids. */
+function mustGive(ids: readonly string[]): string {
+  return `digests must be an object giving each id's digest ${LISTED_AT}, e.g. ` +
+    `${digestsExample(ids)}: apply writes only the proposal that was reviewed`;
+}
+
+/** An apply body for the first of `ids`, as a request should send it. */
+function digestsExample(ids: readonly string[]): string {
+  return `{"ids": ["${ids[0]}"], "digests": {"${ids[0]}": "<its digest>"}}`;
 }
 
 /** `MCP_DISCOVERY_TRUSTED`: discovery sources whose candidates are added enabled. */
