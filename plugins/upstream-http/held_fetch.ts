@@ -62,13 +62,13 @@ export class OpenStreams {
     this.#open.delete(id);
     entry?.end();
     if (entry?.lastEventId === undefined) return;
-    this.#letGo.add(entry.lastEventId);
+    this.#letGo.add(letGoKey(entry.lastEventId));
     if (this.#letGo.size > MAX_LET_GO) this.#letGo.delete(this.#letGo.values().next().value!);
   }
 
   /** Whether a GET resuming at `lastEventId` would resume a stream let go (asked once). */
   resumesLetGo(lastEventId: string): boolean {
-    return this.#letGo.delete(lastEventId);
+    return this.#letGo.delete(letGoKey(lastEventId));
   }
 
   /** How many are open. */
@@ -79,6 +79,20 @@ export class OpenStreams {
 
 /** Streams let go whose resumption is still refused; older ones are forgotten. */
 const MAX_LET_GO = 1024;
+/** Characters of an event id kept to know its resumption again. */
+const LET_GO_ID_CHARS = 256;
+
+/**
+ * How a let-go stream's last event id is remembered: whole when short, else by its length and
+ * head, so 1,024 ids of an event's size (the upstream chooses them) cannot hold gigabytes. Two
+ * ids alike in both are this upstream's own (the relay serves one), so a mix-up refuses only
+ * its own resumption.
+ */
+function letGoKey(eventId: string): string {
+  return eventId.length <= LET_GO_ID_CHARS
+    ? eventId
+    : `${eventId.length}:${eventId.slice(0, LET_GO_ID_CHARS)}`;
+}
 
 /** Statuses whose responses cannot carry a body (a Response with one cannot be built). */
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);

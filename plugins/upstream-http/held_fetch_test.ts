@@ -214,3 +214,26 @@ Deno.test("A GET resuming a POST stream that was let go is refused (405) without
   await other.body?.cancel();
   assert.deepEqual(sent, ["POST", "GET"]);
 });
+
+Deno.test("A let-go stream's event id is remembered by its length and head when long: its resumption is still refused", async () => {
+  const test = testHold(1024);
+  const long = "x".repeat(100_000);
+  const base: typeof fetch = () =>
+    Promise.resolve(
+      new Response(
+        new ReadableStream<Uint8Array>({ start: (c) => c.enqueue(encoder.encode(EVENT)) }),
+        {
+          headers: { "content-type": "text/event-stream" },
+        },
+      ),
+    );
+  const held = heldFetch(test.hold, base);
+  const response = await held("http://u/mcp", POST);
+  const reader = response.body!.getReader();
+  await reader.read();
+  test.hold.streams.resumableAt(7, long);
+  test.hold.streams.end(7);
+  await reader.read();
+  assert.equal(test.hold.streams.resumesLetGo(`${long}y`), false, "another id is not refused");
+  assert.equal(test.hold.streams.resumesLetGo(long), true);
+});
