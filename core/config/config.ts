@@ -121,6 +121,8 @@ export interface GatewayConfig {
     approvalTtlSeconds: number;
     /** MCP_MAX_PENDING_APPROVALS_PER_TENANT: pending approval requests one tenant may have. */
     maxPendingApprovalsPerTenant: number;
+    /** MCP_MAX_PENDING_APPROVALS_PER_PRINCIPAL: pending approval requests one caller may have. */
+    maxPendingApprovalsPerPrincipal: number;
     /**
      * In-band approval at all (MCP_APPROVAL_IN_BAND): false turns it off everywhere; true leaves
      * it to the transport (stdio) and the tenant's policy (HTTP, `approval: in_band`).
@@ -313,6 +315,7 @@ export function resolveConfig(
       ...(e.MCP_APPROVAL_SECRET === undefined ? {} : { approvalSecret: e.MCP_APPROVAL_SECRET }),
       approvalTtlSeconds: v.MCP_APPROVAL_TTL,
       maxPendingApprovalsPerTenant: v.MCP_MAX_PENDING_APPROVALS_PER_TENANT,
+      maxPendingApprovalsPerPrincipal: v.MCP_MAX_PENDING_APPROVALS_PER_PRINCIPAL,
       approvalInBand: v.MCP_APPROVAL_IN_BAND,
       ...(e.MCP_AUDIT_LOG === undefined ? {} : { auditLog: e.MCP_AUDIT_LOG }),
       auditMaxBytes: v.MCP_AUDIT_MAX_BYTES,

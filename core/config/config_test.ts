@@ -57,6 +57,7 @@ Deno.test("resolveConfig resolves an empty environment to the documented default
     governance: {
       approvalTtlSeconds: 600,
       maxPendingApprovalsPerTenant: 100,
+      maxPendingApprovalsPerPrincipal: 20,
       approvalInBand: true,
       auditMaxBytes: 10 * 1024 * 1024,
       auditIncludeArguments: false,

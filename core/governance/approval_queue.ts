@@ -4,8 +4,9 @@
  * A call that needs approval files a request here; an operator approves or denies it; on
  * approval the queue issues a single-use token bound to the request's tenant, tool and
  * arguments hash, which the requester fetches and retries the call with. Requests lapse after
- * a while and are pruned; the queue is bounded, in total and per tenant, so a flood of requests
- * cannot exhaust memory nor one tenant crowd out the others. The requester of a request can never
+ * a while and are pruned; the queue is bounded, in total, per tenant and per principal, so a
+ * flood of requests cannot exhaust memory, one tenant crowd out the others, nor one caller
+ * (a leaked API key, say) fill its tenant's share. The requester of a request can never
  * decide it (the same principal: credential kind and subject, and for a JWT its key source and
  * issuer; see TokenPayload.principal), whatever its scopes — the rule lives here so every route to
  * a decision obeys it; only in-band approval (the caller's own user answering an elicitation,
@@ -16,7 +17,7 @@
  * backend's records and the asynchronous entry points ({@link ApprovalQueue.file},
  * {@link ApprovalQueue.refresh}, {@link ApprovalQueue.approve}, {@link ApprovalQueue.reject})
  * read and write the shared state: a request filed on one replica is decided on another, the
- * per-tenant bound is counted across all of them, and of two decisions racing one wins.
+ * per-tenant and per-principal bounds are counted across all of them, and of two decisions racing one wins.
  * @module
  */
 import { createHash } from "node:crypto";
@@ -34,6 +35,8 @@ export const DEFAULT_APPROVAL_REQUEST_TTL_MS = 10 * 60 * 1000;
 export const DEFAULT_MAX_PENDING_APPROVALS = 10_000;
 /** Default most pending requests at once for one tenant (MCP_MAX_PENDING_APPROVALS_PER_TENANT). */
 export const DEFAULT_MAX_PENDING_APPROVALS_PER_TENANT = 100;
+/** Default most pending requests at once for one principal (MCP_MAX_PENDING_APPROVALS_PER_PRINCIPAL). */
+export const DEFAULT_MAX_PENDING_APPROVALS_PER_PRINCIPAL = 20;
 
 /** Where a request stands; `expired` means it lapsed while pending. */
 export type ApprovalStatus = "pending" | "approved" | "denied" | "expired";
@@ -93,6 +96,12 @@ export interface ApprovalQueueOptions {
    */
   maxPendingPerTenant?: number;
   /**
+   * Most pending requests at once for one principal of a tenant (requests filed without a
+   * principal are not counted); default {@link DEFAULT_MAX_PENDING_APPROVALS_PER_PRINCIPAL}
+   * (never more than `maxPendingPerTenant`).
+   */
+  maxPendingPerPrincipal?: number;
+  /**
    * Called after every change worth keeping across a restart (a request filed, approved or
    * denied). An approval waits for the returned promise, so an answered approve is on disk;
    * a rejection is the callee's to report, never the approver's.
@@ -114,16 +123,31 @@ type Entry = ApprovalRecord;
 export type Admission =
   /** The record to use: the new one, or an identical pending one another replica filed first. */
   | { record: ApprovalRecord }
-  /** The tenant already has `limit` pending requests on the shared state. */
-  | { full: true };
+  /** The tenant, or the requester, already has as many pending requests as its limit allows. */
+  | { full: "tenant" | "principal" };
+
+/** The bounds {@link ApprovalBackend.admit} enforces, counted across every replica. */
+export interface AdmissionLimits {
+  /** Most pending requests of the record's tenant. */
+  tenant: number;
+  /** Most pending requests of the record's principal (a record without one is not counted). */
+  principal: number;
+}
 
 /** A store of approval records shared with other replicas. Every method rejects when it is unreachable. */
 export interface ApprovalBackend {
   /**
-   * Files `record` (pending) unless its tenant has `limit` pending requests already, counted
-   * across every replica; `call` identifies identical requests (tenant, principal, tool, hash).
+   * Files `record` (pending) unless its tenant or its principal has as many pending requests as
+   * `limits` allows, counted across every replica. `call` (64 hex digits, {@link sharedCallOf})
+   * identifies identical requests (tenant, principal, tool, hash); its last 32 digits identify
+   * the requester (tenant, principal), whose requests count towards `limits.principal`.
    */
-  admit(record: ApprovalRecord, call: string, limit: number, now: number): Promise<Admission>;
+  admit(
+    record: ApprovalRecord,
+    call: string,
+    limits: AdmissionLimits,
+    now: number,
+  ): Promise<Admission>;
   /** The shared record now, or undefined when there is none (never filed, or expired). */
   read(id: string): Promise<ApprovalRecord | undefined>;
   /**
@@ -166,6 +190,7 @@ export class ApprovalQueue {
   readonly #ttlMs: number;
   readonly #maxPending: number;
   readonly #maxPendingPerTenant: number;
+  readonly #maxPendingPerPrincipal: number;
   readonly #onChange: (() => void | Promise<void>) | undefined;
   /** Insertion order is creation order, which pruning and eviction rely on. */
   readonly #entries = new Map<string, Entry>();
@@ -173,6 +198,8 @@ export class ApprovalQueue {
   readonly #pendingByCall = new Map<string, string>();
   /** Pending requests per tenant, kept in step with #pendingByCall. */
   readonly #pendingPerTenant = new Map<string, number>();
+  /** Pending requests per tenant and principal ({@link principalKeyOf}), likewise. */
+  readonly #pendingPerPrincipal = new Map<string, number>();
   /** Requests an approve() is issuing a token for: neither approvable nor deniable meanwhile. */
   readonly #deciding = new Set<string>();
   #prunedAt = Number.NEGATIVE_INFINITY;
@@ -193,12 +220,20 @@ export class ApprovalQueue {
     if (!Number.isSafeInteger(perTenant) || perTenant <= 0) {
       throw new RangeError(`maxPendingPerTenant must be a positive integer, got ${perTenant}`);
     }
+    const perPrincipal = options.maxPendingPerPrincipal ??
+      DEFAULT_MAX_PENDING_APPROVALS_PER_PRINCIPAL;
+    if (!Number.isSafeInteger(perPrincipal) || perPrincipal <= 0) {
+      throw new RangeError(
+        `maxPendingPerPrincipal must be a positive integer, got ${perPrincipal}`,
+      );
+    }
     this.#clock = options.clock;
     this.#bus = options.bus;
     this.#tokens = options.tokens;
     this.#ttlMs = ttlMs;
     this.#maxPending = maxPending;
     this.#maxPendingPerTenant = Math.min(perTenant, maxPending);
+    this.#maxPendingPerPrincipal = Math.min(perPrincipal, this.#maxPendingPerTenant);
     this.#onChange = options.onChange;
     this.#replica = options.replica;
   }
@@ -250,8 +285,8 @@ export class ApprovalQueue {
   /**
    * Files a request for approval and announces it (approval.requested). An identical pending
    * request (same tenant, principal, tool and arguments hash) is returned instead of a new one.
-   * Throws approval_queue_full when `maxPending` requests are pending, or `maxPendingPerTenant`
-   * of the caller's tenant, and none has lapsed.
+   * Throws approval_queue_full when `maxPending` requests are pending, `maxPendingPerTenant`
+   * of the caller's tenant or `maxPendingPerPrincipal` of the caller, and none has lapsed.
    */
   request(input: ApprovalRequestInput): ApprovalRequest {
     this.#localOnly("request", "file");
@@ -275,17 +310,20 @@ export class ApprovalQueue {
     const backend = this.#backend;
     if (!backend) return this.request(input);
     const now = this.#clock.now();
-    // The mirror may lag a write elsewhere by a moment: the tenant bound is the backend's.
+    // The mirror may lag a write elsewhere by a moment: the tenant and principal bounds are the
+    // backend's.
     const existing = this.#admissible(input, now, false);
     if (existing) return snapshot(existing, now);
     const entry = this.#newEntry(input, now);
-    const admission = await backend.admit(
-      entry,
-      createHash("sha256").update(callKeyOf(input)).digest("hex"),
-      this.#maxPendingPerTenant,
-      now,
-    );
-    if ("full" in admission) throw this.#tenantFull(input.tenant);
+    const admission = await backend.admit(entry, sharedCallOf(input), {
+      tenant: this.#maxPendingPerTenant,
+      principal: this.#maxPendingPerPrincipal,
+    }, now);
+    if ("full" in admission) {
+      throw admission.full === "tenant"
+        ? this.#tenantFull(input.tenant)
+        : this.#principalFull(input.tenant, input.subject);
+    }
     this.#absorb(admission.record);
     const kept = this.#entries.get(admission.record.id) ?? admission.record;
     if (kept.id === entry.id) this.#publish("approval.requested", kept, kept.expiresAt);
@@ -304,7 +342,7 @@ export class ApprovalQueue {
   }
 
   /** Checks a new request; returns an identical pending one, or throws when a bound is reached. */
-  #admissible(input: ApprovalRequestInput, now: number, countTenant: boolean): Entry | undefined {
+  #admissible(input: ApprovalRequestInput, now: number, countHere: boolean): Entry | undefined {
     for (const field of ["tenant", "subject", "tool"] as const) {
       if (typeof input[field] !== "string" || input[field] === "") {
         throw new TypeError(`An approval request needs a non-empty ${field}`);
@@ -319,9 +357,15 @@ export class ApprovalQueue {
     if (existing && this.#statusOf(existing, now) === "pending") return existing;
 
     const tenantFull = () =>
-      countTenant &&
+      countHere &&
       (this.#pendingPerTenant.get(input.tenant) ?? 0) >= this.#maxPendingPerTenant;
-    if (this.#pendingByCall.size >= this.#maxPending || tenantFull()) this.#prune(now, true);
+    const principalFull = () =>
+      countHere && input.principal !== undefined &&
+      (this.#pendingPerPrincipal.get(principalKeyOf(input)) ?? 0) >=
+        this.#maxPendingPerPrincipal;
+    if (this.#pendingByCall.size >= this.#maxPending || tenantFull() || principalFull()) {
+      this.#prune(now, true);
+    }
     if (this.#pendingByCall.size >= this.#maxPending) {
       throw new GatewayError(
         "approval_queue_full",
@@ -331,6 +375,7 @@ export class ApprovalQueue {
       );
     }
     if (tenantFull()) throw this.#tenantFull(input.tenant);
+    if (principalFull()) throw this.#principalFull(input.tenant, input.subject);
     return undefined;
   }
 
@@ -341,6 +386,16 @@ export class ApprovalQueue {
         "waiting (MCP_MAX_PENDING_APPROVALS_PER_TENANT); ask an operator to approve or deny " +
         "some, or retry after older requests lapse",
       { tenant, maxPendingPerTenant: this.#maxPendingPerTenant },
+    );
+  }
+
+  #principalFull(tenant: string, subject: string): GatewayError {
+    return new GatewayError(
+      "approval_queue_full",
+      `"${subject}" of tenant "${tenant}" already has ${this.#maxPendingPerPrincipal} approval ` +
+        "requests waiting (MCP_MAX_PENDING_APPROVALS_PER_PRINCIPAL); ask an operator to approve " +
+        "or deny some, or retry after older requests lapse",
+      { tenant, subject, maxPendingPerPrincipal: this.#maxPendingPerPrincipal },
     );
   }
 
@@ -648,7 +703,10 @@ export class ApprovalQueue {
     const previous = this.#pendingByCall.get(callKey);
     if (previous === entry.id) return;
     if (previous === undefined) {
-      this.#pendingPerTenant.set(entry.tenant, (this.#pendingPerTenant.get(entry.tenant) ?? 0) + 1);
+      increment(this.#pendingPerTenant, entry.tenant, 1);
+      if (entry.principal !== undefined) {
+        increment(this.#pendingPerPrincipal, principalKeyOf(entry), 1);
+      }
     }
     this.#pendingByCall.set(callKey, entry.id);
   }
@@ -657,9 +715,10 @@ export class ApprovalQueue {
     const callKey = callKeyOf(entry);
     if (this.#pendingByCall.get(callKey) !== entry.id) return;
     this.#pendingByCall.delete(callKey);
-    const left = (this.#pendingPerTenant.get(entry.tenant) ?? 1) - 1;
-    if (left > 0) this.#pendingPerTenant.set(entry.tenant, left);
-    else this.#pendingPerTenant.delete(entry.tenant);
+    increment(this.#pendingPerTenant, entry.tenant, -1);
+    if (entry.principal !== undefined) {
+      increment(this.#pendingPerPrincipal, principalKeyOf(entry), -1);
+    }
   }
 
   /** Status now: a pending request past its expiry has lapsed even before pruning sees it. */
@@ -749,6 +808,35 @@ export class ApprovalQueue {
  */
 function callKeyOf(r: ApprovalRequestInput): string {
   return [r.tenant, r.principal ?? "", r.tool, r.argumentsHash].join("\0");
+}
+
+/** Whose requests count together towards the per-principal bound: tenant and principal. */
+function principalKeyOf(r: ApprovalRequestInput): string {
+  return `${r.tenant}\0${r.principal ?? ""}`;
+}
+
+/**
+ * The shared state's `call` of a request: 32 hex digits of the {@link callKeyOf} hash, then 32 of
+ * the requester's ({@link principalKeyOf}), so a backend counts a principal's slots without a
+ * field older replicas would refuse. A request without a principal is its own requester: its
+ * call is the whole call hash, which no other request's last half matches.
+ */
+export function sharedCallOf(r: ApprovalRequestInput): string {
+  const call = sha256Hex(callKeyOf(r));
+  return r.principal === undefined
+    ? call
+    : call.slice(0, 32) + sha256Hex(principalKeyOf(r)).slice(0, 32);
+}
+
+function sha256Hex(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+/** Adds `by` to `key`'s count, dropping counts that reach zero. */
+function increment(counts: Map<string, number>, key: string, by: number): void {
+  const next = (counts.get(key) ?? 0) + by;
+  if (next > 0) counts.set(key, next);
+  else counts.delete(key);
 }
 
 /**

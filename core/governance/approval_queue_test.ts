@@ -32,6 +32,7 @@ function setup(
     ttlMs?: number;
     maxPending?: number;
     maxPendingPerTenant?: number;
+    maxPendingPerPrincipal?: number;
     tokenTtlMs?: number;
   } = {},
 ) {
@@ -54,6 +55,9 @@ function setup(
     ...(options.maxPendingPerTenant === undefined
       ? {}
       : { maxPendingPerTenant: options.maxPendingPerTenant }),
+    ...(options.maxPendingPerPrincipal === undefined
+      ? {}
+      : { maxPendingPerPrincipal: options.maxPendingPerPrincipal }),
   });
   return { clock, bus, events, tokens, queue };
 }
@@ -484,6 +488,40 @@ Deno.test("an in-band decision (the caller's own user answering) is exempt from 
   const second = queue.request({ ...INPUT, argumentsHash: "d".repeat(64) });
   queue.deny(second.id, by("alice"), "no", { inBand: true });
   assert.equal(queue.get(second.id)?.status, "denied");
+});
+
+Deno.test("one principal's pending requests are bounded, and the tenant's other principals still get theirs", () => {
+  const { queue } = setup({ maxPendingPerTenant: 10, maxPendingPerPrincipal: 2 });
+  const hash = (n: number) => n.toString(16).padStart(64, "0");
+  const first = queue.request({ ...INPUT, argumentsHash: hash(1) });
+  queue.request({ ...INPUT, argumentsHash: hash(2) });
+  assert.throws(
+    () => queue.request({ ...INPUT, argumentsHash: hash(3) }),
+    (error: GatewayError) => {
+      assert.equal(error.code, "approval_queue_full");
+      assert.match(
+        error.message,
+        /"alice" of tenant "acme" already has 2 .*MCP_MAX_PENDING_APPROVALS_PER_PRINCIPAL/,
+      );
+      return true;
+    },
+  );
+  // The identical request is still handed back: it takes no new slot.
+  assert.equal(queue.request({ ...INPUT, argumentsHash: hash(1) }).id, first.id);
+  const carol = { subject: "carol", principal: principalOf("tokens_file", "carol") };
+  assert.equal(queue.request({ ...INPUT, ...carol, argumentsHash: hash(3) }).status, "pending");
+  // A decision frees the principal's slot.
+  queue.deny(first.id, by("bob"), "no");
+  assert.equal(queue.request({ ...INPUT, argumentsHash: hash(3) }).status, "pending");
+});
+
+Deno.test("the per-principal bound is never more than the per-tenant bound", () => {
+  const { queue } = setup({ maxPendingPerTenant: 1, maxPendingPerPrincipal: 5 });
+  queue.request(INPUT);
+  assert.throws(
+    () => queue.request({ ...INPUT, argumentsHash: "d".repeat(64) }),
+    /MCP_MAX_PENDING_APPROVALS_PER_TENANT/,
+  );
 });
 
 Deno.test("one tenant's pending requests are bounded, and the other tenants still get theirs", async () => {

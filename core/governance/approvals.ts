@@ -20,6 +20,7 @@ export interface ApprovalSettings {
   /** MCP_APPROVALS_PATH: where pending requests and used tokens are kept across restarts. */
   approvalsPath?: string | undefined;
   maxPendingApprovalsPerTenant: number;
+  maxPendingApprovalsPerPrincipal?: number;
 }
 
 /** Cluster mode: approvals live in the shared bucket, and each record names its replica. */
@@ -76,6 +77,9 @@ export class Approvals {
       tokens: this.tokens,
       ttlMs: settings.approvalTtlSeconds * 1000,
       maxPendingPerTenant: settings.maxPendingApprovalsPerTenant,
+      ...(settings.maxPendingApprovalsPerPrincipal === undefined
+        ? {}
+        : { maxPendingPerPrincipal: settings.maxPendingApprovalsPerPrincipal }),
       ...(deps.cluster ? { replica: deps.cluster.replicaId } : {}),
       ...(store ? { onChange: () => store.save() } : {}),
     });

@@ -5,8 +5,10 @@
  * - `request.<id>`: one request, the whole record (raw arguments and, once approved, the token
  *   only its requester fetches: the bucket is as sensitive as the approvals file).
  * - `tenant.<tenant>`: the tenant's pending requests as slots `{id, call, expiresAt}`, written
- *   by compare-and-set, so MCP_MAX_PENDING_APPROVALS_PER_TENANT counts every replica's requests
- *   and an identical request filed on two replicas at once is one request.
+ *   by compare-and-set, so MCP_MAX_PENDING_APPROVALS_PER_TENANT and …_PER_PRINCIPAL count every
+ *   replica's requests and an identical request filed on two replicas at once is one request.
+ *   `call` is approval_queue.ts's sharedCallOf: its last half names the requester, which is how a
+ *   principal's slots are told apart without a field older replicas would refuse.
  *
  * What is read back is checked (zod) and skipped with a warning when malformed. Every failure to
  * reach the bucket is an `internal` GatewayError naming it: approvals fail closed.
@@ -22,7 +24,12 @@ import {
 } from "../bus/shared_state.ts";
 import { GatewayError } from "../support/errors.ts";
 import type { Logger } from "../support/logger.ts";
-import type { Admission, ApprovalBackend, ApprovalRecord } from "./approval_queue.ts";
+import type {
+  Admission,
+  AdmissionLimits,
+  ApprovalBackend,
+  ApprovalRecord,
+} from "./approval_queue.ts";
 import { APPROVAL_RECORD } from "./approval_store.ts";
 
 /** The bucket every replica shares approvals in. */
@@ -86,7 +93,19 @@ export class SharedApprovalBackend implements ApprovalBackend {
     return new SharedApprovalBackend(bucket, options.logger);
   }
 
-  admit(record: ApprovalRecord, call: string, limit: number, now: number): Promise<Admission> {
+  admit(
+    record: ApprovalRecord,
+    call: string,
+    limits: AdmissionLimits,
+    now: number,
+  ): Promise<Admission> {
+    const requester = call.slice(32);
+    const full = (slots: readonly Slot[]): Admission | undefined => {
+      if (slots.length >= limits.tenant) return { full: "tenant" };
+      if (record.principal === undefined) return undefined;
+      const own = slots.reduce((n, s) => s.call.slice(32) === requester ? n + 1 : n, 0);
+      return own >= limits.principal ? { full: "principal" } : undefined;
+    };
     return unreachable(async () => {
       const key = sharedKey("tenant", record.tenant);
       let written = false;
@@ -104,10 +123,11 @@ export class SharedApprovalBackend implements ApprovalBackend {
           slots = slots.filter((s) => s !== same);
         }
         // A slot outlives its decision only if a replica died between the two writes.
-        if (slots.length >= limit) slots = await this.#stillPending(slots, now);
-        if (slots.length >= limit) {
+        if (full(slots)) slots = await this.#stillPending(slots, now);
+        const refused = full(slots);
+        if (refused) {
           if (written) await this.#forget(record.id);
-          return { full: true };
+          return refused;
         }
         if (!written) {
           await this.#write(record);

@@ -36,7 +36,8 @@ const by = (name: string) => ({ subject: name, principal: principalOf("tokens_fi
 
 async function replicas(
   count: number,
-  options: { maxPendingPerTenant?: number; shared?: SharedState } = {},
+  options: { maxPendingPerTenant?: number; maxPendingPerPrincipal?: number; shared?: SharedState } =
+    {},
 ) {
   const clock = new ManualClock(1_700_000_000_000);
   const shared = options.shared ?? new MemorySharedState({ clock });
@@ -57,6 +58,9 @@ async function replicas(
       ...(options.maxPendingPerTenant === undefined
         ? {}
         : { maxPendingPerTenant: options.maxPendingPerTenant }),
+      ...(options.maxPendingPerPrincipal === undefined
+        ? {}
+        : { maxPendingPerPrincipal: options.maxPendingPerPrincipal }),
     });
     await queue.share(
       await SharedApprovalBackend.open(shared, {
@@ -160,6 +164,35 @@ Deno.test("the per-tenant pending bound counts the requests of every replica", a
     const [first] = a.list({ status: "pending" });
     await b.reject(first!.id, by("operator-1"));
     await a.file({ ...INPUT, argumentsHash: "5".repeat(64) });
+  } finally {
+    close();
+  }
+});
+
+Deno.test("the per-principal pending bound counts the requests of every replica", async () => {
+  const { queues: [a, b], close } = await replicas(2, {
+    maxPendingPerTenant: 10,
+    maxPendingPerPrincipal: 2,
+  });
+  try {
+    await a.file({ ...INPUT, argumentsHash: "1".repeat(64) });
+    await b.file({ ...INPUT, argumentsHash: "2".repeat(64) });
+    for (const queue of [a, b]) {
+      await assert.rejects(
+        queue.file({ ...INPUT, argumentsHash: "3".repeat(64) }),
+        (error: GatewayError) => {
+          assert.equal(error.code, "approval_queue_full");
+          assert.match(error.message, /MCP_MAX_PENDING_APPROVALS_PER_PRINCIPAL/);
+          return true;
+        },
+      );
+    }
+    // Another principal of the tenant files; a decision frees the first principal's slot.
+    const carol = { subject: "carol", principal: principalOf("tokens_file", "carol") };
+    await b.file({ ...INPUT, ...carol, argumentsHash: "3".repeat(64) });
+    const [first] = a.list({ status: "pending" });
+    await b.reject(first!.id, by("operator-1"));
+    await a.file({ ...INPUT, argumentsHash: "4".repeat(64) });
   } finally {
     close();
   }

@@ -439,6 +439,36 @@ Deno.test("One tenant's pending approvals are bounded (MCP_MAX_PENDING_APPROVALS
   }, { MCP_MAX_PENDING_APPROVALS_PER_TENANT: "2" });
 });
 
+Deno.test("One caller cannot fill its tenant's pending approvals (MCP_MAX_PENDING_APPROVALS_PER_PRINCIPAL); another caller of the tenant still gets its own", async () => {
+  await withApprovalGateway(async (gateway) => {
+    const flooder = await clientWith(
+      gateway,
+      await jwt({ tenant: "acme", sub: "a", scope: "mcp" }),
+    );
+    const colleague = await clientWith(
+      gateway,
+      await jwt({ tenant: "acme", sub: "b", scope: "mcp" }),
+    );
+    try {
+      await requestApproval(flooder, 1);
+      await requestApproval(flooder, 2);
+      const full = await flooder.callTool({ name: "slow__slow", arguments: { ms: 3 } }).then(
+        () => assert.fail("a third pending request of one caller must be refused"),
+        (e: McpError) => e,
+      );
+      assert.equal((full.data as { code: string }).code, "approval_queue_full");
+      assert.match(
+        full.message,
+        /"a" of tenant "acme" already has 2 .*MCP_MAX_PENDING_APPROVALS_PER_PRINCIPAL/,
+      );
+      await requestApproval(colleague, 3);
+    } finally {
+      await flooder.close();
+      await colleague.close();
+    }
+  }, { MCP_MAX_PENDING_APPROVALS_PER_PRINCIPAL: "2" });
+});
+
 // ---------------------------------------------------------------------------------------------
 // The two tokens of `deno task start`
 

@@ -36,6 +36,13 @@ export const GOVERNANCE_SETTINGS = {
     meaning:
       "Approval requests one tenant may have pending at once (10,000 in total); past it `approval_queue_full`",
   }),
+  MCP_MAX_PENDING_APPROVALS_PER_PRINCIPAL: setting({
+    group: "governance",
+    schema: int("MCP_MAX_PENDING_APPROVALS_PER_PRINCIPAL", 1, 10_000),
+    default: 20,
+    meaning:
+      "Approval requests one caller (API key, token subject) may have pending at once, at most the tenant's; past it `approval_queue_full`, so one caller cannot fill its tenant's share",
+  }),
   MCP_APPROVAL_IN_BAND: setting({
     group: "governance",
     schema: bool("MCP_APPROVAL_IN_BAND"),
