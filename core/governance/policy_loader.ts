@@ -32,6 +32,11 @@
 import { GatewayError } from "../support/errors.ts";
 import { compileGlob } from "../support/glob.ts";
 import {
+  LINEAR_PATTERN_FIX,
+  linearPattern,
+  LinearPatternError,
+} from "../support/linear_pattern.ts";
+import {
   describe,
   isMapping,
   parseYamlSource,
@@ -771,12 +776,17 @@ class PolicyReader {
           continue;
         }
         try {
-          // Validators compile JSON Schema patterns as JavaScript regexes with the u flag.
+          // As the validator will run it: JavaScript syntax and meaning, matched by RE2.
           new RegExp(raw, "u");
+          linearPattern(raw);
         } catch (error) {
           this.#problem(
             where,
-            `is not a valid regular expression (JavaScript, u flag): ${(error as Error).message}`,
+            error instanceof LinearPatternError
+              ? `cannot be matched in linear time: ${error.reason}; ${LINEAR_PATTERN_FIX}`
+              : `is not a valid regular expression (JavaScript, u flag): ${
+                (error as Error).message
+              }`,
           );
           continue;
         }

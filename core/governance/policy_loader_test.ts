@@ -428,6 +428,19 @@ Deno.test("parsePolicies reports an argument pattern that does not compile, with
   );
 });
 
+Deno.test("parsePolicies reports an argument pattern that cannot be matched in linear time, naming the construct", () => {
+  assert.deepEqual(
+    problemsOf(
+      'tenants:\n  acme:\n    arguments:\n      t:\n        p: { pattern: "^(?=.*\\\\d)\\\\w+$" }\n',
+    ),
+    [
+      "p.yaml:5: tenants.acme.arguments.t.p.pattern cannot be matched in linear time: it uses a " +
+      "lookaround, (?=…); rewrite it in RE2's syntax (no lookaround, no backreferences, repeat " +
+      "counts up to 1000): the gateway matches patterns with RE2 so that no input can stall it",
+    ],
+  );
+});
+
 Deno.test("parsePolicies rejects argument constraints of the wrong kind", () => {
   assert.deepEqual(
     problemsOf(`tenants:

@@ -1,11 +1,13 @@
 /**
  * JSON Schema validation of tool arguments with ajv (the SDK's validator): draft-07 by default,
- * 2020-12 when the schema says so, every failing path reported, each schema compiled once.
+ * 2020-12 when the schema says so, every failing path reported, each schema compiled once;
+ * patterns run in linear time (support/linear_pattern.ts), whoever wrote them.
  * @module
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
+import { linearRegExpEngine } from "../support/linear_pattern.ts";
 
 /** The outcome of validating one value. */
 export type ValidationResult = { valid: true } | { valid: false; errors: string[] };
@@ -13,7 +15,13 @@ export type ValidationResult = { valid: true } | { valid: false; errors: string[
 /** A compiled schema. */
 export type Validator = (value: unknown) => ValidationResult;
 
-const options = { allErrors: true, strict: false, validateFormats: true } as const;
+// Patterns in linear time (support/linear_pattern.ts): an upstream's schema meets every caller's input.
+const options = {
+  allErrors: true,
+  strict: false,
+  validateFormats: true,
+  code: { regExp: linearRegExpEngine },
+} as const;
 const draft07 = new Ajv(options);
 const draft2020 = new Ajv2020(options);
 addFormats.default(draft07);

@@ -52,3 +52,24 @@ Deno.test("compileSchema compiles a schema once", () => {
   assert.equal(compileSchema(schema), compileSchema(schema));
   assert.equal(compileSchema({ type: "object" }), compileSchema({ type: "object" }));
 });
+
+Deno.test("a tool's inputSchema checks its patterns in linear time, property patterns too", () => {
+  const validate = compileSchema({
+    type: "object",
+    properties: { name: { type: "string", pattern: "^(a+)+$" } },
+    patternProperties: { "^(x+x+)+y$": { type: "number" } },
+  });
+  const hostile = "a".repeat(50_000) + "!";
+  const result = validate({ name: hostile, ["x".repeat(50_000)]: 1 });
+  assert.equal(result.valid, false);
+  assert.match(!result.valid ? result.errors.join("\n") : "", /\/name must match pattern/);
+  assert.deepEqual(validate({ name: "aaa" }), { valid: true });
+});
+
+Deno.test("a tool's inputSchema with a pattern RE2 cannot run is not a usable schema", () => {
+  assert.throws(
+    () =>
+      compileSchema({ type: "object", properties: { p: { type: "string", pattern: "(?=a)" } } }),
+    /not a valid JSON Schema: pattern "\(\?=a\)" cannot be matched in linear time/,
+  );
+});
