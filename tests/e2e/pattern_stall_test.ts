@@ -1,15 +1,18 @@
 /**
- * An upstream's schema pattern cannot stall the gateway: the gateway checks callers' arguments
- * against its tools' `inputSchema`, on its main thread, so a pattern with catastrophic
- * backtracking (`^(a+)+$`) and a caller's `aaaa…!` froze every session of every tenant. A real
- * gateway process, a real upstream process.
+ * An upstream's patterns cannot stall the gateway: the gateway checks callers' arguments against
+ * its tools' `inputSchema`, and callers' resource URIs against its quarantined templates, on its
+ * main thread, so a pattern with catastrophic backtracking (`^(a+)+$`, or a template's adjacent
+ * variables) and a caller's `aaaa…!` froze every session of every tenant. A real gateway process,
+ * real upstream processes.
  */
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { spawnHttpChild } from "../support/child_gateway.ts";
-import { faultServer, writeFleet } from "../support/fleet.ts";
+import { eventually, faultServer, fixture, writeFleet } from "../support/fleet.ts";
+
+const ROOT_CONFIG = new URL("../../deno.json", import.meta.url).pathname;
 
 /** `promise`, or a failure saying what did not answer within `ms`. */
 async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
@@ -24,6 +27,17 @@ async function within<T>(promise: Promise<T>, ms: number, what: string): Promise
   }
 }
 
+/** A client of `gateway` over Streamable HTTP with `token`. */
+async function connect(gateway: { url: string }, token: string): Promise<Client> {
+  const client = new Client({ name: "e2e", version: "1.0.0" });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${gateway.url}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    }),
+  );
+  return client;
+}
+
 Deno.test("A tool's pattern that backtracks catastrophically is checked in linear time: the hostile call is refused at once and every other call is answered", async () => {
   const fleet = await writeFleet(`proxy_servers:${faultServer("f")}`);
   const token = "pattern-stall-token";
@@ -31,17 +45,8 @@ Deno.test("A tool's pattern that backtracks catastrophically is checked in linea
     MCP_SERVER_AUTH_TOKEN: token,
     MCP_PROXY_CONFIG_PATH: fleet.path,
   });
-  const connect = async () => {
-    const client = new Client({ name: "e2e", version: "1.0.0" });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${gateway.url}/mcp`), {
-        requestInit: { headers: { Authorization: `Bearer ${token}` } },
-      }),
-    );
-    return client;
-  };
-  const attacker = await connect();
-  const other = await connect();
+  const attacker = await connect(gateway, token);
+  const other = await connect(gateway, token);
   try {
     // V8 alone needs seconds for 26 a's and twice as long for each one more: hours for 48.
     const hostile = attacker.callTool({
@@ -63,6 +68,49 @@ Deno.test("A tool's pattern that backtracks catastrophically is checked in linea
       "a matching call",
     );
     assert.deepEqual(echoed.content, [{ type: "text", text: "aaa" }]);
+  } finally {
+    await attacker.close();
+    await other.close();
+    await gateway.close();
+    await fleet.remove();
+  }
+});
+
+Deno.test("A quarantined template whose variables backtrack polynomially is checked in linear time: a hostile read is answered and every other call too", async () => {
+  const stall = `
+  - id: stall
+    command: ["deno", "run", "--config", ${JSON.stringify(ROOT_CONFIG)}, ${
+    JSON.stringify(fixture("upstreams/stall_template_server.ts"))
+  }]
+    sandbox: deno
+    permissions: { read: true }
+`;
+  const fleet = await writeFleet(`proxy_servers:${stall}${faultServer("f")}`);
+  const token = "template-stall-token";
+  const gateway = await spawnHttpChild({
+    MCP_SERVER_AUTH_TOKEN: token,
+    MCP_PROXY_CONFIG_PATH: fleet.path,
+  });
+  const attacker = await connect(gateway, token);
+  const other = await connect(gateway, token);
+  try {
+    // Quarantined once scanned: an instance of the template is refused.
+    await eventually(
+      () =>
+        attacker.readResource({ uri: "proxy://stall/stall://abcdefgh" }).then(
+          () => false,
+          (e: McpError) => (e.data as { code?: string } | undefined)?.code === "quarantined",
+        ),
+      "the scanner to quarantine the template",
+      60_000,
+    );
+    // Not an instance (no variable takes a "/"): V8 tried every split of 2,000 characters
+    // among eight variables before saying so.
+    const hostile = "proxy://stall/stall://" + "a".repeat(2_000) + "/";
+    const read = await within(attacker.readResource({ uri: hostile }), 20_000, "the hostile read");
+    assert.deepEqual(read.contents.map((c) => "text" in c ? c.text : c.blob), ["read"]);
+    const ok = await within(other.callTool({ name: "f__ok", arguments: {} }), 20_000, "f__ok");
+    assert.deepEqual(ok.content, [{ type: "text", text: "ok" }]);
   } finally {
     await attacker.close();
     await other.close();
