@@ -15,10 +15,20 @@ import { createHash } from "node:crypto";
  * Object properties whose value is undefined are omitted, as JSON.stringify and the wire do.
  */
 export function canonicalJson(value: unknown): string {
-  return encode(value, "$", new Set());
+  return encode(value, [], new Set());
 }
 
-function encode(value: unknown, path: string, ancestors: Set<object>): string {
+/**
+ * Where a value sits, as segments (a key, or an index): spelled out (`$[0].key`) only for an
+ * error, so encoding a large array builds no path string per item.
+ */
+type Path = (string | number)[];
+
+function at(path: Path): string {
+  return "$" + path.map((s) => typeof s === "number" ? `[${s}]` : `.${s}`).join("");
+}
+
+function encode(value: unknown, path: Path, ancestors: Set<object>): string {
   switch (typeof value) {
     case "string":
       return JSON.stringify(value);
@@ -26,7 +36,7 @@ function encode(value: unknown, path: string, ancestors: Set<object>): string {
       return value ? "true" : "false";
     case "number":
       if (!Number.isFinite(value)) {
-        throw new TypeError(`${path} is ${value}, which JSON cannot represent`);
+        throw new TypeError(`${at(path)} is ${value}, which JSON cannot represent`);
       }
       // JSON.stringify prints -0 as 0, as canonical JSON requires.
       return JSON.stringify(value);
@@ -34,35 +44,39 @@ function encode(value: unknown, path: string, ancestors: Set<object>): string {
       if (value === null) return "null";
       return encodeObject(value, path, ancestors);
     case "undefined":
-      throw new TypeError(`${path} is undefined, which JSON cannot represent`);
+      throw new TypeError(`${at(path)} is undefined, which JSON cannot represent`);
     default:
-      throw new TypeError(`${path} is a ${typeof value}, which JSON cannot represent`);
+      throw new TypeError(`${at(path)} is a ${typeof value}, which JSON cannot represent`);
   }
 }
 
-function encodeObject(value: object, path: string, ancestors: Set<object>): string {
-  if (ancestors.has(value)) throw new TypeError(`${path} is a circular reference`);
+function encodeObject(value: object, path: Path, ancestors: Set<object>): string {
+  if (ancestors.has(value)) throw new TypeError(`${at(path)} is a circular reference`);
   ancestors.add(value);
   try {
     if (Array.isArray(value)) {
       const items: string[] = [];
       // Index loop, not map(): map skips holes, and a hole is undefined, which JSON lacks.
       for (let i = 0; i < value.length; i++) {
-        items.push(encode(value[i], `${path}[${i}]`, ancestors));
+        path.push(i);
+        items.push(encode(value[i], path, ancestors));
+        path.pop();
       }
       return `[${items.join(",")}]`;
     }
     const proto = Object.getPrototypeOf(value);
     if (proto !== Object.prototype && proto !== null) {
       const name = (value as { constructor?: { name?: string } }).constructor?.name ?? "object";
-      throw new TypeError(`${path} is a ${name}, not a plain JSON object`);
+      throw new TypeError(`${at(path)} is a ${name}, not a plain JSON object`);
     }
     const record = value as Record<string, unknown>;
     const members: string[] = [];
     for (const key of Object.keys(record).sort()) {
       const member = record[key];
       if (member === undefined) continue;
-      members.push(`${JSON.stringify(key)}:${encode(member, `${path}.${key}`, ancestors)}`);
+      path.push(key);
+      members.push(`${JSON.stringify(key)}:${encode(member, path, ancestors)}`);
+      path.pop();
     }
     return `{${members.join(",")}}`;
   } finally {

@@ -1,9 +1,9 @@
 /**
- * An upstream's patterns cannot stall the gateway: the gateway checks callers' arguments against
- * its tools' `inputSchema`, and callers' resource URIs against its quarantined templates, on its
- * main thread, so a pattern with catastrophic backtracking (`^(a+)+$`, or a template's adjacent
- * variables) and a caller's `aaaa…!` froze every session of every tenant. A real gateway process,
- * real upstream processes.
+ * Checking a caller's input cannot stall the gateway: it checks callers' arguments against its
+ * tools' `inputSchema`, and callers' resource URIs against its quarantined templates, on its main
+ * thread, so a pattern with catastrophic backtracking (`^(a+)+$`, or a template's adjacent
+ * variables) and a caller's `aaaa…!`, or a schema's `uniqueItems` and a caller's long array, froze
+ * every session of every tenant. A real gateway process, real upstream processes.
  */
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -38,16 +38,34 @@ async function connect(gateway: { url: string }, token: string): Promise<Client>
   return client;
 }
 
-Deno.test("A tool's pattern that backtracks catastrophically is checked in linear time: the hostile call is refused at once and every other call is answered", async () => {
-  const fleet = await writeFleet(`proxy_servers:${faultServer("f")}`);
-  const token = "pattern-stall-token";
+const TOKEN = "validation-stall-token";
+
+/**
+ * Runs `fn` with two sessions (the attacker's and another caller's) of a gateway child process
+ * serving the fleet `servers`, and cleans up whatever happens.
+ */
+async function withTwoSessions(
+  servers: string,
+  fn: (attacker: Client, other: Client) => Promise<void>,
+): Promise<void> {
+  const fleet = await writeFleet(`proxy_servers:${servers}`);
   const gateway = await spawnHttpChild({
-    MCP_SERVER_AUTH_TOKEN: token,
+    MCP_SERVER_AUTH_TOKEN: TOKEN,
     MCP_PROXY_CONFIG_PATH: fleet.path,
   });
-  const attacker = await connect(gateway, token);
-  const other = await connect(gateway, token);
+  const clients: Client[] = [];
   try {
+    clients.push(await connect(gateway, TOKEN), await connect(gateway, TOKEN));
+    await fn(clients[0]!, clients[1]!);
+  } finally {
+    for (const client of clients) await client.close();
+    await gateway.close();
+    await fleet.remove();
+  }
+}
+
+Deno.test("A tool's pattern that backtracks catastrophically is checked in linear time: the hostile call is refused at once and every other call is answered", async () => {
+  await withTwoSessions(faultServer("f"), async (attacker, other) => {
     // V8 alone needs seconds for 26 a's and twice as long for each one more: hours for 48.
     const hostile = attacker.callTool({
       name: "f__match",
@@ -68,12 +86,28 @@ Deno.test("A tool's pattern that backtracks catastrophically is checked in linea
       "a matching call",
     );
     assert.deepEqual(echoed.content, [{ type: "text", text: "aaa" }]);
-  } finally {
-    await attacker.close();
-    await other.close();
-    await gateway.close();
-    await fleet.remove();
-  }
+  });
+});
+
+Deno.test("uniqueItems is checked in linear time: a caller's 30,000 distinct items are counted upstream at once, and duplicates refused", async () => {
+  await withTwoSessions(faultServer("f"), async (caller, other) => {
+    // ajv compared every pair: 16,000 objects took 16 s, 30,000 about a minute.
+    const tags = Array.from({ length: 30_000 }, (_, a) => ({ a }));
+    const counted = await within(
+      caller.callTool({ name: "f__unique", arguments: { tags } }),
+      20_000,
+      "30,000 distinct tags",
+    );
+    assert.deepEqual(counted.content, [{ type: "text", text: "30000" }]);
+    const ok = await within(other.callTool({ name: "f__ok", arguments: {} }), 20_000, "f__ok");
+    assert.deepEqual(ok.content, [{ type: "text", text: "ok" }]);
+    const refused = await caller.callTool({
+      name: "f__unique",
+      arguments: { tags: [{ a: 1 }, { a: 2 }, { a: 1 }] },
+    }).then(() => assert.fail("duplicates must be refused"), (e: McpError) => e);
+    assert.equal((refused.data as { code?: string }).code, "invalid_arguments");
+    assert.match(refused.message, /tags must NOT have duplicate items \(items ## 0 and 2/);
+  });
 });
 
 Deno.test("A quarantined template whose variables backtrack polynomially is checked in linear time: a hostile read is answered and every other call too", async () => {
@@ -85,15 +119,7 @@ Deno.test("A quarantined template whose variables backtrack polynomially is chec
     sandbox: deno
     permissions: { read: true }
 `;
-  const fleet = await writeFleet(`proxy_servers:${stall}${faultServer("f")}`);
-  const token = "template-stall-token";
-  const gateway = await spawnHttpChild({
-    MCP_SERVER_AUTH_TOKEN: token,
-    MCP_PROXY_CONFIG_PATH: fleet.path,
-  });
-  const attacker = await connect(gateway, token);
-  const other = await connect(gateway, token);
-  try {
+  await withTwoSessions(stall + faultServer("f"), async (attacker, other) => {
     // Quarantined once scanned: an instance of the template is refused.
     await eventually(
       () =>
@@ -111,10 +137,5 @@ Deno.test("A quarantined template whose variables backtrack polynomially is chec
     assert.deepEqual(read.contents.map((c) => "text" in c ? c.text : c.blob), ["read"]);
     const ok = await within(other.callTool({ name: "f__ok", arguments: {} }), 20_000, "f__ok");
     assert.deepEqual(ok.content, [{ type: "text", text: "ok" }]);
-  } finally {
-    await attacker.close();
-    await other.close();
-    await gateway.close();
-    await fleet.remove();
-  }
+  });
 });
