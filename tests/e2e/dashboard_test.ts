@@ -164,7 +164,7 @@ Deno.test(
         await row(page, "a", '[data-state="READY"]').waitFor();
         await row(page, "b", '[data-state="READY"]').waitFor();
         await page.locator('#live[data-state="live"]').waitFor();
-        assert.equal(await row(page, "b").locator(".cell-tools").textContent(), "15");
+        assert.equal(await row(page, "b").locator(".cell-tools").textContent(), "16");
         assert.equal(
           await page.evaluate(() => sessionStorage.getItem("agent33.dashboard.token")),
           OPERATOR_TOKEN,

@@ -97,7 +97,7 @@ Deno.test("/metrics counts an ok call, a denied call and its decision, and shows
       assert.equal(series('agent33_upstream_state{server="faults",state="READY"}'), 1);
       assert.equal(series('agent33_upstream_state{server="faults",state="FAILED"}'), 0);
       assert.equal(series('agent33_upstream_breaker_state{server="faults",state="CLOSED"}'), 1);
-      assert.equal(series('agent33_upstream_tools{server="faults"}'), 15);
+      assert.equal(series('agent33_upstream_tools{server="faults"}'), 16);
       assert.equal(series('agent33_sessions{transport="streamable-http"}'), 1);
       assert.equal(series("agent33_approvals_pending"), 0);
       assert.ok(series("agent33_process_resident_memory_bytes")! > 0);

@@ -110,6 +110,26 @@ Deno.test("uniqueItems is checked in linear time: a caller's 30,000 distinct ite
   });
 });
 
+Deno.test("Large arguments are checked up to their first problem: 500,000 records failing 100 branches each are refused at once, without the gateway collecting 50 million errors", async () => {
+  await withTwoSessions(faultServer("f"), async (attacker, other) => {
+    // Every error collected: 50,000 such records took 8 s and 1.2 GB of heap; 500,000 ran the
+    // gateway out of memory.
+    const records = Array.from({ length: 500_000 }, () => ({}));
+    const refused = await within(
+      attacker.callTool({ name: "f__wide", arguments: { records } }).then(
+        () => assert.fail("the call must be refused"),
+        (e: McpError) => e,
+      ),
+      20_000,
+      "500,000 failing records",
+    );
+    assert.equal((refused.data as { code?: string }).code, "invalid_arguments");
+    assert.match(refused.message, /checked up to their first problem/);
+    const ok = await within(other.callTool({ name: "f__ok", arguments: {} }), 20_000, "f__ok");
+    assert.deepEqual(ok.content, [{ type: "text", text: "ok" }]);
+  });
+});
+
 Deno.test("A quarantined template whose variables backtrack polynomially is checked in linear time: a hostile read is answered and every other call too", async () => {
   const stall = `
   - id: stall
