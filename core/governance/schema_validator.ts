@@ -1,8 +1,10 @@
 /**
  * JSON Schema validation of tool arguments with ajv (the SDK's validator): draft-07 by default,
  * 2020-12 when the schema says so, every failing path reported (for small arguments; large ones
- * up to their first problem), each schema compiled once;
- * patterns run in linear time (support/linear_pattern.ts), whoever wrote them.
+ * up to their first problem), each schema compiled once. Whoever wrote the schema, a caller's
+ * input cannot make one check take more than linear time in the keywords an attacker reaches for:
+ * patterns (support/linear_pattern.ts) and `uniqueItems` (canonical JSON keys); see
+ * docs/security.md for what a hostile schema can still cost.
  * @module
  */
 import {
