@@ -17,16 +17,17 @@
  * backend's records and the asynchronous entry points ({@link ApprovalQueue.file},
  * {@link ApprovalQueue.refresh}, {@link ApprovalQueue.approve}, {@link ApprovalQueue.reject})
  * read and write the shared state: a request filed on one replica is decided on another, the
- * per-tenant and per-principal bounds are counted across all of them, and of two decisions racing one wins.
+ * per-tenant and per-principal bounds are counted across all of them, and of two decisions
+ * racing one wins.
  * @module
  */
-import { createHash } from "node:crypto";
 import { sameCaller, samePrincipal } from "../auth/token_payload.ts";
 import type { Clock } from "../support/clock.ts";
 import { GatewayError } from "../support/errors.ts";
 import type { EventBus } from "../bus/event_bus.ts";
 import type { GatewayEvent } from "../bus/events.ts";
 import type { ApprovalTokens } from "./approval_tokens.ts";
+import { sha256HexSync } from "./canonical_json.ts";
 import type { EffectClass } from "./policy.ts";
 
 /** Default time a request waits for a decision: ten minutes. */
@@ -822,14 +823,10 @@ function principalKeyOf(r: ApprovalRequestInput): string {
  * call is the whole call hash, which no other request's last half matches.
  */
 export function sharedCallOf(r: ApprovalRequestInput): string {
-  const call = sha256Hex(callKeyOf(r));
+  const call = sha256HexSync(callKeyOf(r));
   return r.principal === undefined
     ? call
-    : call.slice(0, 32) + sha256Hex(principalKeyOf(r)).slice(0, 32);
-}
-
-function sha256Hex(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
+    : call.slice(0, 32) + sha256HexSync(principalKeyOf(r)).slice(0, 32);
 }
 
 /** Adds `by` to `key`'s count, dropping counts that reach zero. */

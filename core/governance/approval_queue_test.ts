@@ -86,6 +86,18 @@ function hashOf(n: number): string {
   return n.toString(16).padStart(64, "0");
 }
 
+/** The approval_queue_full refusal `file` throws. */
+function queueFull(file: () => unknown): GatewayError {
+  try {
+    file();
+  } catch (error) {
+    assert.ok(error instanceof GatewayError, String(error));
+    assert.equal(error.code, "approval_queue_full");
+    return error;
+  }
+  throw new Error("expected approval_queue_full");
+}
+
 Deno.test("a request is pending with an id, a creation time and a ten-minute expiry", () => {
   const { queue, clock } = setup();
   const request = queue.request(INPUT);
@@ -333,15 +345,9 @@ Deno.test("a denied request stays visible as denied for a while, then is pruned"
 Deno.test("the queue is bounded: beyond maxPending, requests are refused with approval_queue_full", () => {
   const { queue } = setup({ maxPending: 3 });
   for (let i = 0; i < 3; i++) queue.request({ ...INPUT, argumentsHash: hashOf(i) });
-  assert.throws(
-    () => queue.request({ ...INPUT, argumentsHash: hashOf(3) }),
-    (error: GatewayError) => {
-      assert.equal(error.code, "approval_queue_full");
-      assert.match(error.message, /3 approval requests are already waiting/);
-      assert.equal(error.toMcpError().code, -32600);
-      return true;
-    },
-  );
+  const full = queueFull(() => queue.request({ ...INPUT, argumentsHash: hashOf(3) }));
+  assert.match(full.message, /3 approval requests are already waiting/);
+  assert.equal(full.toMcpError().code, -32600);
   assert.equal(
     queue.request({ ...INPUT, argumentsHash: hashOf(0) }).status,
     "pending",
@@ -492,59 +498,43 @@ Deno.test("an in-band decision (the caller's own user answering) is exempt from 
 
 Deno.test("one principal's pending requests are bounded, and the tenant's other principals still get theirs", () => {
   const { queue } = setup({ maxPendingPerTenant: 10, maxPendingPerPrincipal: 2 });
-  const hash = (n: number) => n.toString(16).padStart(64, "0");
-  const first = queue.request({ ...INPUT, argumentsHash: hash(1) });
-  queue.request({ ...INPUT, argumentsHash: hash(2) });
-  assert.throws(
-    () => queue.request({ ...INPUT, argumentsHash: hash(3) }),
-    (error: GatewayError) => {
-      assert.equal(error.code, "approval_queue_full");
-      assert.match(
-        error.message,
-        /"alice" of tenant "acme" already has 2 .*MCP_MAX_PENDING_APPROVALS_PER_PRINCIPAL/,
-      );
-      return true;
-    },
+  const first = queue.request({ ...INPUT, argumentsHash: hashOf(1) });
+  queue.request({ ...INPUT, argumentsHash: hashOf(2) });
+  assert.match(
+    queueFull(() => queue.request({ ...INPUT, argumentsHash: hashOf(3) })).message,
+    /"alice" of tenant "acme" already has 2 .*MCP_MAX_PENDING_APPROVALS_PER_PRINCIPAL/,
   );
   // The identical request is still handed back: it takes no new slot.
-  assert.equal(queue.request({ ...INPUT, argumentsHash: hash(1) }).id, first.id);
+  assert.equal(queue.request({ ...INPUT, argumentsHash: hashOf(1) }).id, first.id);
   const carol = { subject: "carol", principal: principalOf("tokens_file", "carol") };
-  assert.equal(queue.request({ ...INPUT, ...carol, argumentsHash: hash(3) }).status, "pending");
+  assert.equal(queue.request({ ...INPUT, ...carol, argumentsHash: hashOf(3) }).status, "pending");
   // A decision frees the principal's slot.
   queue.deny(first.id, by("bob"), "no");
-  assert.equal(queue.request({ ...INPUT, argumentsHash: hash(3) }).status, "pending");
+  assert.equal(queue.request({ ...INPUT, argumentsHash: hashOf(3) }).status, "pending");
 });
 
 Deno.test("the per-principal bound is never more than the per-tenant bound", () => {
   const { queue } = setup({ maxPendingPerTenant: 1, maxPendingPerPrincipal: 5 });
   queue.request(INPUT);
-  assert.throws(
-    () => queue.request({ ...INPUT, argumentsHash: "d".repeat(64) }),
+  assert.match(
+    queueFull(() => queue.request({ ...INPUT, argumentsHash: "d".repeat(64) })).message,
     /MCP_MAX_PENDING_APPROVALS_PER_TENANT/,
   );
 });
 
 Deno.test("one tenant's pending requests are bounded, and the other tenants still get theirs", async () => {
   const { queue } = setup({ maxPendingPerTenant: 2 });
-  const hash = (n: number) => n.toString(16).padStart(64, "0");
-  const first = queue.request({ ...INPUT, argumentsHash: hash(1) });
-  queue.request({ ...INPUT, argumentsHash: hash(2) });
-  assert.throws(
-    () => queue.request({ ...INPUT, argumentsHash: hash(3) }),
-    (error: GatewayError) => {
-      assert.equal(error.code, "approval_queue_full");
-      assert.match(
-        error.message,
-        /Tenant "acme" already has 2 .*MCP_MAX_PENDING_APPROVALS_PER_TENANT/,
-      );
-      return true;
-    },
+  const first = queue.request({ ...INPUT, argumentsHash: hashOf(1) });
+  queue.request({ ...INPUT, argumentsHash: hashOf(2) });
+  assert.match(
+    queueFull(() => queue.request({ ...INPUT, argumentsHash: hashOf(3) })).message,
+    /Tenant "acme" already has 2 .*MCP_MAX_PENDING_APPROVALS_PER_TENANT/,
   );
   assert.equal(
-    queue.request({ ...INPUT, tenant: "globex", argumentsHash: hash(3) }).status,
+    queue.request({ ...INPUT, tenant: "globex", argumentsHash: hashOf(3) }).status,
     "pending",
   );
   // A decision frees the tenant's slot.
   await queue.approve(first.id, by("bob"));
-  assert.equal(queue.request({ ...INPUT, argumentsHash: hash(3) }).status, "pending");
+  assert.equal(queue.request({ ...INPUT, argumentsHash: hashOf(3) }).status, "pending");
 });

@@ -85,11 +85,16 @@ function encodeObject(value: object, path: Path, ancestors: Set<object>): string
   }
 }
 
-/** The SHA-256 of the UTF-8 bytes of `text`, as 64 lowercase hex digits. */
-export function sha256Hex(text: string): Promise<string> {
+/** The SHA-256 of the UTF-8 bytes of `text`, as 64 lowercase hex digits, computed now. */
+export function sha256HexSync(text: string): string {
   // node:crypto hashes synchronously in ~2 µs; WebCrypto's async digest costs ~20 µs per call,
   // which is most of the governance budget on every tools/call.
-  return Promise.resolve(createHash("sha256").update(text, "utf8").digest("hex"));
+  return createHash("sha256").update(text, "utf8").digest("hex");
+}
+
+/** {@link sha256HexSync} for callers that await. */
+export function sha256Hex(text: string): Promise<string> {
+  return Promise.resolve(sha256HexSync(text));
 }
 
 /** The hash that binds an approval to exact arguments: SHA-256 of their canonical JSON. */

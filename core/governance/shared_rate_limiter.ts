@@ -15,7 +15,6 @@
  * in {@link SharedRateLimiter.stats}. It never lets calls through unlimited.
  * @module
  */
-import { createHash } from "node:crypto";
 import { z } from "zod";
 import {
   decodeJson,
@@ -25,6 +24,7 @@ import {
 } from "../bus/shared_state.ts";
 import type { Clock } from "../support/clock.ts";
 import type { Logger } from "../support/logger.ts";
+import { sha256HexSync } from "./canonical_json.ts";
 import {
   checkLimit,
   EPSILON,
@@ -119,7 +119,7 @@ export class SharedRateLimiter implements RateLimits {
     const bucket = this.#bucket;
     if (!bucket || now < this.#degradedUntil) return this.#share(key, perMinute, burst);
     // Hashed: a key of any length (tenant, glob, tool name) is one short, safe token.
-    const counter = "limit." + createHash("sha256").update(key).digest("hex");
+    const counter = "limit." + sha256HexSync(key);
     const previous = this.#queues.get(counter) ?? Promise.resolve();
     const turn = previous.then(() => this.#decide(bucket, counter, key, perMinute, burst));
     const settled = turn.catch(() => {});

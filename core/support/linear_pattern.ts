@@ -51,7 +51,7 @@ const BRACED_HEX = /^\{([0-9A-Fa-f]{1,6})\}/;
  * The pattern in RE2 syntax with ECMAScript meaning, or a {@link LinearPatternError} naming what
  * RE2 cannot run.
  */
-export function toRe2Syntax(pattern: string): string {
+function toRe2Syntax(pattern: string): string {
   let out = "";
   let inClass = false;
   for (let i = 0; i < pattern.length; i++) {

@@ -412,61 +412,52 @@ async function clientWith(gateway: TestGateway, token: string): Promise<Client> 
   return client;
 }
 
-Deno.test("One tenant's pending approvals are bounded (MCP_MAX_PENDING_APPROVALS_PER_TENANT); another tenant still gets its own", async () => {
+/**
+ * With a bound of 2 set by `env`: the `flooder` claims' two pending approvals fill it, its third
+ * is refused `approval_queue_full` with `message`, and the `other` claims' caller still files one.
+ */
+async function pendingBound(
+  env: Record<string, string>,
+  flooder: Record<string, unknown>,
+  other: Record<string, unknown>,
+  message: RegExp,
+): Promise<void> {
   await withApprovalGateway(async (gateway) => {
-    const acme = await clientWith(gateway, await jwt({ tenant: "acme", sub: "a", scope: "mcp" }));
-    const globex = await clientWith(
-      gateway,
-      await jwt({ tenant: "globex", sub: "g", scope: "mcp" }),
-    );
+    const first = await clientWith(gateway, await jwt({ ...flooder, scope: "mcp" }));
+    const second = await clientWith(gateway, await jwt({ ...other, scope: "mcp" }));
     try {
-      await requestApproval(acme, 1);
-      await requestApproval(acme, 2);
-      const full = await acme.callTool({ name: "slow__slow", arguments: { ms: 3 } }).then(
+      await requestApproval(first, 1);
+      await requestApproval(first, 2);
+      const full = await first.callTool({ name: "slow__slow", arguments: { ms: 3 } }).then(
         () => assert.fail("a third pending request must be refused"),
         (e: McpError) => e,
       );
       assert.equal((full.data as { code: string }).code, "approval_queue_full");
-      assert.match(
-        full.message,
-        /Tenant "acme" already has 2 .*MCP_MAX_PENDING_APPROVALS_PER_TENANT/,
-      );
-      await requestApproval(globex, 3);
+      assert.match(full.message, message);
+      await requestApproval(second, 3);
     } finally {
-      await acme.close();
-      await globex.close();
+      await first.close();
+      await second.close();
     }
-  }, { MCP_MAX_PENDING_APPROVALS_PER_TENANT: "2" });
+  }, env);
+}
+
+Deno.test("One tenant's pending approvals are bounded (MCP_MAX_PENDING_APPROVALS_PER_TENANT); another tenant still gets its own", async () => {
+  await pendingBound(
+    { MCP_MAX_PENDING_APPROVALS_PER_TENANT: "2" },
+    { tenant: "acme", sub: "a" },
+    { tenant: "globex", sub: "g" },
+    /Tenant "acme" already has 2 .*MCP_MAX_PENDING_APPROVALS_PER_TENANT/,
+  );
 });
 
 Deno.test("One caller cannot fill its tenant's pending approvals (MCP_MAX_PENDING_APPROVALS_PER_PRINCIPAL); another caller of the tenant still gets its own", async () => {
-  await withApprovalGateway(async (gateway) => {
-    const flooder = await clientWith(
-      gateway,
-      await jwt({ tenant: "acme", sub: "a", scope: "mcp" }),
-    );
-    const colleague = await clientWith(
-      gateway,
-      await jwt({ tenant: "acme", sub: "b", scope: "mcp" }),
-    );
-    try {
-      await requestApproval(flooder, 1);
-      await requestApproval(flooder, 2);
-      const full = await flooder.callTool({ name: "slow__slow", arguments: { ms: 3 } }).then(
-        () => assert.fail("a third pending request of one caller must be refused"),
-        (e: McpError) => e,
-      );
-      assert.equal((full.data as { code: string }).code, "approval_queue_full");
-      assert.match(
-        full.message,
-        /"a" of tenant "acme" already has 2 .*MCP_MAX_PENDING_APPROVALS_PER_PRINCIPAL/,
-      );
-      await requestApproval(colleague, 3);
-    } finally {
-      await flooder.close();
-      await colleague.close();
-    }
-  }, { MCP_MAX_PENDING_APPROVALS_PER_PRINCIPAL: "2" });
+  await pendingBound(
+    { MCP_MAX_PENDING_APPROVALS_PER_PRINCIPAL: "2" },
+    { tenant: "acme", sub: "a" },
+    { tenant: "acme", sub: "b" },
+    /"a" of tenant "acme" already has 2 .*MCP_MAX_PENDING_APPROVALS_PER_PRINCIPAL/,
+  );
 });
 
 // ---------------------------------------------------------------------------------------------
