@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { linearPattern, LinearPatternError } from "./linear_pattern.ts";
+import { linearPattern, LinearPatternError, MAX_PROGRAM_SIZE } from "./linear_pattern.ts";
 
 Deno.test("a pattern that makes a backtracking engine run for hours is matched in linear time", () => {
   // V8 takes seconds on 26 characters of this and doubles with each one more; RE2 is linear.
@@ -65,4 +65,17 @@ Deno.test("a pattern that needs backtracking is refused, naming the construct an
       return true;
     });
   }
+});
+
+Deno.test("a pattern that compiles to more than MAX_PROGRAM_SIZE RE2 instructions is refused, naming the size", () => {
+  // Linear, but 47 s a megabyte: every character steps each of its 60,002 instructions.
+  assert.throws(() => linearPattern("[a-z]{1000}".repeat(60)), (error: Error) => {
+    assert.ok(error instanceof LinearPatternError);
+    assert.match(error.message, new RegExp(`60002 RE2 instructions, over ${MAX_PROGRAM_SIZE}`));
+    return true;
+  });
+  assert.equal(
+    linearPattern("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$").test("x"),
+    false,
+  );
 });
