@@ -58,6 +58,7 @@ Deno.test("resolveConfig resolves an empty environment to the documented default
       approvalTtlSeconds: 600,
       maxPendingApprovalsPerTenant: 100,
       maxPendingApprovalsPerPrincipal: 20,
+      maxSchemaWork: 10_000_000,
       approvalInBand: true,
       auditMaxBytes: 10 * 1024 * 1024,
       auditIncludeArguments: false,

@@ -66,6 +66,7 @@ export function createGovernance(
     rateLimiter: shared?.rateLimiter ?? new RateLimiter({ clock }),
     audit,
     clock,
+    maxSchemaWork: settings.maxSchemaWork,
   });
   const policies = new PolicyReloader({
     path: config.policyPath,

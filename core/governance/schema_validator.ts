@@ -3,8 +3,8 @@
  * 2020-12 when the schema says so, every failing path reported (for small arguments; large ones
  * up to their first problem), each schema compiled once. Whoever wrote the schema, a caller's
  * input cannot make one check take more than linear time in the keywords an attacker reaches for:
- * patterns (support/linear_pattern.ts) and `uniqueItems` (canonical JSON keys); see
- * docs/security.md for what a hostile schema can still cost.
+ * patterns (support/linear_pattern.ts) and `uniqueItems` (canonical JSON keys); and what the
+ * schema makes the arguments cost in all is bounded before ajv runs (schema_cost.ts).
  * @module
  */
 import {
@@ -18,12 +18,22 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { linearRegExpEngine } from "../support/linear_pattern.ts";
 import { canonicalJson } from "./canonical_json.ts";
+import { SchemaCost } from "./schema_cost.ts";
 
 /** The outcome of validating one value. */
 export type ValidationResult = { valid: true } | { valid: false; errors: string[] };
 
-/** A compiled schema. */
-export type Validator = (value: unknown) => ValidationResult;
+/**
+ * A compiled schema: checks `value`, refusing it unchecked when checking could take more than
+ * `maxWork` units (schema_cost.ts; default {@link MAX_SCHEMA_WORK}).
+ */
+export type Validator = (value: unknown, maxWork?: number) => ValidationResult;
+
+/**
+ * The most work one check may take, in schema_cost.ts's units (~10 ns each at the worst
+ * measured): about 0.1 s of the main thread, which every session shares (MCP_MAX_SCHEMA_WORK).
+ */
+export const MAX_SCHEMA_WORK = 10_000_000;
 
 /**
  * Arguments of at most this many JSON values are checked for every problem; larger ones up to
@@ -105,9 +115,11 @@ export function compileSchema(schema: Record<string, unknown>): Validator {
     // A copy without $id: two upstreams may reuse an $id for different schemas.
     const { $id: _id, ...rest } = schema;
     const first = compiled(draft.first, rest);
+    const cost = new SchemaCost(rest);
     // Compiled when first needed: most calls are valid, and most failing ones are small.
     let all: ValidateFunction | undefined;
-    validator = (value) => {
+    validator = (value, maxWork = MAX_SCHEMA_WORK) => {
+      if (cost.work(value, maxWork) > maxWork) return tooCostly(cost, maxWork);
       if (first(value)) return { valid: true };
       if (!fewValues(value, MAX_VALUES_FOR_ALL_ERRORS)) {
         return { valid: false, errors: [...describe(first.errors), ...LARGE_ARGUMENTS] };
@@ -120,6 +132,30 @@ export function compileSchema(schema: Record<string, unknown>): Validator {
   }
   byObject.set(schema, validator);
   return validator;
+}
+
+/** The refusal of arguments whose check could cost more than `maxWork`, saying which side to fix. */
+function tooCostly(cost: SchemaCost, maxWork: number): ValidationResult {
+  const limit = `${maxWork.toLocaleString("en-US")} units of work (MCP_MAX_SCHEMA_WORK)`;
+  if (cost.perValue > maxWork) {
+    return {
+      valid: false,
+      errors: [
+        `(arguments) cannot be checked: the schema costs more than ${limit} for any value, ` +
+        "since it applies subschemas that multiply ($refs or allOf/anyOf/oneOf naming the same " +
+        "definition more than once at each level); it must be simplified before this tool can be " +
+        "called",
+      ],
+    };
+  }
+  return {
+    valid: false,
+    errors: [
+      `(arguments) were not checked: against this schema they would take more than ${limit}, ` +
+      "so long that every other call would wait; send smaller arguments (fewer items, shorter " +
+      "texts), or, if the schema is trusted, raise MCP_MAX_SCHEMA_WORK",
+    ],
+  };
 }
 
 /** The line that says only the first problem of large arguments is reported. */

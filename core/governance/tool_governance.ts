@@ -267,6 +267,8 @@ export interface ToolGovernanceOptions {
   rateLimiter: RateLimits;
   audit: AuditLog;
   clock: Clock;
+  /** Most work checking one call's arguments may take (default MAX_SCHEMA_WORK, schema_cost.ts). */
+  maxSchemaWork?: number;
 }
 
 /** Options of one check. */
@@ -634,7 +636,7 @@ export class ToolGovernance {
     const schema = target.descriptor?.inputSchema as Record<string, unknown> | undefined;
     if (schema) {
       try {
-        const result = compileSchema(schema)(args);
+        const result = compileSchema(schema)(args, this.#options.maxSchemaWork);
         if (!result.valid) problems.push(...result.errors);
       } catch (error) {
         problems.push(`the tool's inputSchema cannot be used: ${(error as Error).message}`);
@@ -642,7 +644,7 @@ export class ToolGovernance {
     }
     for (const rule of policy?.arguments ?? []) {
       if (!rule.match(target.name)) continue;
-      const result = compileSchema(rule.schema)(args);
+      const result = compileSchema(rule.schema)(args, this.#options.maxSchemaWork);
       if (!result.valid) {
         problems.push(
           ...result.errors.map((e) => `${e} (policy ${rule.source.file}:${rule.source.line})`),

@@ -46,7 +46,7 @@ connectors:
     effects: [read, write]
 `;
 
-function setup(policy = POLICY) {
+function setup(policy = POLICY, maxSchemaWork?: number) {
   const clock = new ManualClock(Date.parse("2026-11-29T12:00:00Z"));
   const bus = new InProcessEventBus();
   const events: GatewayEvent[] = [];
@@ -65,6 +65,7 @@ function setup(policy = POLICY) {
     rateLimiter: new RateLimiter({ clock }),
     audit,
     clock,
+    ...(maxSchemaWork === undefined ? {} : { maxSchemaWork }),
   });
   return { governance, approvals, tokens, clock, events, audit };
 }
@@ -159,6 +160,22 @@ Deno.test("ToolGovernance validates 2020-12 input schemas", async () => {
     },
   });
   denied(await governance.check(acme, target, { labels: [1] }), "invalid_arguments");
+});
+
+Deno.test("ToolGovernance refuses arguments whose check would pass maxSchemaWork with invalid_arguments", async () => {
+  const target = tool("gh__tag", {
+    descriptor: {
+      inputSchema: {
+        type: "object",
+        properties: { tags: { type: "array", items: { type: "number" } } },
+      },
+    },
+  });
+  const args = { tags: Array.from({ length: 1_000 }, (_, i) => i) };
+  assert.equal((await setup().governance.check(acme, target, args)).action, "allow");
+  const verdict = await setup(POLICY, 500).governance.check(acme, target, args);
+  denied(verdict, "invalid_arguments");
+  assert.match((verdict as { reason: string }).reason, /more than 500 units of work/);
 });
 
 Deno.test("ToolGovernance applies rate limits per tenant and tool with rate_limited and retryAfterMs", async () => {

@@ -131,6 +131,8 @@ function toRe2Syntax(pattern: string): string {
 export interface LinearPattern {
   test(text: string): boolean;
   toString(): string;
+  /** RE2 instructions: each character of a text steps every live one. */
+  readonly programSize: number;
 }
 
 /**
@@ -157,7 +159,8 @@ export function linearPattern(pattern: string): LinearPattern {
     );
   }
   const shown = `/${pattern}/`;
-  return { test: (text) => re.test(text), toString: () => shown };
+  const programSize = re.programSize();
+  return { test: (text) => re.test(text), toString: () => shown, programSize };
 }
 
 /**

@@ -43,6 +43,13 @@ export const GOVERNANCE_SETTINGS = {
     meaning:
       "Approval requests one caller (API key, token subject) may have pending at once, at most the tenant's; past it `approval_queue_full`, so one caller cannot fill its tenant's share",
   }),
+  MCP_MAX_SCHEMA_WORK: setting({
+    group: "governance",
+    schema: int("MCP_MAX_SCHEMA_WORK", 10_000, 1_000_000_000),
+    default: 10_000_000,
+    meaning:
+      "Most work checking a call's arguments against one schema may take (units of ~10 ns, so the default is ~0.1 s of the thread every session shares); past it `invalid_arguments` unchecked",
+  }),
   MCP_APPROVAL_IN_BAND: setting({
     group: "governance",
     schema: bool("MCP_APPROVAL_IN_BAND"),

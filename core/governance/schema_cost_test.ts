@@ -1,0 +1,151 @@
+import assert from "node:assert/strict";
+import { SchemaCost } from "./schema_cost.ts";
+import { compileSchema, MAX_SCHEMA_WORK } from "./schema_validator.ts";
+
+/** `depth` definitions, each applying the next twice in place: 2^depth applications of the last. */
+function doubling(depth: number): Record<string, unknown> {
+  const definitions: Record<string, unknown> = {};
+  for (let i = 0; i < depth; i++) {
+    const next = { $ref: `#/definitions/d${i + 1}` };
+    definitions[`d${i}`] = { allOf: [next, next] };
+  }
+  definitions[`d${depth}`] = { type: "string" };
+  return { type: "object", definitions, properties: { x: { $ref: "#/definitions/d0" } } };
+}
+
+/** Items that may be any of `n` object shapes, the last accepting everything. */
+function shapes(n: number): Record<string, unknown> {
+  const anyOf = Array.from({ length: n - 1 }, (_, i) => ({
+    type: "object",
+    required: [`k${i}`],
+  }));
+  return {
+    type: "object",
+    properties: { items: { type: "array", items: { anyOf: [...anyOf, { type: "object" }] } } },
+  };
+}
+
+Deno.test("a value costs the keywords of every schema node that applies to it", () => {
+  const cost = new SchemaCost({ type: "object", properties: { a: { type: "string" } } });
+  // The arguments object: its node (1) with `type` and `properties` (one entry); `a`: 1 + type.
+  assert.equal(cost.work({ a: "x" }, Infinity), 3 + 2);
+});
+
+Deno.test("a property costs only the subschema its name selects, not its siblings'", () => {
+  const wide = Object.fromEntries(
+    Array.from({ length: 100 }, (_, i) => [`p${i}`, { type: "object", required: ["a", "b"] }]),
+  );
+  const cost = new SchemaCost({ type: "object", properties: wide });
+  const one = cost.work({ p0: {} }, Infinity);
+  const two = cost.work({ p0: {}, p1: {} }, Infinity);
+  assert.equal(two - one, 5, "its own node: 1, type, required (the list and its 2 names)");
+});
+
+Deno.test("branches that apply in place multiply what each item costs", () => {
+  const ten = new SchemaCost(shapes(10)).work({ items: [{}, {}] }, Infinity);
+  const hundred = new SchemaCost(shapes(100)).work({ items: [{}, {}] }, Infinity);
+  assert.ok(hundred > 9 * ten, `${hundred} against ${ten}`);
+});
+
+Deno.test("a $ref applied twice at each level costs twice as much per level", () => {
+  const at = (depth: number) => new SchemaCost(doubling(depth)).work({ x: "a" }, Infinity);
+  const ratio = at(21) / at(20);
+  assert.ok(ratio > 1.9 && ratio < 2.1, `ratio ${ratio}`);
+});
+
+Deno.test("a recursive schema costs each level of the value once, not without end", () => {
+  const tree = {
+    $defs: {
+      node: {
+        type: "object",
+        properties: { children: { type: "array", items: { $ref: "#/$defs/node" } } },
+      },
+    },
+    $ref: "#/$defs/node",
+  };
+  const cost = new SchemaCost(tree);
+  let value: Record<string, unknown> = {};
+  const shallow = cost.work(value, Infinity);
+  for (let i = 0; i < 50; i++) value = { children: [value] };
+  const deep = cost.work(value, Infinity);
+  assert.ok(Number.isFinite(deep) && deep < 60 * 20 * shallow, `${deep}`);
+});
+
+Deno.test("a schema that applies itself in place costs without end", () => {
+  const cost = new SchemaCost({
+    definitions: { a: { allOf: [{ $ref: "#" }] } },
+    $ref: "#/definitions/a",
+  });
+  assert.equal(cost.perValue, Infinity);
+});
+
+Deno.test("references resolve through nested $id bases and $anchor names", () => {
+  const inner = { type: "object", required: Array.from({ length: 500 }, (_, i) => `r${i}`) };
+  const viaId = new SchemaCost({
+    $defs: { item: { $id: "https://example.com/item.json", $defs: { big: inner } } },
+    properties: { a: { $ref: "https://example.com/item.json#/$defs/big" } },
+  });
+  const viaAnchor = new SchemaCost({
+    $defs: { big: { ...inner, $anchor: "big" } },
+    properties: { a: { $ref: "#big" } },
+  });
+  for (const cost of [viaId, viaAnchor]) assert.ok(cost.work({ a: {} }, Infinity) > 500);
+});
+
+Deno.test("a reference this cannot follow is costed high at every depth", () => {
+  const cost = new SchemaCost({
+    properties: { a: { $ref: "http://json-schema.org/draft-07/schema#" } },
+  });
+  assert.ok(cost.work({ a: { b: { c: 1 } } }, Infinity) > 3_000);
+});
+
+Deno.test("a pattern costs per character of the text it runs over, and per property name", () => {
+  const text = new SchemaCost({ properties: { a: { type: "string", pattern: "^[a-z]+$" } } });
+  const short = text.work({ a: "x" }, Infinity);
+  const long = text.work({ a: "x".repeat(10_001) }, Infinity);
+  assert.ok(long - short >= 50_000, `${long - short}`);
+  const names = new SchemaCost({ patternProperties: { "^p": {}, "^q": {} } });
+  assert.ok(names.work({ ["p".repeat(1000)]: 1 }, Infinity) > 2 * 5 * 1000);
+});
+
+Deno.test("work stops counting once past its limit", () => {
+  const cost = new SchemaCost(shapes(100));
+  const items = Array.from({ length: 1_000_000 }, () => ({}));
+  const work = cost.work({ items }, 1_000);
+  assert.ok(work > 1_000 && work < 10_000, `${work}`);
+});
+
+Deno.test("arguments whose check would pass MAX_SCHEMA_WORK are refused unchecked, naming the limit", () => {
+  const validate = compileSchema(shapes(100));
+  // 500,000 records against 100 branches: ~3.7 s of the main thread before this bound.
+  const items = Array.from({ length: 500_000 }, () => ({}));
+  const result = validate({ items });
+  assert.equal(result.valid, false);
+  const [line] = result.valid ? [] : result.errors;
+  assert.match(line!, /were not checked: .* more than 10,000,000 units .*MCP_MAX_SCHEMA_WORK/);
+  assert.match(line!, /send smaller arguments/);
+  // The same schema checks arguments of an ordinary size.
+  assert.deepEqual(validate({ items: items.slice(0, 100) }), { valid: true });
+  assert.ok(MAX_SCHEMA_WORK === 10_000_000);
+});
+
+Deno.test("a schema whose any value costs past the limit is refused for every call, naming the fix", () => {
+  const validate = compileSchema({
+    ...doubling(30),
+    properties: undefined,
+    $ref: "#/definitions/d0",
+  });
+  const result = validate({});
+  assert.equal(result.valid, false);
+  assert.match(
+    result.valid ? "" : result.errors[0]!,
+    /must be simplified before this tool can be called/,
+  );
+});
+
+Deno.test("a higher limit lets the same arguments be checked", () => {
+  const validate = compileSchema(shapes(100));
+  const items = Array.from({ length: 200_000 }, () => ({}));
+  assert.equal(validate({ items }).valid, false);
+  assert.deepEqual(validate({ items }, 1e9), { valid: true });
+});
