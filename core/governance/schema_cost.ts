@@ -20,7 +20,7 @@ const IN_PLACE_ONE = ["not", "if", "then", "else"];
 /** In-place applicators holding a list of subschemas. */
 const IN_PLACE_LIST = ["allOf", "anyOf", "oneOf"];
 /** References: in place, to wherever they point. */
-const REFERENCES = ["$ref", "$dynamicRef", "$recursiveRef"];
+const REFERENCES = ["$ref", "$dynamicRef", "$recursiveRef"] as const;
 /** Applicators holding one subschema for the value's items, properties or property names. */
 const CHILD_ONE = [
   "additionalProperties",
@@ -287,7 +287,11 @@ export class SchemaCost {
     for (const key of IN_PLACE_LIST) eachOf(node[key], inPlace);
     for (const key of REFERENCES) {
       const ref = node[key];
-      if (typeof ref === "string") inPlace(this.#refs.resolve(node, ref) ?? UNKNOWN);
+      if (typeof ref !== "string") continue;
+      inPlace(this.#refs.resolve(node, ref) ?? UNKNOWN);
+      if (key !== "$ref") {
+        for (const target of this.#refs.dynamicTargets(key, ref)) inPlace(target);
+      }
     }
     eachValue(node.dependentSchemas, inPlace);
     eachValue(node.dependencies, inPlace);

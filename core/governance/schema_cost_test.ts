@@ -92,6 +92,16 @@ Deno.test("references resolve through nested $id bases and $anchor names", () =>
   for (const cost of [viaId, viaAnchor]) assert.ok(cost.work({ a: {} }, Infinity) > 500);
 });
 
+Deno.test("a dynamic reference costs every node it may name, not only its static target", () => {
+  const costly = { $dynamicAnchor: "t", required: Array.from({ length: 500 }, (_, i) => `r${i}`) };
+  const cost = new SchemaCost({
+    $schema: "https://json-schema.org/draft/2020-12/schema",
+    $defs: { cheap: { $dynamicAnchor: "t" }, wrapper: { $id: "https://example.com/w", ...costly } },
+    properties: { a: { $dynamicRef: "#t" } },
+  });
+  assert.ok(cost.work({ a: {} }, Infinity) > 500);
+});
+
 Deno.test("a reference this cannot follow is costed high at every depth", () => {
   const cost = new SchemaCost({
     properties: { a: { $ref: "http://json-schema.org/draft-07/schema#" } },

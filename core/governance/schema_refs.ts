@@ -37,12 +37,26 @@ export class SchemaRefs {
   readonly #resources = new Map<string, SchemaNode>();
   readonly #anchors = new Map<string, SchemaNode>();
   readonly #bases = new Map<SchemaNode, string>();
+  readonly #dynamic = new Map<string, SchemaNode[]>();
+  readonly #recursive: SchemaNode[] = [];
 
   /** Indexes `root`, whose own `$id` is ignored (schema_validator.ts drops it before compiling). */
   constructor(root: SchemaNode) {
     this.#root = root;
     this.#resources.set(ROOT_BASE, root);
+    this.#recursive.push(root);
     this.#index(root, ROOT_BASE);
+  }
+
+  /**
+   * Every node a dynamic reference may name besides its static target: ajv picks one by the
+   * scope a value is checked in, so a bound takes them all (`$dynamicRef: "#name"`: each
+   * `$dynamicAnchor: name`; `$recursiveRef`: each `$recursiveAnchor: true`, and the root).
+   */
+  dynamicTargets(keyword: "$dynamicRef" | "$recursiveRef", ref: string): readonly SchemaNode[] {
+    if (keyword === "$recursiveRef") return this.#recursive;
+    const hash = ref.indexOf("#");
+    return (hash < 0 ? undefined : this.#dynamic.get(ref.slice(hash + 1))) ?? [];
   }
 
   /** The node the reference `ref` in `from` names; undefined when it names nothing here. */
@@ -79,6 +93,13 @@ export class SchemaRefs {
     for (const key of ["$anchor", "$dynamicAnchor"]) {
       if (typeof node[key] === "string") this.#anchors.set(`${base}#${node[key]}`, node);
     }
+    const dynamic = node.$dynamicAnchor;
+    if (typeof dynamic === "string") {
+      const named = this.#dynamic.get(dynamic);
+      if (named) named.push(node);
+      else this.#dynamic.set(dynamic, [node]);
+    }
+    if (node.$recursiveAnchor === true && node !== this.#root) this.#recursive.push(node);
     this.#bases.set(node, base);
     for (const key in node) {
       const value = node[key];

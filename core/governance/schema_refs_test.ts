@@ -53,3 +53,13 @@ Deno.test("a reference to nothing here, or with a broken escape, names nothing",
     assert.equal(refs.resolve(root, ref), undefined, ref);
   }
 });
+
+Deno.test("a dynamic reference may name each $dynamicAnchor of its name, $recursiveRef each $recursiveAnchor", () => {
+  const one = { $dynamicAnchor: "n" }, two = { $id: "https://example.com/x", $dynamicAnchor: "n" };
+  const rec = { $recursiveAnchor: true };
+  const root = { $defs: { one, two, rec, other: { $dynamicAnchor: "m" } } };
+  const refs = new SchemaRefs(root);
+  assert.deepEqual(refs.dynamicTargets("$dynamicRef", "#n"), [one, two]);
+  assert.deepEqual(refs.dynamicTargets("$recursiveRef", "#"), [root, rec]);
+  assert.deepEqual(refs.dynamicTargets("$dynamicRef", "#none"), []);
+});
