@@ -18,7 +18,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { linearRegExpEngine } from "../support/linear_pattern.ts";
 import { canonicalJson } from "./canonical_json.ts";
-import { SchemaCost } from "./schema_cost.ts";
+import { MAX_SCHEMA_WORK, SchemaCost } from "../support/schema_cost.ts";
 
 /** The outcome of validating one value. */
 export type ValidationResult = { valid: true } | { valid: false; errors: string[] };
@@ -29,11 +29,7 @@ export type ValidationResult = { valid: true } | { valid: false; errors: string[
  */
 export type Validator = (value: unknown, maxWork?: number) => ValidationResult;
 
-/**
- * The most work one check may take, in schema_cost.ts's units (~10 ns each at the worst
- * measured): about 0.1 s of the main thread, which every session shares (MCP_MAX_SCHEMA_WORK).
- */
-export const MAX_SCHEMA_WORK = 10_000_000;
+export { MAX_SCHEMA_WORK };
 
 /**
  * Arguments of at most this many JSON values are checked for every problem; larger ones up to

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { compileSchema, MAX_VALUES_FOR_ALL_ERRORS } from "./schema_validator.ts";
+import { doublingArguments, shapes } from "../../tests/support/hostile_schemas.ts";
+import { compileSchema, MAX_SCHEMA_WORK, MAX_VALUES_FOR_ALL_ERRORS } from "./schema_validator.ts";
 
 Deno.test("compileSchema reports every failing path, not just the first", () => {
   const validate = compileSchema({
@@ -111,4 +112,35 @@ Deno.test("arguments of more than MAX_VALUES_FOR_ALL_ERRORS values are checked u
   // Small arguments still get every problem.
   const small = validate([{}, {}]);
   assert.ok(!small.valid && small.errors.some((e) => e.startsWith("/1 ")), "the second item too");
+});
+
+Deno.test("arguments whose check would pass MAX_SCHEMA_WORK are refused unchecked, naming the limit", () => {
+  const validate = compileSchema(shapes(100));
+  // 500,000 records against 100 branches: ~3.7 s of the main thread before this bound.
+  const items = Array.from({ length: 500_000 }, () => ({}));
+  const result = validate({ items });
+  assert.equal(result.valid, false);
+  const [line] = result.valid ? [] : result.errors;
+  assert.match(line!, /were not checked: .* more than 10,000,000 units .*MCP_MAX_SCHEMA_WORK/);
+  assert.match(line!, /send smaller arguments/);
+  // The same schema checks arguments of an ordinary size.
+  assert.deepEqual(validate({ items: items.slice(0, 100) }), { valid: true });
+  assert.equal(MAX_SCHEMA_WORK, 10_000_000);
+});
+
+Deno.test("a schema whose any value costs past the limit is refused for every call, naming the fix", () => {
+  const validate = compileSchema(doublingArguments(30));
+  const result = validate({});
+  assert.equal(result.valid, false);
+  assert.match(
+    result.valid ? "" : result.errors[0]!,
+    /must be simplified before this tool can be called/,
+  );
+});
+
+Deno.test("a higher limit lets the same arguments be checked", () => {
+  const validate = compileSchema(shapes(100));
+  const items = Array.from({ length: 200_000 }, () => ({}));
+  assert.equal(validate({ items }).valid, false);
+  assert.deepEqual(validate({ items }, 1e9), { valid: true });
 });

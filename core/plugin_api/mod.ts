@@ -48,6 +48,7 @@ export type { Logger } from "../support/logger.ts";
 export type { StdioStreams } from "../support/stdio_pipes.ts";
 export { GatewayError } from "../support/errors.ts";
 export { retry } from "../support/retry.ts";
+export { MAX_SCHEMA_WORK, SchemaCost } from "../support/schema_cost.ts";
 export { urlPort } from "../support/url_port.ts";
 export type { RetryPolicy } from "../support/retry.ts";
 export type { KernelToWorker, WorkerStartSpec, WorkerToKernel } from "../proxy/worker_protocol.ts";

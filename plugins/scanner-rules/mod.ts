@@ -5,6 +5,7 @@
  */
 import { definePlugin, type ScannerRule } from "../../core/plugin_api/mod.ts";
 import { concealment } from "./concealment.ts";
+import { costlySchema } from "./costly_schema.ts";
 import { dangerousCommand } from "./dangerous_command.ts";
 import { effectClassTooBroad, overbroadCapability, undisclosedEffect } from "./effect_class.ts";
 import { encodedPayload } from "./encoded_payload.ts";
@@ -53,6 +54,7 @@ export const BUILTIN_RULES: readonly ScannerRule[] = [
   credentialTool,
   parameterSolicitation,
   oversizedText,
+  costlySchema,
 ];
 
 export default definePlugin({

@@ -47,11 +47,13 @@ const TOKEN = "validation-stall-token";
 async function withTwoSessions(
   servers: string,
   fn: (attacker: Client, other: Client) => Promise<void>,
+  env: Record<string, string> = {},
 ): Promise<void> {
   const fleet = await writeFleet(`proxy_servers:${servers}`);
   const gateway = await spawnHttpChild({
     MCP_SERVER_AUTH_TOKEN: TOKEN,
     MCP_PROXY_CONFIG_PATH: fleet.path,
+    ...env,
   });
   const clients: Client[] = [];
   try {
@@ -191,7 +193,30 @@ Deno.test("Arguments too costly to check against their schema are refused unchec
   });
 });
 
-Deno.test("An upstream schema whose $refs double at every level is refused for every call at once, and every other call is answered", async () => {
+Deno.test("An upstream schema whose $refs double at every level is quarantined by the scanner (costly-schema), and every other call is answered", async () => {
+  const costly = faultServer("f", { fault: "costly-schema" });
+  await withTwoSessions(costly + faultServer("g"), async (attacker, other) => {
+    await eventually(
+      () =>
+        attacker.callTool({ name: "f__ok", arguments: {} }).then(
+          () => false,
+          (e: McpError) =>
+            (e.data as { code?: string } | undefined)?.code === "quarantined" &&
+            // The rule's id reads [redacted] here: it is also this fixture's FAULT value, and
+            // fleet env values are redacted as secrets.
+            /costs more than 10,000,000 units of work to check even empty arguments/.test(
+              e.message,
+            ),
+        ),
+      "the scanner to quarantine f__ok",
+    );
+    assert.ok(!(await attacker.listTools()).tools.some((t) => t.name === "f__ok"));
+    const ok = await within(other.callTool({ name: "g__ok", arguments: {} }), 20_000, "g__ok");
+    assert.deepEqual(ok.content, [{ type: "text", text: "ok" }]);
+  });
+});
+
+Deno.test("With the scanner's quarantine off, a call of the doubling schema is refused at once by the work bound, and every other call is answered", async () => {
   const costly = faultServer("f", { fault: "costly-schema" });
   await withTwoSessions(costly + faultServer("g"), async (attacker, other) => {
     // 40 levels of allOf naming the next definition twice: 2^40 checks of `{}` (24 levels took
@@ -199,7 +224,6 @@ Deno.test("An upstream schema whose $refs double at every level is refused for e
     await eventually(
       async () => (await attacker.listTools()).tools.some((t) => t.name === "f__ok"),
       "f__ok listed",
-      20_000,
     );
     const refused = await refusal(
       attacker.callTool({ name: "f__ok", arguments: {} }),
@@ -209,5 +233,5 @@ Deno.test("An upstream schema whose $refs double at every level is refused for e
     assert.match(refused.message, /the schema costs more than .* must be simplified/);
     const ok = await within(other.callTool({ name: "g__ok", arguments: {} }), 20_000, "g__ok");
     assert.deepEqual(ok.content, [{ type: "text", text: "ok" }]);
-  });
+  }, { MCP_SCANNER_BLOCK: "off" });
 });

@@ -12,7 +12,7 @@
  * match and so mostly does less.
  * @module
  */
-import { linearPattern } from "../support/linear_pattern.ts";
+import { linearPattern } from "./linear_pattern.ts";
 import { NOT_SCHEMAS, type SchemaNode, SchemaRefs } from "./schema_refs.ts";
 
 /** In-place applicators holding one subschema: they apply to the same value. */
@@ -36,6 +36,12 @@ type Node = SchemaNode;
 
 /** Schema nodes with how many times each applies to one value. */
 type Applied = Map<Node, number>;
+
+/**
+ * The most work checking one call's arguments may take by default (MCP_MAX_SCHEMA_WORK): about
+ * 0.1 s of the main thread, which every session shares.
+ */
+export const MAX_SCHEMA_WORK = 10_000_000;
 
 /** The object nodes applied in place, whose keywords for properties and items apply below. */
 type Parts = Map<Record<string, unknown>, number>;

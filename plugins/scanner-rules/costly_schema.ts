@@ -1,0 +1,43 @@
+/**
+ * Rule costly-schema: an input schema so costly to check that the gateway refuses every call of
+ * the tool (`$ref`s or combinators that multiply: `allOf` naming one definition twice at each of
+ * 40 levels is 2^40 checks of `{}`). Checking arguments runs on the gateway's main thread, so a
+ * schema like this is either a mistake that makes the tool unusable or an attempt to stall every
+ * session; either way quarantine-worthy. The bound is the gateway's own (MCP_MAX_SCHEMA_WORK's
+ * default; see core/support/schema_cost.ts).
+ * @module
+ */
+import {
+  MAX_SCHEMA_WORK,
+  type RuleFinding,
+  type ScannerRule,
+  SchemaCost,
+} from "../../core/plugin_api/mod.ts";
+import { allEntities } from "./text.ts";
+
+/** Tools whose arguments could never be checked within the gateway's bound. */
+export const costlySchema: ScannerRule = {
+  id: "costly-schema",
+  severity: "high",
+  description:
+    "An inputSchema whose check of any arguments costs more than the gateway spends on one call (subschemas that multiply)",
+  check(model) {
+    const findings: RuleFinding[] = [];
+    for (const entity of allEntities(model)) {
+      const schema = entity.kind === "tool" ? entity.raw.inputSchema : undefined;
+      if (schema === null || typeof schema !== "object" || Array.isArray(schema)) continue;
+      const { $id: _id, ...rest } = schema as Record<string, unknown>;
+      const work = new SchemaCost(rest).work({}, MAX_SCHEMA_WORK);
+      if (work <= MAX_SCHEMA_WORK) continue;
+      findings.push({
+        entity,
+        pointer: `${entity.pointer}/inputSchema`,
+        message: `costs more than ${MAX_SCHEMA_WORK.toLocaleString("en-US")} units of work to ` +
+          "check even empty arguments (subschemas that multiply, such as $refs naming one " +
+          "definition twice at every level), so the gateway refuses every call of it",
+        evidence: Number.isFinite(work) ? `${work.toExponential(2)} units` : "without end",
+      });
+    }
+    return findings;
+  },
+};
