@@ -8,6 +8,7 @@
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Clock } from "../support/clock.ts";
 import { GatewayError } from "../support/errors.ts";
+import { nestedDeeperThan } from "../support/json_depth.ts";
 import { redact } from "../support/redact.ts";
 import { compileSchema } from "./schema_validator.ts";
 import type { ApprovalQueue } from "./approval_queue.ts";
@@ -258,6 +259,15 @@ export function subjectOf(target: ToolTarget): EffectSubject {
   };
 }
 
+/**
+ * How deep a call's arguments may nest (objects and arrays): far past any real tool's, well short
+ * of what overflows the recursive steps of a check (5,000 levels did).
+ */
+export const MAX_ARGUMENT_DEPTH = 512;
+
+/** What the audit records, and the approval hash covers, for arguments nested past the limit. */
+const TOO_DEEP = { "(arguments)": `nested more than ${MAX_ARGUMENT_DEPTH} levels; not recorded` };
+
 /** What the gate is built from. */
 export interface ToolGovernanceOptions {
   policies: PolicySet;
@@ -358,9 +368,15 @@ export class ToolGovernance {
     const policy = this.#tenant(ctx.tenant);
     const { effect, rule: effectRule } = effectClassOf(subjectOf(target), this.#policies, policy);
     const facts = this.#facts(ctx, target, policy, effect);
-    const hash = await argumentsHash(args);
+    // Deeper arguments would overflow the stack in the recursive steps below (canonical JSON,
+    // ajv, the audit's redaction): refused as such, recorded as a placeholder.
+    const tooDeep = nestedDeeperThan(args, MAX_ARGUMENT_DEPTH);
+    const recorded = tooDeep ? TOO_DEEP : args;
+    const hash = await argumentsHash(recorded);
 
-    const problems = facts.denied || !facts.tenantKnown
+    const problems = tooDeep
+      ? [`(arguments) are nested more than ${MAX_ARGUMENT_DEPTH} levels deep; flatten them`]
+      : facts.denied || !facts.tenantKnown
       ? []
       : this.#argumentProblems(target, policy, args);
     let limited: Limited | undefined;
@@ -430,7 +446,7 @@ export class ToolGovernance {
       filed,
     });
     if (verdict.action === "allow" && redemption) verdict.redemption = redemption;
-    if (!options.dryRun) this.#audit(ctx, target, verdict, hash, args);
+    if (!options.dryRun) this.#audit(ctx, target, verdict, hash, recorded);
     return verdict;
   }
 

@@ -14,6 +14,7 @@ import { RateLimiter } from "./rate_limiter.ts";
 import {
   type CallContext,
   effectClassOf,
+  MAX_ARGUMENT_DEPTH,
   ToolGovernance,
   type ToolTarget,
   untrustedHints,
@@ -176,6 +177,42 @@ Deno.test("ToolGovernance refuses arguments whose check would pass maxSchemaWork
   const verdict = await setup(POLICY, 500).governance.check(acme, target, args);
   denied(verdict, "invalid_arguments");
   assert.match((verdict as { reason: string }).reason, /more than 500 units of work/);
+});
+
+/** `levels` objects, each holding the next under `child`. */
+function nested(levels: number): Record<string, unknown> {
+  let value: Record<string, unknown> = {};
+  for (let i = 1; i < levels; i++) value = { child: value };
+  return value;
+}
+
+Deno.test("ToolGovernance refuses arguments nested past MAX_ARGUMENT_DEPTH with invalid_arguments, and audits the decision", async () => {
+  const { governance, events, audit } = setup();
+  // 5,000 levels overflowed the check's recursive steps: a policy_error, and nothing audited.
+  const verdict = await governance.check(acme, tool("gh__list_issues"), nested(5_000));
+  denied(verdict, "invalid_arguments");
+  assert.match(
+    (verdict as { reason: string }).reason,
+    new RegExp(`nested more than ${MAX_ARGUMENT_DEPTH} levels deep; flatten them`),
+  );
+  await audit.flush();
+  const decision = events.find((e) => e.type === "governance.decision") as Record<string, unknown>;
+  assert.equal(decision.code, "invalid_arguments");
+});
+
+Deno.test("ToolGovernance checks arguments nested to MAX_ARGUMENT_DEPTH, under a recursive schema too", async () => {
+  const { governance } = setup();
+  const target = tool("gh__tree", {
+    descriptor: {
+      inputSchema: {
+        type: "object",
+        $defs: { node: { type: "object", properties: { child: { $ref: "#/$defs/node" } } } },
+        $ref: "#/$defs/node",
+      },
+    },
+  });
+  const verdict = await governance.check(acme, target, nested(MAX_ARGUMENT_DEPTH));
+  assert.equal(verdict.action, "allow", JSON.stringify(verdict));
 });
 
 Deno.test("ToolGovernance applies rate limits per tenant and tool with rate_limited and retryAfterMs", async () => {

@@ -235,3 +235,20 @@ Deno.test("With the scanner's quarantine off, a call of the doubling schema is r
     assert.deepEqual(ok.content, [{ type: "text", text: "ok" }]);
   }, { MCP_SCANNER_BLOCK: "off" });
 });
+
+Deno.test("Arguments nested past 512 levels are refused invalid_arguments naming the limit, and the session goes on", async () => {
+  await withTwoSessions(faultServer("f"), async (caller) => {
+    // 5,000 levels overflowed the check's recursive steps: -32603 policy_error, "Maximum call stack
+    // size exceeded", nothing audited.
+    let deep: Record<string, unknown> = {};
+    for (let i = 0; i < 5_000; i++) deep = { a: deep };
+    const refused = await refusal(
+      caller.callTool({ name: "f__ok", arguments: { deep } }),
+      "5,000 levels",
+    );
+    assert.equal((refused.data as { code?: string }).code, "invalid_arguments");
+    assert.match(refused.message, /nested more than 512 levels deep; flatten them/);
+    const ok = await within(caller.callTool({ name: "f__ok", arguments: {} }), 20_000, "f__ok");
+    assert.deepEqual(ok.content, [{ type: "text", text: "ok" }]);
+  });
+});
