@@ -26,12 +26,25 @@ export const costlySchema: ScannerRule = {
     for (const entity of allEntities(model)) {
       const schema = entity.kind === "tool" ? entity.raw.inputSchema : undefined;
       if (schema === null || typeof schema !== "object" || Array.isArray(schema)) continue;
+      const pointer = `${entity.pointer}/inputSchema`;
       const { $id: _id, ...rest } = schema as Record<string, unknown>;
-      const work = new SchemaCost(rest).work({}, MAX_SCHEMA_WORK);
+      let work: number;
+      try {
+        work = new SchemaCost(rest).work({}, MAX_SCHEMA_WORK);
+      } catch (error) {
+        // Nested past the stack: ajv cannot compile it either, so no call of it is ever checked.
+        if (!(error instanceof RangeError)) throw error;
+        findings.push({
+          entity,
+          pointer,
+          message: "is nested too deeply to be compiled, so the gateway refuses every call of it",
+        });
+        continue;
+      }
       if (work <= MAX_SCHEMA_WORK) continue;
       findings.push({
         entity,
-        pointer: `${entity.pointer}/inputSchema`,
+        pointer,
         message: `costs more than ${MAX_SCHEMA_WORK.toLocaleString("en-US")} units of work to ` +
           "check even empty arguments (subschemas that multiply, such as $refs naming one " +
           "definition twice at every level), so the gateway refuses every call of it",

@@ -20,6 +20,13 @@ Deno.test("costly-schema: a schema whose $refs double at every level is high, si
   assert.equal(finding!.pointer, `${finding!.entity.pointer}/inputSchema`);
 });
 
+Deno.test("costly-schema: a schema nested past the stack is high too: it cannot be compiled", () => {
+  let schema: Record<string, unknown> = { type: "string" };
+  for (let i = 0; i < 20_000; i++) schema = { allOf: [schema] };
+  const [finding] = findings([{ name: "deep", description: "Deep", inputSchema: schema }]);
+  assert.match(finding?.message ?? "", /nested too deeply to be compiled/);
+});
+
 Deno.test("costly-schema: a schema costly only for large arguments is not flagged", () => {
   assert.deepEqual(
     findings([{ name: "wide", description: "Counts", inputSchema: shapes(100) }]),
