@@ -4,12 +4,14 @@
  * seconds (`anyOf` 100 shapes × 500,000 records: 3.7 s) or for ever (`$ref`s that each name the
  * next twice double the work per level), stalling every tenant.
  *
- * The bound is static, made once per schema: for each depth of a value, the schema nodes that can
- * apply to one value there and how many times (`allOf: [{$ref: d}, {$ref: d}]` applies `d`
- * twice), each weighted by its own keywords (a `required` of 1,000 names costs 1,000, an `enum`
- * its values). The work of one call is then the sum over the arguments' values of their depth's
- * cost: an upper bound on what ajv does, which stops at the first error and at an `anyOf`'s first
- * match and so mostly does less.
+ * The bound is static, found once per schema and path: the set of schema nodes that can apply to
+ * one value and how many times (`allOf: [{$ref: d}, {$ref: d}]` applies `d` twice; a property
+ * meets the `properties` entry its name selects, every pattern's, and the in-place branches of
+ * each), interned as a state with the states of its properties and items looked up by name or
+ * index. Each node weighs its own keywords (a `required` of 1,000 names costs 1,000, an `enum`
+ * its values, a `pattern` each character of the text). The work of one call is the sum over the
+ * arguments' values of their states' weights: an upper bound on what ajv does, which stops at the
+ * first error and at an `anyOf`'s first match and so mostly does less.
  * @module
  */
 import { linearPattern } from "./linear_pattern.ts";
