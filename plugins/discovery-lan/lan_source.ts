@@ -100,6 +100,9 @@ export class LanSource implements DiscoverySource {
         if (heard.full) finish();
       });
       mdns.on("ready", () => {
+        // A socket that binds after the listing was given up on opens no window: its timer
+        // would outlive the listing (seen as a leaked timer under load).
+        if (finished) return;
         // The window opens before the query, so an answer that ends the listing finds a timer to cancel.
         const clock = this.#options.clock ?? systemClock;
         timer = clock.setTimeout(() => finish(), this.#options.listenMs ?? 2_000);

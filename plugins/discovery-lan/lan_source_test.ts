@@ -188,6 +188,25 @@ Deno.test("a listing under the caps logs nothing and ends with its window", asyn
   assert.equal(lines.length, 0);
 });
 
+Deno.test("a socket ready only after the listing was cancelled opens no listening window", async () => {
+  const handlers = new Map<string, (value: never) => void>();
+  const late: Mdns = {
+    on: (event, fn) => void handlers.set(event, fn as (value: never) => void),
+    query: () => assert.fail("no query after the listing ended"),
+    destroy: (cb) => cb?.(),
+  };
+  const clock = new ManualClock();
+  const controller = new AbortController();
+  const listing = new LanSource({ listenMs: 2_000, clock, open: () => late }).list(
+    controller.signal,
+  );
+  while (!handlers.has("ready")) await new Promise((resolve) => setTimeout(resolve, 0));
+  controller.abort();
+  await assert.rejects(listing, /the mDNS query was cancelled/);
+  handlers.get("ready")!(undefined as never);
+  assert.equal(clock.pendingTimers, 0);
+});
+
 const LOOPBACK = { loopback: true, interface: "127.0.0.1", ip: "224.0.0.251" };
 
 /** Why mDNS does not work on loopback here (containers often have no multicast route), if it does not. */
