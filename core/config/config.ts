@@ -125,6 +125,8 @@ export interface GatewayConfig {
     maxPendingApprovalsPerPrincipal: number;
     /** MCP_MAX_SCHEMA_WORK: most work checking one call's arguments may take (schema_cost.ts). */
     maxSchemaWork: number;
+    /** MCP_MAX_SCHEMA_CODE_PER_UPSTREAM: validation code compiled for one upstream, ever. */
+    maxSchemaCodePerUpstream: number;
     /**
      * In-band approval at all (MCP_APPROVAL_IN_BAND): false turns it off everywhere; true leaves
      * it to the transport (stdio) and the tenant's policy (HTTP, `approval: in_band`).
@@ -319,6 +321,7 @@ export function resolveConfig(
       maxPendingApprovalsPerTenant: v.MCP_MAX_PENDING_APPROVALS_PER_TENANT,
       maxPendingApprovalsPerPrincipal: v.MCP_MAX_PENDING_APPROVALS_PER_PRINCIPAL,
       maxSchemaWork: v.MCP_MAX_SCHEMA_WORK,
+      maxSchemaCodePerUpstream: v.MCP_MAX_SCHEMA_CODE_PER_UPSTREAM,
       approvalInBand: v.MCP_APPROVAL_IN_BAND,
       ...(e.MCP_AUDIT_LOG === undefined ? {} : { auditLog: e.MCP_AUDIT_LOG }),
       auditMaxBytes: v.MCP_AUDIT_MAX_BYTES,

@@ -59,6 +59,7 @@ Deno.test("resolveConfig resolves an empty environment to the documented default
       maxPendingApprovalsPerTenant: 100,
       maxPendingApprovalsPerPrincipal: 20,
       maxSchemaWork: 10_000_000,
+      maxSchemaCodePerUpstream: 16 * 1024 * 1024,
       approvalInBand: true,
       auditMaxBytes: 10 * 1024 * 1024,
       auditIncludeArguments: false,

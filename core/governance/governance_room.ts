@@ -67,6 +67,7 @@ export function createGovernance(
     audit,
     clock,
     maxSchemaWork: settings.maxSchemaWork,
+    maxSchemaCodePerUpstream: settings.maxSchemaCodePerUpstream,
   });
   const policies = new PolicyReloader({
     path: config.policyPath,

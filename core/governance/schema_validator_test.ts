@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { doublingArguments, shapes } from "../../tests/support/hostile_schemas.ts";
-import { compileSchema, MAX_SCHEMA_WORK, MAX_VALUES_FOR_ALL_ERRORS } from "./schema_validator.ts";
+import {
+  compiledSchemas,
+  compileSchema,
+  limitCompiledCode,
+  MAX_SCHEMA_WORK,
+  MAX_VALUES_FOR_ALL_ERRORS,
+} from "./schema_validator.ts";
 
 Deno.test("compileSchema reports every failing path, not just the first", () => {
   const validate = compileSchema({
@@ -143,4 +149,66 @@ Deno.test("a higher limit lets the same arguments be checked", () => {
   const items = Array.from({ length: 200_000 }, () => ({}));
   assert.equal(validate({ items }).valid, false);
   assert.deepEqual(validate({ items }, 1e9), { valid: true });
+});
+
+/** A schema of `n` string properties unique to `tag` (so it is compiled afresh). */
+function wideSchema(tag: string, n = 50): Record<string, unknown> {
+  const properties = Object.fromEntries(
+    Array.from({ length: n }, (_, i) => [`${tag}${i}`, { type: "string", minLength: 1 }]),
+  );
+  return { type: "object", properties };
+}
+
+Deno.test("compiled validators are dropped past the code budget, oldest unused first, and compiled again when used", () => {
+  const undo = limitCompiledCode(Infinity);
+  try {
+    const schemas = Array.from({ length: 20 }, (_, i) => wideSchema(`evict${i}_`));
+    for (const schema of schemas) compileSchema(schema)({});
+    const { codeBytes } = compiledSchemas();
+    // A budget of about five of them: the rest go, and what ajv kept of them with them.
+    limitCompiledCode(codeBytes / 4);
+    assert.ok(compiledSchemas().codeBytes <= codeBytes / 4, JSON.stringify(compiledSchemas()));
+    // Dropped ones still check, compiled again, within the budget.
+    const again = compileSchema(schemas[0]!);
+    assert.deepEqual(again({ evict0_0: "" }).valid, false);
+    assert.ok(compiledSchemas().codeBytes <= codeBytes / 4);
+  } finally {
+    undo();
+  }
+});
+
+Deno.test("a validator in steady use stays compiled while the budget drops the others", () => {
+  const undo = limitCompiledCode(Infinity);
+  try {
+    const kept = wideSchema("kept_");
+    const keptValidator = compileSchema(kept);
+    const one = compiledSchemas().codeBytes / compiledSchemas().entries;
+    // Room for about three: twenty others pass through while `kept` is used between each.
+    limitCompiledCode(3 * one);
+    for (let i = 0; i < 20; i++) {
+      compileSchema(wideSchema(`churn${i}_`));
+      assert.equal(compileSchema(kept), keptValidator, `kept compiled again after ${i}`);
+    }
+    assert.ok(compiledSchemas().entries <= 4, JSON.stringify(compiledSchemas()));
+  } finally {
+    undo();
+  }
+});
+
+Deno.test("an upstream past its budget of compiled code gets no new schema compiled, naming why; the rest still check", () => {
+  const hostile = { upstream: "hostile", maxCode: 1 };
+  const first = wideSchema("budget_a_");
+  const validate = compileSchema(first, hostile);
+  assert.throws(
+    () => compileSchema(wideSchema("budget_b_"), hostile),
+    (e: Error) =>
+      e instanceof TypeError &&
+      /upstream "hostile" has had [\d.]+ MB of validation code compiled/.test(e.message) &&
+      /MCP_MAX_SCHEMA_CODE_PER_UPSTREAM/.test(e.message),
+  );
+  // What it had compiled still checks, and so does another upstream's new schema.
+  assert.equal(compileSchema(first, hostile), validate);
+  assert.deepEqual(compileSchema(wideSchema("budget_c_"), { upstream: "other", maxCode: 1 })({}), {
+    valid: true,
+  });
 });

@@ -10,7 +10,7 @@ import type { Clock } from "../support/clock.ts";
 import { GatewayError } from "../support/errors.ts";
 import { nestedDeeperThan } from "../support/json_depth.ts";
 import { redact } from "../support/redact.ts";
-import { compileSchema } from "./schema_validator.ts";
+import { compileSchema, MAX_CODE_PER_UPSTREAM } from "./schema_validator.ts";
 import type { ApprovalQueue } from "./approval_queue.ts";
 import { type ApprovalTokens, type Redemption, replayed } from "./approval_tokens.ts";
 import type { AuditLog } from "./audit_log.ts";
@@ -279,6 +279,8 @@ export interface ToolGovernanceOptions {
   clock: Clock;
   /** Most work checking one call's arguments may take (default MAX_SCHEMA_WORK, schema_cost.ts). */
   maxSchemaWork?: number;
+  /** Validation code one upstream's schemas may compile, ever (default MAX_CODE_PER_UPSTREAM). */
+  maxSchemaCodePerUpstream?: number;
 }
 
 /** Options of one check. */
@@ -652,7 +654,11 @@ export class ToolGovernance {
     const schema = target.descriptor?.inputSchema as Record<string, unknown> | undefined;
     if (schema) {
       try {
-        const result = compileSchema(schema)(args, this.#options.maxSchemaWork);
+        const owner = target.server === undefined ? undefined : {
+          upstream: target.server,
+          maxCode: this.#options.maxSchemaCodePerUpstream ?? MAX_CODE_PER_UPSTREAM,
+        };
+        const result = compileSchema(schema, owner)(args, this.#options.maxSchemaWork);
         if (!result.valid) problems.push(...result.errors);
       } catch (error) {
         problems.push(`the tool's inputSchema cannot be used: ${(error as Error).message}`);

@@ -252,3 +252,37 @@ Deno.test("Arguments nested past 512 levels are refused invalid_arguments naming
     assert.deepEqual(ok.content, [{ type: "text", text: "ok" }]);
   });
 });
+
+Deno.test("An upstream that keeps listing new schemas gets only its budget of validation code compiled: past it, its new schemas are refused naming the bound, the rest still answer", async () => {
+  // V8 keeps the source of every function compiled for the process's life (~2 bytes of heap a
+  // byte of code), so fresh large schemas, each called once, grew the heap without end.
+  const schemas = `
+  - id: s
+    command: ["deno", "run", "--config", ${JSON.stringify(ROOT_CONFIG)}, ${
+    JSON.stringify(fixture("upstreams/catalog_server.ts"))
+  }, "schemas"]
+`;
+  await withTwoSessions(schemas + faultServer("f"), async (caller, other) => {
+    await eventually(
+      async () => (await caller.listTools()).tools.some((t) => t.name === "s__s19"),
+      "the schemas upstream listed",
+    );
+    // ~100 KB of code each against a 64 KiB budget: the first compiles, the second does not.
+    const first = await within(
+      caller.callTool({ name: "s__s0", arguments: {} }),
+      20_000,
+      "s__s0",
+    );
+    assert.deepEqual(first.content, [{ type: "text", text: "called s0" }]);
+    const refused = await refusal(caller.callTool({ name: "s__s1", arguments: {} }), "s__s1");
+    assert.equal((refused.data as { code?: string }).code, "invalid_arguments");
+    assert.match(
+      refused.message,
+      /upstream "s" has had [\d.]+ MB of validation code compiled .*MCP_MAX_SCHEMA_CODE_PER_UPSTREAM/,
+    );
+    const again = await within(caller.callTool({ name: "s__s0", arguments: {} }), 20_000, "again");
+    assert.deepEqual(again.content, first.content, "what it compiled still serves");
+    const ok = await within(other.callTool({ name: "f__ok", arguments: {} }), 20_000, "f__ok");
+    assert.deepEqual(ok.content, [{ type: "text", text: "ok" }]);
+  }, { MCP_MAX_SCHEMA_CODE_PER_UPSTREAM: "65536" });
+});

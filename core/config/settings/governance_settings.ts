@@ -50,6 +50,13 @@ export const GOVERNANCE_SETTINGS = {
     meaning:
       "Most work checking a call's arguments against one schema may take (units of ~10 ns, so the default is ~0.1 s of the thread every session shares); past it `invalid_arguments` unchecked",
   }),
+  MCP_MAX_SCHEMA_CODE_PER_UPSTREAM: setting({
+    group: "governance",
+    schema: int("MCP_MAX_SCHEMA_CODE_PER_UPSTREAM", 65_536, 4 * 1024 * 1024 * 1024),
+    default: 16 * 1024 * 1024,
+    meaning:
+      "Bytes of validation code the gateway compiles for one upstream's schemas over its life (V8 keeps each compiled function's source: ~2 bytes of heap a byte); past it that upstream's new schemas are not compiled and their calls refused `invalid_arguments`",
+  }),
   MCP_APPROVAL_IN_BAND: setting({
     group: "governance",
     schema: bool("MCP_APPROVAL_IN_BAND"),
