@@ -88,8 +88,11 @@ function charCost(pattern: unknown): number {
 }
 const charCosts = new Map<string, number>();
 
-/** States kept before the table starts again (each is a set of nodes; a hostile schema has many). */
-const MAX_STATES = 20_000;
+/**
+ * Node entries the states of one schema may hold in all before the table starts again (~50 bytes
+ * each): a hostile schema reaches many states, each a set of up to every node it has.
+ */
+const MAX_STATE_ENTRIES = 100_000;
 
 /**
  * The schema nodes that apply to one value, interned: what they cost the value, and the states
@@ -158,6 +161,7 @@ export class SchemaCost {
   readonly #expanding = new Set<Node>();
   readonly #ids = new Map<Node, number>();
   readonly #states = new Map<string, State>();
+  #stateEntries = 0;
   readonly #schema: Node;
   #start: State | undefined;
   readonly #values: unknown[] = [];
@@ -261,10 +265,12 @@ export class SchemaCost {
     // A hostile schema may make states without end (each count larger): start the table again.
     // The states reached from the first hold each other (each keeps those it leads to), so the
     // first is dropped too and the next call starts afresh.
-    if (this.#states.size >= MAX_STATES) {
+    if (this.#stateEntries + parts.size + applied.size > MAX_STATE_ENTRIES) {
       this.#states.clear();
+      this.#stateEntries = 0;
       this.#start = undefined;
     }
+    this.#stateEntries += parts.size + applied.size + 1;
     this.#states.set(key, state);
     return state;
   }

@@ -95,6 +95,21 @@ Deno.test("a pattern costs per character of the text it runs over, and per prope
   assert.ok(names.work({ ["p".repeat(1000)]: 1 }, Infinity) > 2 * 5 * 1000);
 });
 
+Deno.test("a schema with more states than the table holds starts it again and counts the same", () => {
+  // 2,000 levels, each its own state of ~60 in-place branches: 120,000 entries, past the bound.
+  const branches = Array.from({ length: 59 }, (_, i) => ({ required: [`r${i}`] }));
+  let schema: Record<string, unknown> = { type: "string" };
+  let value: unknown = "leaf";
+  for (let level = 2_000; level > 0; level--) {
+    schema = { anyOf: [...branches, {}], properties: { [`p${level}`]: schema } };
+    value = { [`p${level}`]: value };
+  }
+  const cost = new SchemaCost(schema);
+  const first = cost.work(value, Infinity);
+  assert.ok(Number.isFinite(first) && first > 2_000 * 60, `${first}`);
+  assert.equal(cost.work(value, Infinity), first);
+});
+
 Deno.test("work stops counting once past its limit", () => {
   const cost = new SchemaCost(shapes(100));
   const items = Array.from({ length: 1_000_000 }, () => ({}));
