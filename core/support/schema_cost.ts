@@ -95,6 +95,13 @@ const charCosts = new Map<string, number>();
 const MAX_STATE_ENTRIES = 100_000;
 
 /**
+ * Node entries kept between calls (~50 KB): a real schema's whole table fits (tens of states of a
+ * few nodes each); a larger one is dropped after each walk, so thousands of cached hostile
+ * schemas cannot each keep megabytes.
+ */
+const KEPT_STATE_ENTRIES = 1_000;
+
+/**
  * The schema nodes that apply to one value, interned: what they cost the value, and the states
  * of its properties and items, found once per name or index and then looked up.
  */
@@ -177,6 +184,11 @@ export class SchemaCost {
     return this.#start ??= this.state(new Map([[this.#schema, 1]]));
   }
 
+  /** Node entries of the states kept now (what this holds between calls). */
+  get stateEntries(): number {
+    return this.#stateEntries;
+  }
+
   /** What checking the arguments object itself costs, before any of its properties. */
   get perValue(): number {
     return this.#first.weight;
@@ -228,7 +240,15 @@ export class SchemaCost {
       }
       total += properties * state.perProperty;
     }
+    if (this.#stateEntries > KEPT_STATE_ENTRIES) this.#forget();
     return total;
+  }
+
+  /** Drops every state: the states reached from the first hold each other, so it goes too. */
+  #forget(): void {
+    this.#states.clear();
+    this.#stateEntries = 0;
+    this.#start = undefined;
   }
 
   /** The interned state of the nodes `applied`. */
@@ -263,13 +283,7 @@ export class SchemaCost {
     }
     const state = new State(this, costs, parts);
     // A hostile schema may make states without end (each count larger): start the table again.
-    // The states reached from the first hold each other (each keeps those it leads to), so the
-    // first is dropped too and the next call starts afresh.
-    if (this.#stateEntries + parts.size + applied.size > MAX_STATE_ENTRIES) {
-      this.#states.clear();
-      this.#stateEntries = 0;
-      this.#start = undefined;
-    }
+    if (this.#stateEntries + parts.size + applied.size > MAX_STATE_ENTRIES) this.#forget();
     this.#stateEntries += parts.size + applied.size + 1;
     this.#states.set(key, state);
     return state;

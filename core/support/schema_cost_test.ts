@@ -95,7 +95,7 @@ Deno.test("a pattern costs per character of the text it runs over, and per prope
   assert.ok(names.work({ ["p".repeat(1000)]: 1 }, Infinity) > 2 * 5 * 1000);
 });
 
-Deno.test("a schema with more states than the table holds starts it again and counts the same", () => {
+Deno.test("a schema with more states than the table holds starts it again, counts the same, and is not kept", () => {
   // 2,000 levels, each its own state of ~60 in-place branches: 120,000 entries, past the bound.
   const branches = Array.from({ length: 59 }, (_, i) => ({ required: [`r${i}`] }));
   let schema: Record<string, unknown> = { type: "string" };
@@ -108,6 +108,10 @@ Deno.test("a schema with more states than the table holds starts it again and co
   const first = cost.work(value, Infinity);
   assert.ok(Number.isFinite(first) && first > 2_000 * 60, `${first}`);
   assert.equal(cost.work(value, Infinity), first);
+  assert.equal(cost.stateEntries, 0, "a table this large is not kept between calls");
+  const small = new SchemaCost({ type: "object", properties: { a: { type: "string" } } });
+  small.work({ a: "x" }, Infinity);
+  assert.ok(small.stateEntries > 0, "a real schema's table is kept");
 });
 
 Deno.test("work stops counting once past its limit", () => {
