@@ -142,26 +142,21 @@ export function limitCompiledCode(bytes: number): () => void {
 export const MAX_CODE_PER_UPSTREAM = 16 * 1024 * 1024;
 const compiledFor = new Map<string, number>();
 
-/** Whose schema is compiled: an upstream's, counted against its budget of generated code. */
-export interface SchemaOwner {
-  readonly upstream: string;
-  /** Default {@link MAX_CODE_PER_UPSTREAM} (MCP_MAX_SCHEMA_CODE_PER_UPSTREAM). */
-  readonly maxCode?: number;
-}
-
-/** Counts `bytes` of generated code against `owner`'s budget. */
-function charge(owner: SchemaOwner | undefined, bytes: number): void {
-  if (owner !== undefined) {
-    compiledFor.set(owner.upstream, (compiledFor.get(owner.upstream) ?? 0) + bytes);
-  }
+/** Counts `bytes` of generated code against `upstream`'s budget. */
+function charge(upstream: string | undefined, bytes: number): void {
+  if (upstream !== undefined) compiledFor.set(upstream, (compiledFor.get(upstream) ?? 0) + bytes);
 }
 
 /**
- * Compiles a schema (cached), counting the code against `owner` when an upstream wrote it;
+ * Compiles a schema (cached), counting the code against `upstream` when an upstream wrote it;
  * throws TypeError naming the problem when it is not valid JSON Schema, or when that upstream has
- * had its budget of compiled code.
+ * had `maxCode` bytes of code compiled (MCP_MAX_SCHEMA_CODE_PER_UPSTREAM).
  */
-export function compileSchema(schema: Record<string, unknown>, owner?: SchemaOwner): Validator {
+export function compileSchema(
+  schema: Record<string, unknown>,
+  upstream?: string,
+  maxCode = MAX_CODE_PER_UPSTREAM,
+): Validator {
   let entry = byObject.get(schema);
   if (entry?.validator) {
     entry.used = true;
@@ -174,10 +169,10 @@ export function compileSchema(schema: Record<string, unknown>, owner?: SchemaOwn
     byObject.set(schema, entry);
     return entry.validator;
   }
-  const spent = owner === undefined ? 0 : compiledFor.get(owner.upstream) ?? 0;
-  if (owner !== undefined && spent >= (owner.maxCode ?? MAX_CODE_PER_UPSTREAM)) {
+  const spent = upstream === undefined ? 0 : compiledFor.get(upstream) ?? 0;
+  if (upstream !== undefined && spent >= maxCode) {
     throw new TypeError(
-      `upstream "${owner.upstream}" has had ${(spent / 1e6).toFixed(1)} MB of validation code ` +
+      `upstream "${upstream}" has had ${(spent / 1e6).toFixed(1)} MB of validation code ` +
         "compiled for its schemas, the most the gateway compiles for one upstream " +
         "(MCP_MAX_SCHEMA_CODE_PER_UPSTREAM; it keeps what it compiled for its life), so no new " +
         "schema of it is compiled: check why it keeps listing new tools, and restart the gateway " +
@@ -185,8 +180,8 @@ export function compileSchema(schema: Record<string, unknown>, owner?: SchemaOwn
     );
   }
   // New, it starts unmarked, as the newest: a sweep reaches it last, after those in use.
-  const fresh = compileEntry(schema, text, owner);
-  charge(owner, fresh.codeBytes);
+  const fresh = compileEntry(schema, text, upstream);
+  charge(upstream, fresh.codeBytes);
   const validator = fresh.validator!;
   byText.set(text, fresh);
   byObject.set(schema, fresh);
@@ -199,7 +194,7 @@ export function compileSchema(schema: Record<string, unknown>, owner?: SchemaOwn
 function compileEntry(
   schema: Record<string, unknown>,
   text: string,
-  owner: SchemaOwner | undefined,
+  upstream: string | undefined,
 ): Compiled {
   const draft = String(schema.$schema ?? "").includes("2020-12") ? draft2020 : draft07;
   // A copy without $id: two upstreams may reuse an $id for different schemas.
@@ -220,7 +215,7 @@ function compileEntry(
         all = compiled(draft.all, rest);
         const bytes = all.toString().length;
         entry.codeBytes += bytes;
-        charge(owner, bytes);
+        charge(upstream, bytes);
         if (entry.validator !== undefined) {
           cachedCode += bytes;
           evict();

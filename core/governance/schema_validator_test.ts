@@ -196,19 +196,18 @@ Deno.test("a validator in steady use stays compiled while the budget drops the o
 });
 
 Deno.test("an upstream past its budget of compiled code gets no new schema compiled, naming why; the rest still check", () => {
-  const hostile = { upstream: "hostile", maxCode: 1 };
   const first = wideSchema("budget_a_");
-  const validate = compileSchema(first, hostile);
+  const validate = compileSchema(first, "hostile", 1);
   assert.throws(
-    () => compileSchema(wideSchema("budget_b_"), hostile),
+    () => compileSchema(wideSchema("budget_b_"), "hostile", 1),
     (e: Error) =>
       e instanceof TypeError &&
       /upstream "hostile" has had [\d.]+ MB of validation code compiled/.test(e.message) &&
       /MCP_MAX_SCHEMA_CODE_PER_UPSTREAM/.test(e.message),
   );
   // What it had compiled still checks, and so does another upstream's new schema.
-  assert.equal(compileSchema(first, hostile), validate);
-  assert.deepEqual(compileSchema(wideSchema("budget_c_"), { upstream: "other", maxCode: 1 })({}), {
+  assert.equal(compileSchema(first, "hostile", 1), validate);
+  assert.deepEqual(compileSchema(wideSchema("budget_c_"), "other", 1)({}), {
     valid: true,
   });
 });

@@ -654,11 +654,11 @@ export class ToolGovernance {
     const schema = target.descriptor?.inputSchema as Record<string, unknown> | undefined;
     if (schema) {
       try {
-        const owner = target.server === undefined ? undefined : {
-          upstream: target.server,
-          maxCode: this.#options.maxSchemaCodePerUpstream ?? MAX_CODE_PER_UPSTREAM,
-        };
-        const result = compileSchema(schema, owner)(args, this.#options.maxSchemaWork);
+        const result = compileSchema(
+          schema,
+          target.server,
+          this.#options.maxSchemaCodePerUpstream ?? MAX_CODE_PER_UPSTREAM,
+        )(args, this.#options.maxSchemaWork);
         if (!result.valid) problems.push(...result.errors);
       } catch (error) {
         problems.push(`the tool's inputSchema cannot be used: ${(error as Error).message}`);
