@@ -252,7 +252,7 @@ function evict(): void {
   }
 }
 
-/** What the cache holds now: entries and generated code (for tests and metrics). */
+/** What the cache holds now: entries and generated code (tests read it). */
 export function compiledSchemas(): { entries: number; codeBytes: number } {
   return { entries: byText.size, codeBytes: cachedCode };
 }
