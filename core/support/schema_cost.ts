@@ -95,11 +95,12 @@ const charCosts = new Map<string, number>();
 const MAX_STATE_ENTRIES = 100_000;
 
 /**
- * Node entries kept between calls (~50 KB): a real schema's whole table fits (tens of states of a
- * few nodes each); a larger one is dropped after each walk, so thousands of cached hostile
- * schemas cannot each keep megabytes.
+ * Node entries of states and expansions kept between calls (~100 KB): a real schema's fit (tens
+ * of states of a few nodes each); larger ones are dropped after each walk, so thousands of cached
+ * hostile schemas cannot each keep megabytes (a chain of 500 nodes each applying the rest in
+ * place expands to 125,000 entries).
  */
-const KEPT_STATE_ENTRIES = 1_000;
+const KEPT_ENTRIES = 2_000;
 
 /**
  * The schema nodes that apply to one value, interned: what they cost the value, and the states
@@ -169,6 +170,7 @@ export class SchemaCost {
   readonly #ids = new Map<Node, number>();
   readonly #states = new Map<string, State>();
   #stateEntries = 0;
+  #expansionEntries = 0;
   readonly #schema: Node;
   #start: State | undefined;
   readonly #values: unknown[] = [];
@@ -184,9 +186,9 @@ export class SchemaCost {
     return this.#start ??= this.state(new Map([[this.#schema, 1]]));
   }
 
-  /** Node entries of the states kept now (what this holds between calls). */
-  get stateEntries(): number {
-    return this.#stateEntries;
+  /** Node entries of the states and expansions kept now (what this holds between calls). */
+  get keptEntries(): number {
+    return this.#stateEntries + this.#expansionEntries;
   }
 
   /** What checking the arguments object itself costs, before any of its properties. */
@@ -240,15 +242,20 @@ export class SchemaCost {
       }
       total += properties * state.perProperty;
     }
-    if (this.#stateEntries > KEPT_STATE_ENTRIES) this.#forget();
+    if (this.#stateEntries + this.#expansionEntries > KEPT_ENTRIES) this.#forget();
     return total;
   }
 
-  /** Drops every state: the states reached from the first hold each other, so it goes too. */
+  /**
+   * Drops every state (those reached from the first hold each other, so it goes too) and every
+   * expansion; both are found again when needed.
+   */
   #forget(): void {
     this.#states.clear();
     this.#stateEntries = 0;
     this.#start = undefined;
+    this.#expansions.clear();
+    this.#expansionEntries = 0;
   }
 
   /** The interned state of the nodes `applied`. */
@@ -326,6 +333,7 @@ export class SchemaCost {
     this.#expanding.delete(node);
     const expansion = { weight, parts };
     this.#expansions.set(node, expansion);
+    this.#expansionEntries += parts.size;
     return expansion;
   }
 }

@@ -108,10 +108,19 @@ Deno.test("a schema with more states than the table holds starts it again, count
   const first = cost.work(value, Infinity);
   assert.ok(Number.isFinite(first) && first > 2_000 * 60, `${first}`);
   assert.equal(cost.work(value, Infinity), first);
-  assert.equal(cost.stateEntries, 0, "a table this large is not kept between calls");
+  assert.equal(cost.keptEntries, 0, "a table this large is not kept between calls");
   const small = new SchemaCost({ type: "object", properties: { a: { type: "string" } } });
   small.work({ a: "x" }, Infinity);
-  assert.ok(small.stateEntries > 0, "a real schema's table is kept");
+  assert.ok(small.keptEntries > 0, "a real schema's table is kept");
+});
+
+Deno.test("a chain of in-place subschemas is costed, and its expansions are not kept between calls", () => {
+  // Each of 500 nodes applies the next in place: node i expands to the 500 - i after it.
+  let schema: Record<string, unknown> = { type: "object" };
+  for (let i = 0; i < 500; i++) schema = { required: [`r${i}`], allOf: [schema] };
+  const cost = new SchemaCost(schema);
+  assert.ok(cost.work({}, Infinity) >= 500 * 3);
+  assert.equal(cost.keptEntries, 0);
 });
 
 Deno.test("work stops counting once past its limit", () => {
