@@ -17,6 +17,7 @@ import {
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { linearRegExpEngine } from "../support/linear_pattern.ts";
+import { countValues } from "../support/json_size.ts";
 import { canonicalJson } from "./canonical_json.ts";
 import { MAX_SCHEMA_WORK, SchemaCost } from "../support/schema_cost.ts";
 
@@ -208,7 +209,7 @@ function compileEntry(
     validator: (value, maxWork = MAX_SCHEMA_WORK) => {
       if (cost.work(value, maxWork) > maxWork) return tooCostly(cost, maxWork);
       if (first(value)) return { valid: true };
-      if (!fewValues(value, MAX_VALUES_FOR_ALL_ERRORS)) {
+      if (countValues(value, MAX_VALUES_FOR_ALL_ERRORS + 1) > MAX_VALUES_FOR_ALL_ERRORS) {
         return { valid: false, errors: [...describe(first.errors), ...LARGE_ARGUMENTS] };
       }
       if (all === undefined) {
@@ -293,23 +294,6 @@ function compiled(ajv: Ajv, schema: Record<string, unknown>): ValidateFunction {
   } catch (error) {
     throw new TypeError(`not a valid JSON Schema: ${(error as Error).message}`);
   }
-}
-
-/** Whether `value` holds at most `limit` JSON values (itself included); stops counting past it. */
-function fewValues(value: unknown, limit: number): boolean {
-  let left = limit;
-  const pending: unknown[] = [value];
-  while (pending.length > 0) {
-    if (--left < 0) return false;
-    const next = pending.pop();
-    if (next !== null && typeof next === "object") {
-      for (const item of Array.isArray(next) ? next : Object.values(next)) {
-        pending.push(item);
-        if (pending.length > left) return false;
-      }
-    }
-  }
-  return true;
 }
 
 /** One line per failing path, e.g. `/path must match pattern "^/data/"`. */

@@ -8,9 +8,9 @@
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Clock } from "../support/clock.ts";
 import { GatewayError } from "../support/errors.ts";
-import { nestedDeeperThan } from "../support/json_depth.ts";
+import { nestedDeeperThan } from "../support/json_size.ts";
 import { redact } from "../support/redact.ts";
-import { compileSchema, MAX_CODE_PER_UPSTREAM } from "./schema_validator.ts";
+import { compileSchema } from "./schema_validator.ts";
 import type { ApprovalQueue } from "./approval_queue.ts";
 import { type ApprovalTokens, type Redemption, replayed } from "./approval_tokens.ts";
 import type { AuditLog } from "./audit_log.ts";
@@ -654,11 +654,13 @@ export class ToolGovernance {
     const schema = target.descriptor?.inputSchema as Record<string, unknown> | undefined;
     if (schema) {
       try {
-        const result = compileSchema(
+        // Undefined budget: compileSchema's default (MAX_CODE_PER_UPSTREAM).
+        const validate = compileSchema(
           schema,
           target.server,
-          this.#options.maxSchemaCodePerUpstream ?? MAX_CODE_PER_UPSTREAM,
-        )(args, this.#options.maxSchemaWork);
+          this.#options.maxSchemaCodePerUpstream,
+        );
+        const result = validate(args, this.#options.maxSchemaWork);
         if (!result.valid) problems.push(...result.errors);
       } catch (error) {
         problems.push(`the tool's inputSchema cannot be used: ${(error as Error).message}`);

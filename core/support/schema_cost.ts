@@ -14,6 +14,7 @@
  * first error and at an `anyOf`'s first match and so mostly does less.
  * @module
  */
+import { countValues } from "./json_size.ts";
 import { linearPattern } from "./linear_pattern.ts";
 import { NOT_SCHEMAS, type SchemaNode, SchemaRefs } from "./schema_refs.ts";
 
@@ -473,24 +474,10 @@ function ownWeight(node: Record<string, unknown>): number {
       weight += FORMAT_TEST;
     } else if (key === "enum") {
       // Compared by deep equality: ~2 units a value (measured).
-      weight += 2 * valuesIn(value, 1_000_000);
+      weight += 2 * countValues(value, 1_000_000);
     } else if (!NOT_SCHEMAS.has(key) || key === "const") {
-      weight += valuesIn(value, 1_000_000);
+      weight += countValues(value, 1_000_000);
     }
   }
   return weight;
-}
-
-/** How many JSON values `value` holds, itself included, counting no further than `limit`. */
-function valuesIn(value: unknown, limit: number): number {
-  let count = 0;
-  const pending: unknown[] = [value];
-  while (pending.length > 0 && count < limit) {
-    const next = pending.pop();
-    count++;
-    if (next !== null && typeof next === "object") {
-      for (const item of Array.isArray(next) ? next : Object.values(next)) pending.push(item);
-    }
-  }
-  return count;
 }

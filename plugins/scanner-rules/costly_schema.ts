@@ -27,10 +27,10 @@ export const costlySchema: ScannerRule = {
       const schema = entity.kind === "tool" ? entity.raw.inputSchema : undefined;
       if (schema === null || typeof schema !== "object" || Array.isArray(schema)) continue;
       const pointer = `${entity.pointer}/inputSchema`;
-      const { $id: _id, ...rest } = schema as Record<string, unknown>;
       let work: number;
       try {
-        work = new SchemaCost(rest).work({}, MAX_SCHEMA_WORK);
+        // Its root $id is no base (SchemaRefs ignores it, as the gateway drops it to compile).
+        work = new SchemaCost(schema as Record<string, unknown>).work({}, MAX_SCHEMA_WORK);
       } catch (error) {
         // Nested past the stack: ajv cannot compile it either, so no call of it is ever checked.
         if (!(error instanceof RangeError)) throw error;
