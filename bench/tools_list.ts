@@ -6,6 +6,7 @@
  * after the fleet changed; cached = the lists after it.
  * @module
  */
+import { principalOf } from "../core/auth/token_payload.ts";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { MCPServiceBridge } from "../core/mcp/bridge.ts";
@@ -112,7 +113,12 @@ export async function benchToolsList(
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await bridge.serve(serverSide, {
     transport: "bench",
-    auth: { tenant: "default", scopes: [], subject: "bench" },
+    auth: {
+      tenant: "default",
+      scopes: [],
+      subject: "bench",
+      principal: principalOf("stdio", "bench"),
+    },
   });
   const client = new Client({ name: "bench", version: "1" });
   await client.connect(clientSide);
@@ -172,7 +178,12 @@ async function leanLists(bridge: MCPServiceBridge, expected: number, calls: numb
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   const served = await bridge.serve(serverSide, {
     transport: "bench",
-    auth: { tenant: "default", scopes: [], subject: "bench-lean" },
+    auth: {
+      tenant: "default",
+      scopes: [],
+      subject: "bench-lean",
+      principal: principalOf("stdio", "bench-lean"),
+    },
   });
   let answer: ((text: string) => void) | undefined;
   clientSide.onmessage = (message) => answer?.(serializeMessage(message));

@@ -6,8 +6,17 @@
 /**
  * The scopes a token can hold (several at once): `mcp` uses the MCP endpoints, `approver` decides
  * approvals, `operator` reads and restarts, `admin` may do all of it and change the gateway.
+ * `approver` and `operator` act on the token's own tenant; {@link ALL_TENANTS} widens them to
+ * every tenant (`admin` always reaches every tenant).
  */
-export const KNOWN_SCOPES = ["mcp", "approver", "operator", "admin"] as const;
+export const KNOWN_SCOPES = ["mcp", "approver", "operator", "admin", "all_tenants"] as const;
+
+/**
+ * The scope that widens a token's `approver` and `operator` from its own tenant to every tenant
+ * (and to what belongs to none: the fleet, metrics, the event trail of the whole gateway). On its
+ * own it grants nothing: an approver for every tenant holds `approver` and `all_tenants`.
+ */
+export const ALL_TENANTS = "all_tenants";
 
 /** Who is calling: resolved from a credential before any service is touched. */
 export interface TokenPayload {
@@ -70,6 +79,25 @@ export function sameCaller(
   b: { tenant: string; principal?: string },
 ): boolean {
   return a.tenant === b.tenant && samePrincipal(a, b);
+}
+
+/**
+ * Whether the caller's `approver` and `operator` scopes reach every tenant: it holds `admin` or
+ * {@link ALL_TENANTS}. Without, they reach its own tenant only.
+ */
+export function reachesAllTenants(p: { scopes: readonly string[] }): boolean {
+  return p.scopes.includes("admin") || p.scopes.includes(ALL_TENANTS);
+}
+
+/**
+ * Whether the caller's `approver` and `operator` scopes reach `tenant`'s requests (to see or
+ * decide them): its own tenant, or every tenant ({@link reachesAllTenants}).
+ */
+export function coversTenant(
+  p: { tenant: string; scopes: readonly string[] },
+  tenant: string,
+): boolean {
+  return p.tenant === tenant || reachesAllTenants(p);
 }
 
 /** Whether a payload holds one of the scopes. */

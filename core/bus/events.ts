@@ -19,7 +19,7 @@ export type GatewayEvent =
   | { type: "plugin.failed"; path: string; reason: string }
   | { type: "tools.changed"; count: number }
   | { type: "session.opened"; sessionId: string; transport: string; tenant: string }
-  | { type: "session.closed"; sessionId: string; transport: string }
+  | { type: "session.closed"; sessionId: string; transport: string; tenant: string }
   | {
     type: "proxy.state";
     server: string;

@@ -189,7 +189,7 @@ Deno.test("resolveConfig refuses unknown scopes for the static token", () => {
   const error = configError({ MCP_SERVER_AUTH_SCOPES: "mcp, root" });
   assert.match(
     error.message,
-    /MCP_SERVER_AUTH_SCOPES must list scopes out of mcp, approver, operator, admin, received "root"/,
+    /MCP_SERVER_AUTH_SCOPES must list scopes out of mcp, approver, operator, admin, all_tenants, received "root"/,
   );
 });
 
@@ -431,10 +431,13 @@ Deno.test("resolveConfig makes the gateway an OAuth resource of MCP_AUTH_OAUTH_I
     resource: "http://127.0.0.1:9000/mcp",
     audience: ["http://127.0.0.1:9000/mcp"],
     scopeClaims: ["scope", "scp", "scopes"],
-    scopeMap: [["mcp", ["mcp"]], ["approver", ["approver"]], ["operator", ["operator"]], [
-      "admin",
-      ["admin"],
-    ]],
+    scopeMap: [
+      ["mcp", ["mcp"]],
+      ["approver", ["approver"]],
+      ["operator", ["operator"]],
+      ["admin", ["admin"]],
+      ["all_tenants", ["all_tenants"]],
+    ],
     tenantClaim: "tenant",
   });
 });

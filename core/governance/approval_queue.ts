@@ -21,7 +21,7 @@
  * racing one wins.
  * @module
  */
-import { sameCaller, samePrincipal } from "../auth/token_payload.ts";
+import { coversTenant, sameCaller, samePrincipal } from "../auth/token_payload.ts";
 import type { Clock } from "../support/clock.ts";
 import { GatewayError } from "../support/errors.ts";
 import type { EventBus } from "../bus/event_bus.ts";
@@ -167,6 +167,12 @@ export interface ApprovalBackend {
 export interface Decider {
   subject: string;
   principal: string;
+  /**
+   * The decider's tenant and scopes: it decides its own tenant's requests, and every tenant's
+   * with `admin` or `all_tenants` ({@link coversTenant}); another tenant's request is not_found.
+   */
+  tenant: string;
+  scopes: readonly string[];
 }
 
 /** How a decision was made; see {@link ApprovalQueue.approve}. */
@@ -661,7 +667,8 @@ export class ApprovalQueue {
   ): Entry {
     this.#prune(now, false);
     const entry = this.#find(id, now);
-    if (!entry) throw notFound(id);
+    // Another tenant's request is unknown to a decider confined to its own: ids reveal nothing.
+    if (!entry || !coversTenant(decider, entry.tenant)) throw notFound(id);
     if (options.inBand !== true && mayBeRequester(entry, decider)) {
       const by = decider.subject;
       throw new GatewayError(

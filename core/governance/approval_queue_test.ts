@@ -7,6 +7,7 @@ import { type GatewayEvent, subjectOf } from "../bus/events.ts";
 import { ApprovalQueue, type ApprovalRequestInput } from "./approval_queue.ts";
 import { ApprovalTokens } from "./approval_tokens.ts";
 import { MemoryNonceStore } from "./nonce_store.ts";
+import { approver as by } from "../../tests/support/deciders.ts";
 
 const SECRET = "an-approval-secret-that-is-at-least-32-bytes-long";
 const HASH = "c".repeat(64);
@@ -23,9 +24,6 @@ const INPUT: ApprovalRequestInput = {
   argumentsHash: HASH,
 };
 const ALICE = { tenant: "acme", principal: principalOf("tokens_file", "alice") };
-
-/** A decider named `name` (a tokens-file subject). */
-const by = (name: string) => ({ subject: name, principal: principalOf("tokens_file", name) });
 
 function setup(
   options: {
@@ -447,6 +445,7 @@ Deno.test("a JWT whose sub names the requester is another caller: it cannot fetc
   });
   const namesake = {
     tenant: "acme",
+    scopes: ["approver"],
     subject: "static-token",
     principal: principalOf("jwt", "keys", "https://idp.example", "static-token"),
   };
@@ -462,6 +461,8 @@ Deno.test("the same sub from two issuers: the requester's namesake of another is
   const alice = (iss: string) => ({
     subject: "alice",
     principal: principalOf("jwt", "keys", iss, "alice"),
+    tenant: "acme",
+    scopes: ["approver"],
   });
   const { id } = queue.request({ ...INPUT, principal: alice("https://a.example").principal });
   assert.equal(await asyncCode(queue.approve(id, alice("https://a.example"))), "self_approval");
@@ -537,4 +538,25 @@ Deno.test("one tenant's pending requests are bounded, and the other tenants stil
   // A decision frees the tenant's slot.
   await queue.approve(first.id, by("bob"));
   assert.equal(queue.request({ ...INPUT, argumentsHash: hashOf(3) }).status, "pending");
+});
+
+Deno.test("an approver decides its own tenant's requests only; another tenant's are not_found to it", async () => {
+  const { queue } = setup();
+  const { id } = queue.request(INPUT);
+  assert.equal(await asyncCode(queue.approve(id, by("bob", "globex"))), "not_found");
+  assert.equal(code(() => queue.deny(id, by("bob", "globex"), "no")), "not_found");
+  assert.equal(queue.get(id)?.status, "pending", "untouched");
+  await queue.approve(id, by("carol", "acme"));
+  assert.equal(queue.get(id)?.status, "approved");
+});
+
+Deno.test("an approver with all_tenants (or admin) decides every tenant's requests", async () => {
+  const { queue } = setup();
+  const first = queue.request(INPUT);
+  const everyTenant = { ...by("bob", "ops"), scopes: ["approver", "all_tenants"] };
+  await queue.approve(first.id, everyTenant);
+  assert.equal(queue.get(first.id)?.status, "approved");
+  const second = queue.request({ ...INPUT, argumentsHash: "d".repeat(64) });
+  queue.deny(second.id, { ...by("root", "ops"), scopes: ["admin"] }, "no");
+  assert.equal(queue.get(second.id)?.status, "denied");
 });

@@ -8,12 +8,11 @@ import { ApprovalQueue, type ApprovalRequestInput } from "./approval_queue.ts";
 import { type ApprovalState, ApprovalStore } from "./approval_store.ts";
 import { ApprovalTokens } from "./approval_tokens.ts";
 import { MemoryNonceStore } from "./nonce_store.ts";
+import { approver as by } from "../../tests/support/deciders.ts";
 
 const SECRET = "an-approval-secret-that-is-at-least-32-bytes-long";
 const MINUTE = 60_000;
 
-/** A decider named `name` (a tokens-file subject). */
-const by = (name: string) => ({ subject: name, principal: principalOf("tokens_file", name) });
 const ALICE = {
   tenant: "acme",
   subject: "alice",

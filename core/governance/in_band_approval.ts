@@ -58,7 +58,13 @@ export async function approveInBand(
     return verdict;
   }
   // Exempt from requester ≠ approver (the caller's own user answers): the principal is only kept.
-  const by = { subject: `elicitation:${ctx.subject}`, principal: ctx.principal ?? "" };
+  const by = {
+    subject: `elicitation:${ctx.subject}`,
+    principal: ctx.principal ?? "",
+    // The caller's user decides the caller's own request, in its own tenant only.
+    tenant: ctx.tenant,
+    scopes: [],
+  };
   if (answer.action !== "accept" || answer.content?.approve !== true) {
     await approvals.reject(request.id, by, `declined in the client (${answer.action})`, {
       inBand: true,

@@ -16,6 +16,7 @@ import { ApprovalQueue, type ApprovalRequestInput } from "./approval_queue.ts";
 import { ApprovalTokens } from "./approval_tokens.ts";
 import { MemoryNonceStore } from "./nonce_store.ts";
 import { APPROVALS_BUCKET, SharedApprovalBackend } from "./shared_approval_backend.ts";
+import { approver as by } from "../../tests/support/deciders.ts";
 
 const SECRET = "an-approval-secret-that-is-at-least-32-bytes-long";
 const MINUTE = 60_000;
@@ -30,9 +31,6 @@ const INPUT: ApprovalRequestInput = {
   argumentsHash: "c".repeat(64),
 };
 const ALICE = { tenant: "acme", principal: principalOf("tokens_file", "alice") };
-
-/** A decider named `name` (a tokens-file subject). */
-const by = (name: string) => ({ subject: name, principal: principalOf("tokens_file", name) });
 
 async function replicas(
   count: number,
@@ -100,6 +98,7 @@ Deno.test("on another replica a request still knows its requester's principal: a
     const request = await a.file(INPUT);
     const namesake = {
       tenant: "acme",
+      scopes: ["approver"],
       subject: "alice",
       principal: principalOf("jwt", "keys", "https://idp.example", "alice"),
     };

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
-import { principalOf } from "../auth/token_payload.ts";
 import { ManualClock } from "../support/clock.ts";
 import { InProcessEventBus } from "../bus/event_bus.ts";
 import type { GatewayEvent } from "../bus/events.ts";
@@ -20,6 +19,7 @@ import {
   untrustedHints,
   type Verdict,
 } from "./tool_governance.ts";
+import { approver as by } from "../../tests/support/deciders.ts";
 
 const POLICY = `
 tenants:
@@ -73,8 +73,6 @@ function setup(policy = POLICY, maxSchemaWork?: number) {
 
 const acme: CallContext = { tenant: "acme", subject: "alice" };
 
-/** A decider named `name` (a tokens-file subject). */
-const by = (name: string) => ({ subject: name, principal: principalOf("tokens_file", name) });
 const tool = (name: string, extra: Partial<ToolTarget> = {}): ToolTarget => ({
   name,
   ...(name.includes("__") ? { server: name.split("__")[0]! } : {}),

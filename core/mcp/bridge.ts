@@ -166,6 +166,7 @@ export class MCPServiceBridge {
           type: "session.closed",
           sessionId: id,
           transport: info.transport,
+          tenant: info.auth.tenant,
         });
       }
     };

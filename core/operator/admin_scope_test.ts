@@ -9,12 +9,32 @@ const caller = (...scopes: string[]) => ({
   scopes,
 });
 
-Deno.test("Operators may read and operate; only admins may change", () => {
-  assert.equal(refuseScope(caller("operator"), "read", "GET /x"), undefined);
-  assert.equal(refuseScope(caller("operator"), "operate", "POST /x/restart"), undefined);
+Deno.test("Operators of every tenant may read and operate; only admins may change", () => {
+  assert.equal(refuseScope(caller("operator", "all_tenants"), "read", "GET /x"), undefined);
+  assert.equal(
+    refuseScope(caller("operator", "all_tenants"), "operate", "POST /x/restart"),
+    undefined,
+  );
+  assert.equal(refuseScope(caller("admin"), "read", "GET /x"), undefined);
   assert.equal(refuseScope(caller("admin"), "admin", "POST /x"), undefined);
-  assert.ok(refuseScope(caller("operator"), "admin", "POST /x"));
+  assert.ok(refuseScope(caller("operator", "all_tenants"), "admin", "POST /x"));
   assert.ok(refuseScope(caller("mcp"), "read", "GET /x"));
+  assert.ok(
+    refuseScope(caller("all_tenants"), "read", "GET /x"),
+    "all_tenants alone grants nothing",
+  );
+});
+
+Deno.test("An operator of one tenant may observe its events but not read or operate the whole gateway", async () => {
+  assert.equal(refuseScope(caller("operator"), "observe", "/v1/events"), undefined);
+  const read = refuseScope(caller("operator"), "read", "GET /metrics")!;
+  assert.equal(read.status, 403);
+  assert.match(read.headers.get("www-authenticate")!, /scope="operator all_tenants"/);
+  assert.match(
+    (await read.json()).error.message,
+    /"sam" is an operator of tenant "t" only, and GET \/metrics covers every tenant; use a token that also holds scope all_tenants/,
+  );
+  assert.ok(refuseScope(caller("operator"), "operate", "POST /x/restart"));
 });
 
 Deno.test("A refusal is a 403 naming the caller, the missing scope and the request", async () => {

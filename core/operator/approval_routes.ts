@@ -2,7 +2,8 @@
  * `/v1/approvals`: pending approvals for operators, and their tokens for the callers that asked.
  *
  * - `GET /v1/approvals[?status=pending]` (admin, approver, operator): requests with their
- *   arguments.
+ *   arguments; an approver or operator without `all_tenants` sees its own tenant's only, and
+ *   another tenant's request answers 404 to it, as an unknown id does.
  * - `GET /v1/approvals/{id}`: approvers and operators see the request; the caller that made it
  *   sees its status and, once approved, its token.
  * - `POST /v1/approvals/{id}/approve` (admin, approver): issues the token.
@@ -13,7 +14,7 @@
  * `approval_not_pending`, and an unreachable shared bucket 503 `internal`.
  * @module
  */
-import { hasScope, sameCaller } from "../auth/token_payload.ts";
+import { coversTenant, hasScope, sameCaller } from "../auth/token_payload.ts";
 import { GatewayError } from "../support/errors.ts";
 import type { ApprovalQueue, ApprovalStatus } from "../governance/approval_queue.ts";
 import { APPROVAL_TOKEN_META_KEY } from "../governance/tool_governance.ts";
@@ -53,8 +54,9 @@ export function approvalRoutes(queue: ApprovalQueue): HttpRoute {
               `status must be one of ${STATUSES.join(", ")}`,
             );
           }
+          const listed = queue.list(status === null ? {} : { status: status as ApprovalStatus });
           return Response.json({
-            approvals: queue.list(status === null ? {} : { status: status as ApprovalStatus }),
+            approvals: listed.filter((request) => coversTenant(auth, request.tenant)),
           });
         }
         if (rest.length > 0) {
@@ -78,7 +80,7 @@ export function approvalRoutes(queue: ApprovalQueue): HttpRoute {
               metaKey: APPROVAL_TOKEN_META_KEY,
             });
           }
-          if (!found || !overseer) return unknown(id);
+          if (!found || !overseer || !coversTenant(auth, found.tenant)) return unknown(id);
           return Response.json(found);
         }
         if (request.method !== "POST") return notAllowed("POST");

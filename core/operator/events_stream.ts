@@ -1,5 +1,7 @@
 /**
- * `GET /v1/events` (scope `admin` or `operator`): the bus as a Server-Sent Events stream.
+ * `GET /v1/events` (scope `admin` or `operator`): the bus as a Server-Sent Events stream. An
+ * operator of one tenant (without `all_tenants`) gets only the events of its tenant's sessions,
+ * calls and approvals: the rest belong to other tenants or to the whole gateway.
  *
  * Each event is one frame, `event: <type>` and `data: <the event as JSON>`. The stream opens with a
  * `retry:` hint and an `event: stream.open` frame, and sends a `: keep-alive` comment every 15 s so
@@ -17,6 +19,7 @@
  * @module
  */
 import { refuseScope } from "./admin_scope.ts";
+import { reachesAllTenants } from "../auth/token_payload.ts";
 import type { Clock, TimerHandle } from "../support/clock.ts";
 import type { EventBus } from "../bus/event_bus.ts";
 import type { GatewayEvent } from "../bus/events.ts";
@@ -54,10 +57,11 @@ export function eventsStreamRoute(options: EventsStreamOptions): HttpRoute {
     path: EVENTS_PATH,
     methods: ["GET"],
     handle(_request, auth) {
-      const refused = refuseScope(auth, "read", EVENTS_PATH);
+      const refused = refuseScope(auth, "observe", EVENTS_PATH);
       if (refused) return Promise.resolve(refused);
+      const tenant = reachesAllTenants(auth) ? undefined : auth.tenant;
       // A client that goes away cancels the body: that, not request.signal, ends the stream.
-      const body = openStream({ ...options, keepAliveMs, retryMs, maxQueue });
+      const body = openStream({ ...options, keepAliveMs, retryMs, maxQueue }, tenant);
       return Promise.resolve(
         new Response(body, {
           headers: {
@@ -71,7 +75,16 @@ export function eventsStreamRoute(options: EventsStreamOptions): HttpRoute {
   };
 }
 
-function openStream(options: Required<EventsStreamOptions>): ReadableStream<Uint8Array> {
+/** Whether an event is `tenant`'s to see: only events that name it (undefined: every event). */
+function visibleTo(event: GatewayEvent, tenant: string | undefined): boolean {
+  return tenant === undefined || ("tenant" in event && event.tenant === tenant);
+}
+
+/** The stream of the bus's events, those of `tenant` only when it is given. */
+function openStream(
+  options: Required<EventsStreamOptions>,
+  tenant: string | undefined,
+): ReadableStream<Uint8Array> {
   const pending: string[] = [];
   let dropped = 0;
   let controller!: ReadableStreamDefaultController<Uint8Array>;
@@ -123,6 +136,7 @@ function openStream(options: Required<EventsStreamOptions>): ReadableStream<Uint
           sseFrame("stream.open", { keepAliveMs: options.keepAliveMs, maxQueue: options.maxQueue }),
       );
       unsubscribe = options.bus.subscribe((event: GatewayEvent) => {
+        if (event.type !== "gateway.stopping" && !visibleTo(event, tenant)) return;
         push(sseFrame(event.type, event));
         if (event.type === "gateway.stopping") {
           // The listener's shutdown waits for open responses: hand over what is left and end.

@@ -6,7 +6,7 @@ import { eventsStreamRoute } from "./events_stream.ts";
 
 const OPERATOR: TokenPayload = {
   tenant: "default",
-  scopes: ["operator"],
+  scopes: ["operator", "all_tenants"],
   subject: "ops",
   principal: principalOf("tokens_file", "ops"),
 };
@@ -82,6 +82,23 @@ Deno.test("The events stream opens with a retry hint and forwards each bus event
     'event: proxy.state\ndata: {"type":"proxy.state","server":"a","from":"READY","to":"FAILED","reason":"x\\ny"}',
   );
   await stream.cancel();
+});
+
+Deno.test("An operator of one tenant gets only the events of its tenant, and gateway.stopping", async () => {
+  const { route, bus } = setup();
+  const acme: TokenPayload = { ...OPERATOR, tenant: "acme", scopes: ["operator"] };
+  const stream = frames(await route.handle(new Request("http://127.0.0.1/v1/events"), acme));
+  await stream.next();
+  const opened = (tenant: string) =>
+    ({ type: "session.opened", sessionId: tenant, transport: "sse", tenant }) as const;
+  bus.publish(opened("globex"));
+  bus.publish({ type: "proxy.state", server: "a", from: "READY", to: "FAILED" });
+  bus.publish({ type: "tools.changed", count: 3 });
+  bus.publish(opened("acme"));
+  assert.match((await stream.next())!, /^event: session\.opened\ndata: .*"tenant":"acme"/);
+  bus.publish({ type: "gateway.stopping" });
+  assert.match((await stream.next())!, /^event: gateway\.stopping\n/);
+  assert.equal(await stream.next(), undefined);
 });
 
 Deno.test("The events stream sends a keep-alive comment every 15 s", async () => {

@@ -226,7 +226,7 @@ Deno.test("Sessions are counted per transport as they open and close", () => {
     tenant: "t",
   });
   f.bus.publish({ type: "session.opened", sessionId: "3", transport: "sse", tenant: "t" });
-  f.bus.publish({ type: "session.closed", sessionId: "3", transport: "sse" });
+  f.bus.publish({ type: "session.closed", sessionId: "3", transport: "sse", tenant: "t" });
   assert.deepEqual(samples(metrics.render(), "agent33_sessions"), [
     'agent33_sessions{transport="streamable-http"} 2',
     'agent33_sessions{transport="sse"} 0',

@@ -18,13 +18,13 @@ Deno.test("GET /metrics needs scope admin or operator: anyone else gets 403 with
   assert.equal(body.error.code, "forbidden");
 });
 
-Deno.test("GET /metrics serves the exposition as text/plain version 0.0.4 to admins and operators", async () => {
-  for (const scope of ["admin", "operator"]) {
+Deno.test("GET /metrics serves the exposition as text/plain version 0.0.4 to admins and operators of every tenant", async () => {
+  for (const scopes of [["admin"], ["operator", "all_tenants"]]) {
     const response = await route.handle(request, {
       tenant: "t",
       subject: "p",
       principal: principalOf("tokens_file", "p"),
-      scopes: [scope],
+      scopes,
     });
     assert.equal(response.status, 200);
     assert.equal(response.headers.get("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
@@ -32,4 +32,15 @@ Deno.test("GET /metrics serves the exposition as text/plain version 0.0.4 to adm
   }
   assert.deepEqual(route.methods, ["GET"]);
   assert.equal(route.path, "/metrics");
+});
+
+Deno.test("GET /metrics is refused to an operator of one tenant: it counts every tenant's calls", async () => {
+  const response = await route.handle(request, {
+    tenant: "t",
+    subject: "p",
+    principal: principalOf("tokens_file", "p"),
+    scopes: ["operator"],
+  });
+  assert.equal(response.status, 403);
+  assert.match((await response.json()).error.message, /scope all_tenants/);
 });

@@ -12,15 +12,38 @@ import { refuseScope, SCOPES_FOR } from "./admin_scope.ts";
 export const OPENAPI_PATH = "/v1/openapi.json";
 
 type Json = Record<string, unknown>;
-/** Who may call: `overseer` is whoever may see approvals (approvers and operators). */
-type Scope = "public" | "any" | "mcp" | "approver" | "overseer" | "operator" | "admin";
+/**
+ * Who may call: `overseer` is whoever may see approvals (approvers and operators), `observer` an
+ * operator of one tenant or more, `operator` an operator of every tenant.
+ */
+type Scope =
+  | "public"
+  | "any"
+  | "mcp"
+  | "approver"
+  | "overseer"
+  | "observer"
+  | "operator"
+  | "admin";
 
 const REQUIRED: Record<Exclude<Scope, "public" | "any">, readonly string[]> = {
   mcp: SCOPES_FOR.mcp,
   approver: SCOPES_FOR.approve,
   overseer: ["admin", "approver", "operator"],
+  observer: SCOPES_FOR.observe,
   operator: SCOPES_FOR.read,
   admin: SCOPES_FOR.admin,
+};
+
+/**
+ * `x-tenant-reach`: `own` where a caller without `all_tenants` sees its own tenant's part only,
+ * `all` where an approver or operator must also hold `all_tenants` (admin always may).
+ */
+const REACH: Partial<Record<Scope, "own" | "all">> = {
+  approver: "own",
+  overseer: "own",
+  observer: "own",
+  operator: "all",
 };
 
 const ref = (name: string) => ({ $ref: `#/components/responses/${name}` });
@@ -41,6 +64,7 @@ function op(
     ...(extra.description ? { description: extra.description } : {}),
     ...(scope === "public" ? { security: [] } : {}),
     ...(guarded ? { "x-required-scopes": [...REQUIRED[scope]] } : {}),
+    ...(REACH[scope] ? { "x-tenant-reach": REACH[scope] } : {}),
     ...(extra.parameters ? { parameters: extra.parameters } : {}),
     ...(extra.requestBody ? { requestBody: extra.requestBody } : {}),
     responses: {
@@ -99,7 +123,9 @@ export function openApiDocument(): Json {
       version: GATEWAY_INFO.version,
       description:
         "HTTP surface of the gateway: MCP transports, health probes, and the operator API. " +
-        "Errors are JSON `{ error: { code, message } }`.",
+        "Errors are JSON `{ error: { code, message } }`. Scopes `approver` and `operator` reach " +
+        "the token's own tenant: `x-tenant-reach: own` operations show such a caller its tenant's " +
+        "part only, `all` ones also need scope `all_tenants` (or `admin`).",
     },
     security: [{ bearer: [] }],
     paths: {
@@ -162,7 +188,7 @@ export function openApiDocument(): Json {
         }),
       },
       "/v1/events": {
-        get: op("The event bus as a Server-Sent Events stream", "operator", {
+        get: op("The event bus as a Server-Sent Events stream", "observer", {
           responses: { "200": { description: "text/event-stream" } },
         }),
       },
@@ -364,7 +390,7 @@ export function openApiDocument(): Json {
           responses: { "200": json("Released"), "404": ref("NotFound") },
         }),
       },
-      [OPENAPI_PATH]: { get: op("This document", "operator") },
+      [OPENAPI_PATH]: { get: op("This document", "observer") },
     },
     components: {
       securitySchemes: {
@@ -421,14 +447,14 @@ export function openApiDocument(): Json {
   };
 }
 
-/** `GET /v1/openapi.json` (scope `admin` or `operator`). */
+/** `GET /v1/openapi.json` (scope `admin` or `operator`, of any tenant). */
 export function openApiRoute(): HttpRoute {
   const body = JSON.stringify(openApiDocument());
   return {
     path: OPENAPI_PATH,
     methods: ["GET"],
     handle(_request, auth) {
-      const refused = refuseScope(auth, "read", `GET ${OPENAPI_PATH}`);
+      const refused = refuseScope(auth, "observe", `GET ${OPENAPI_PATH}`);
       return Promise.resolve(
         refused ?? new Response(body, { headers: { "Content-Type": "application/json" } }),
       );

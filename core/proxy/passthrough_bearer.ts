@@ -10,7 +10,7 @@ import type { TokenPayload } from "../auth/token_payload.ts";
 import type { FleetServer } from "./fleet_config.ts";
 
 /** The gateway scopes that must never reach an upstream. */
-const PRIVILEGED = ["admin", "operator", "approver"];
+const PRIVILEGED = ["admin", "operator", "approver", "all_tenants"];
 
 const KIND_NAMES: Record<string, string> = {
   static: "a gateway static token",

@@ -106,7 +106,7 @@ const ROUTES: [string, string, "operator" | "admin"][] = [
 Deno.test("Every admin route answers 401 without credentials and 403 naming the scope it lacks", async () => {
   await withGateway(undefined, async (gateway) => {
     const mcp = await jwt("mcp");
-    const operator = await jwt("operator");
+    const operator = await jwt("operator all_tenants");
     for (const [method, path, who] of ROUTES) {
       const anonymous = await api(gateway, method, path, null);
       assert.equal(anonymous.status, 401, `${method} ${path} without a token`);
@@ -228,7 +228,7 @@ Deno.test("Two concurrent adds both land in the file and both start", async () =
 
 Deno.test("Disable, enable, restart and delete apply at once; an unknown id is a 404 naming it", async () => {
   await withGateway(`proxy_servers:${faultServer("one")}`, async (gateway, path) => {
-    const operator = await jwt("operator");
+    const operator = await jwt("operator all_tenants");
     const off = await api(gateway, "POST", "/v1/mcp/proxy/servers/one/disable");
     assert.equal(off.status, 200, off.text);
     assert.deepEqual(off.body.fleet.removed, ["one"]);
@@ -373,7 +373,7 @@ Deno.test("Status, connectors and sync answer operators: auth modes, each destin
 `;
   try {
     await withGateway(fleet, async (gateway) => {
-      const operator = await jwt("operator");
+      const operator = await jwt("operator all_tenants");
       const status = await api(gateway, "GET", "/v1/mcp/status", operator);
       assert.equal(status.body.enabled, true);
       assert.equal(status.body.transport, "http");

@@ -381,7 +381,7 @@ Deno.test("A different token with the requester's JWT sub cannot approve; a diff
       assert.notEqual(aliceAgain, alice);
       await assertSelfApproval(await decide(gateway, id, "approve", aliceAgain), "the same sub");
 
-      const bob = await jwt({ tenant: "ops", sub: "bob", scope: "approver" });
+      const bob = await jwt({ tenant: "acme", sub: "bob", scope: "approver" });
       const approved = await decide(gateway, id, "approve", bob);
       assert.equal(approved.status, 200);
       await approved.body?.cancel();

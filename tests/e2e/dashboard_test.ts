@@ -61,7 +61,7 @@ async function withDashboardGateway(fn: (gateway: TestGateway) => Promise<void>)
     `tokens:
   - sha256: ${await sha256(OPERATOR_TOKEN)}
     tenant: ops
-    scopes: [operator, approver]
+    scopes: [operator, approver, all_tenants]
     subject: on-call
   - sha256: ${await sha256(AGENT_TOKEN)}
     tenant: default

@@ -182,7 +182,7 @@ Deno.test("The caller that asked can fetch its token once an approver approves",
       });
       assert.equal(decide.status, 403, "a caller without approver scope cannot approve");
       await decide.body?.cancel();
-      const operator = await jwt("ops", "carol", "approver");
+      const operator = await jwt("ops", "carol", "approver all_tenants");
       const approved = await fetch(`${gateway.url}/v1/approvals/${id}/approve`, {
         method: "POST",
         headers: { Authorization: `Bearer ${operator}` },
@@ -224,7 +224,7 @@ Deno.test("Two callers whose JWTs carry no sub are two identities: one cannot re
       const { id } = (refused.data as { request: { id: string } }).request;
       const approved = await fetch(`${gateway.url}/v1/approvals/${id}/approve`, {
         method: "POST",
-        headers: { Authorization: `Bearer ${await jwt("ops", "carol", "approver")}` },
+        headers: { Authorization: `Bearer ${await jwt("ops", "carol", "approver all_tenants")}` },
       });
       assert.equal(approved.status, 200);
       await approved.body?.cancel();

@@ -3,11 +3,9 @@
  * state show up in the Prometheus exposition; only admins and operators may scrape it.
  */
 import assert from "node:assert/strict";
-import { SignJWT } from "jose";
-import { faultServer, writeFleet } from "../support/fleet.ts";
-import { connectHttp, startGateway, type TestGateway } from "../support/gateway.ts";
-
-const SECRET = "a-jwt-secret-of-at-least-thirty-two-bytes";
+import { faultServer } from "../support/fleet.ts";
+import { connectHttp, type TestGateway } from "../support/gateway.ts";
+import { policyJwt, withPolicyGateway } from "../support/policy_gateway.ts";
 
 const FLEET = `proxy_servers:${faultServer("faults")}`;
 
@@ -17,33 +15,10 @@ tenants:
     deny: ["faults__crash"]
 `;
 
-async function withGateway(fn: (gateway: TestGateway) => Promise<void>): Promise<void> {
-  const fleet = await writeFleet(FLEET);
-  const policyDir = await Deno.makeTempDir({ prefix: "agent33-policy-" });
-  await Deno.writeTextFile(`${policyDir}/policy.yaml`, POLICY);
-  const gateway = await startGateway({
-    MCP_PROXY_CONFIG_PATH: fleet.path,
-    MCP_POLICY_PATH: policyDir,
-    MCP_AUTH_JWT_SECRET: SECRET,
-  });
-  try {
-    await gateway.kernel.fleetStarted;
-    await fn(gateway);
-  } finally {
-    await gateway.stop();
-    await fleet.remove();
-    await Deno.remove(policyDir, { recursive: true });
-  }
-}
+const withGateway = (fn: (gateway: TestGateway) => Promise<void>) =>
+  withPolicyGateway(FLEET, POLICY, fn);
 
-function jwt(scope: string): Promise<string> {
-  return new SignJWT({ tenant: "acme", scope })
-    .setProtectedHeader({ alg: "HS256" })
-    .setSubject("scraper")
-    .setIssuedAt()
-    .setExpirationTime("5m")
-    .sign(new TextEncoder().encode(SECRET));
-}
+const jwt = (scope: string) => policyJwt("acme", "scraper", scope);
 
 function scrape(gateway: TestGateway, token?: string): Promise<Response> {
   return fetch(`${gateway.url}/metrics`, {
@@ -110,7 +85,7 @@ Deno.test("/metrics counts an ok call, a denied call and its decision, and shows
   });
 });
 
-Deno.test("/metrics needs credentials (401) and scope admin or operator (403)", async () => {
+Deno.test("/metrics needs credentials (401) and scope admin, or operator of every tenant (403)", async () => {
   await withGateway(async (gateway) => {
     const anonymous = await scrape(gateway);
     assert.equal(anonymous.status, 401);
@@ -120,7 +95,11 @@ Deno.test("/metrics needs credentials (401) and scope admin or operator (403)", 
     assert.equal(mcpOnly.status, 403);
     await mcpOnly.body?.cancel();
 
-    const operator = await scrape(gateway, await jwt("operator"));
+    const oneTenant = await scrape(gateway, await jwt("operator"));
+    assert.equal(oneTenant.status, 403, "its labels count every tenant's calls");
+    await oneTenant.body?.cancel();
+
+    const operator = await scrape(gateway, await jwt("operator all_tenants"));
     assert.equal(operator.status, 200);
     assert.match(await operator.text(), /^# TYPE agent33_upstream_state gauge$/m);
   });

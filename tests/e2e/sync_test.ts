@@ -426,7 +426,7 @@ Deno.test("The sync admin API: operators read proposals, admins run a sync and a
   };
   try {
     await gateway.kernel.fleetStarted;
-    const [admin, operator] = [await jwt("admin"), await jwt("operator")];
+    const [admin, operator] = [await jwt("admin"), await jwt("operator all_tenants")];
     const empty = await call("GET", "proposals", operator);
     assert.equal(empty.status, 200);
     assert.deepEqual(empty.body, { proposals: [], registry: null });

@@ -15,13 +15,13 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { SignJWT } from "jose";
 import { MAX_RELAYED_PER_CALL } from "../../core/mcp/upstream_context.ts";
-import { eventually, fixture, writeFleet } from "../support/fleet.ts";
-import { startGateway, type TestGateway } from "../support/gateway.ts";
+import { eventually, fixture } from "../support/fleet.ts";
+import type { TestGateway } from "../support/gateway.ts";
+import { JWT_SECRET, withPolicyGateway } from "../support/policy_gateway.ts";
 import { startHeaderEchoServer } from "../fixtures/upstreams/header_echo_server.ts";
 import { startSamplingHttpServer } from "../fixtures/upstreams/sampling_http_server.ts";
 import { processAlive } from "../fixtures/upstreams/support.ts";
 
-const SECRET = "a-jwt-secret-of-at-least-thirty-two-bytes";
 const ROOT = new URL("../../", import.meta.url).pathname;
 const POLICY = `
 tenants:
@@ -56,28 +56,12 @@ function samplingServer(extra = ""): string {
 ${extra}`;
 }
 
-async function withGateway(
+function withGateway(
   fleetYaml: string,
   fn: (gateway: TestGateway) => Promise<void>,
   env: Record<string, string> = {},
 ): Promise<void> {
-  const fleet = await writeFleet(fleetYaml);
-  const policyDir = await Deno.makeTempDir({ prefix: "agent33-policy-" });
-  await Deno.writeTextFile(`${policyDir}/policy.yaml`, POLICY);
-  const gateway = await startGateway({
-    MCP_PROXY_CONFIG_PATH: fleet.path,
-    MCP_POLICY_PATH: policyDir,
-    MCP_AUTH_JWT_SECRET: SECRET,
-    ...env,
-  });
-  try {
-    await gateway.kernel.fleetStarted;
-    await fn(gateway);
-  } finally {
-    await gateway.stop();
-    await fleet.remove();
-    await Deno.remove(policyDir, { recursive: true });
-  }
+  return withPolicyGateway(fleetYaml, POLICY, fn, env);
 }
 
 function jwt(tenant: string, sub = `${tenant}-user`): Promise<string> {
@@ -87,7 +71,7 @@ function jwt(tenant: string, sub = `${tenant}-user`): Promise<string> {
     .setAudience(["agent33-test-upstream"])
     .setIssuedAt()
     .setExpirationTime("5m")
-    .sign(new TextEncoder().encode(SECRET));
+    .sign(new TextEncoder().encode(JWT_SECRET));
 }
 
 /** A tenant's client that answers sampling with its own name and records all it receives. */

@@ -40,7 +40,7 @@ export const AUTH_SETTINGS = {
     }),
     default: ["mcp"],
     meaning:
-      "Comma-separated scopes of `MCP_SERVER_AUTH_TOKEN`: `mcp`, `approver`, `operator`, `admin`",
+      "Comma-separated scopes of `MCP_SERVER_AUTH_TOKEN`: `mcp`, `approver`, `operator`, `admin`, `all_tenants`",
   }),
   MCP_ADMIN_TOKEN: setting({
     group: "auth",
