@@ -86,7 +86,7 @@ export function sameCaller(
  * {@link ALL_TENANTS}. Without, they reach its own tenant only.
  */
 export function reachesAllTenants(p: { scopes: readonly string[] }): boolean {
-  return p.scopes.includes("admin") || p.scopes.includes(ALL_TENANTS);
+  return hasScope(p, "admin", ALL_TENANTS);
 }
 
 /**
@@ -101,6 +101,6 @@ export function coversTenant(
 }
 
 /** Whether a payload holds one of the scopes. */
-export function hasScope(p: TokenPayload, ...scopes: string[]): boolean {
+export function hasScope(p: { scopes: readonly string[] }, ...scopes: string[]): boolean {
   return scopes.some((s) => p.scopes.includes(s));
 }
