@@ -53,7 +53,7 @@ const TABLE: [Partial<Facts>, Decision][] = [
     code: "not_allowed",
   }],
   [{ rateLimited: true }, { action: "deny", code: "rate_limited" }],
-  [{ rateLimited: true, invalidArguments: true }, { action: "deny", code: "invalid_arguments" }],
+  [{ rateLimited: true, invalidArguments: true }, { action: "deny", code: "rate_limited" }],
   [{ requiresApproval: true }, { action: "approval_required" }],
   [{ requiresApproval: true, hasAllowList: true, allowed: true }, { action: "approval_required" }],
   [{ requiresApproval: true, token: "valid" }, { action: "allow" }],

@@ -14,7 +14,7 @@ import { compileSchema } from "./schema_validator.ts";
 import type { ApprovalQueue } from "./approval_queue.ts";
 import { type ApprovalTokens, type Redemption, replayed } from "./approval_tokens.ts";
 import type { AuditLog } from "./audit_log.ts";
-import { argumentsHash } from "./canonical_json.ts";
+import { argumentsHash, canonicalJson, sha256HexSync } from "./canonical_json.ts";
 import {
   type EffectClass,
   type GlobRule,
@@ -153,7 +153,8 @@ export type Decision =
  *
  * 1. Deny: an unknown tenant, the connector boundary (tenant, then effect class), a deny glob.
  * 2. Allowlist default: once a tenant has any allow glob, a tool matching none is denied.
- * 3. The call itself must be well-formed and within its rate: invalid arguments, rate limits.
+ * 3. The call must be within its rate, then well-formed: rate limits (which count invalid
+ *    calls too), then invalid arguments.
  * 4. Require: an effect class that needs approval needs a valid token, even for allowed tools;
  *    a refused token is a denial with the token's own code.
  * 5. Allow: an allow glob matched, or no allowlist exists (the default).
@@ -164,8 +165,8 @@ export function precedence(f: Facts): Decision {
   if (f.connectorEffect === "denied") return { action: "deny", code: "effect_not_allowed" };
   if (f.denied) return { action: "deny", code: "tool_denied" };
   if (f.hasAllowList && !f.allowed) return { action: "deny", code: "not_allowed" };
-  if (f.invalidArguments) return { action: "deny", code: "invalid_arguments" };
   if (f.rateLimited) return { action: "deny", code: "rate_limited" };
+  if (f.invalidArguments) return { action: "deny", code: "invalid_arguments" };
   if (f.requiresApproval) {
     if (f.token === "invalid") return { action: "deny", code: "token" };
     if (f.token === "none") return { action: "approval_required" };
@@ -267,6 +268,9 @@ export const MAX_ARGUMENT_DEPTH = 512;
 
 /** What the audit records, and the approval hash covers, for arguments nested past the limit. */
 const TOO_DEEP = { "(arguments)": `nested more than ${MAX_ARGUMENT_DEPTH} levels; not recorded` };
+/** What a rate-limited call records in place of its arguments, which were not read. */
+const NOT_READ = { "(arguments)": "not read: the call was over its rate limit" };
+const NOT_READ_HASH = sha256HexSync(canonicalJson(NOT_READ));
 
 /** What the gate is built from. */
 export interface ToolGovernanceOptions {
@@ -370,29 +374,34 @@ export class ToolGovernance {
     const policy = this.#tenant(ctx.tenant);
     const { effect, rule: effectRule } = effectClassOf(subjectOf(target), this.#policies, policy);
     const facts = this.#facts(ctx, target, policy, effect);
-    // Deeper arguments would overflow the stack in the recursive steps below (canonical JSON,
-    // ajv, the audit's redaction): refused as such, recorded as a placeholder.
-    const tooDeep = nestedDeeperThan(args, MAX_ARGUMENT_DEPTH);
-    const recorded = tooDeep ? TOO_DEEP : args;
-    const hash = await argumentsHash(recorded);
-
-    const problems = tooDeep
-      ? [`(arguments) are nested more than ${MAX_ARGUMENT_DEPTH} levels deep; flatten them`]
-      : facts.denied || !facts.tenantKnown
-      ? []
-      : this.#argumentProblems(target, policy, args);
-    let limited: Limited | undefined;
-    const early = precedence({
+    const statically = precedence({
       ...facts,
-      invalidArguments: problems.length > 0,
+      invalidArguments: false,
       rateLimited: false,
       token: "none",
     });
-    if (early.action !== "deny" && !options.dryRun) {
+    let limited: Limited | undefined;
+    if (statically.action !== "deny" && !options.dryRun) {
       // The in-process limiter answers at once: awaited only when a shared one goes to NATS.
       const taken = this.#rateLimit(ctx, target, policy);
       limited = taken instanceof Promise ? await taken : taken;
     }
+    // A call over its rate is refused before its arguments are read: hashing and validating them
+    // costs up to ~0.1 s (MCP_MAX_SCHEMA_WORK) and ~30 ms a megabyte, which the limit must bound
+    // too, so invalid calls count against it as well.
+    const unread = limited !== undefined;
+    // Deeper arguments would overflow the stack in the recursive steps below (canonical JSON,
+    // ajv, the audit's redaction): refused as such, recorded as a placeholder.
+    const tooDeep = !unread && nestedDeeperThan(args, MAX_ARGUMENT_DEPTH);
+    const recorded = unread ? NOT_READ : tooDeep ? TOO_DEEP : args;
+    const hash = unread ? NOT_READ_HASH : await argumentsHash(recorded);
+
+    // Arguments cannot change a static denial: they are not validated for one.
+    const problems = unread || statically.action === "deny"
+      ? []
+      : tooDeep
+      ? [`(arguments) are nested more than ${MAX_ARGUMENT_DEPTH} levels deep; flatten them`]
+      : this.#argumentProblems(target, policy, args);
 
     let tokenFailure: { code: DenyCode; reason: string } | undefined;
     let token: Facts["token"] = "none";

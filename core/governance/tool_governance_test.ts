@@ -224,6 +224,30 @@ Deno.test("ToolGovernance applies rate limits per tenant and tool with rate_limi
   assert.equal((await governance.check(acme, tool("gh__search"), {})).action, "allow");
 });
 
+Deno.test("ToolGovernance counts calls with invalid arguments against the rate limit", async () => {
+  const { governance } = setup();
+  const strict = tool("gh__search", {
+    descriptor: { inputSchema: { type: "object", required: ["q"] } },
+  });
+  denied(await governance.check(acme, strict, {}), "invalid_arguments");
+  denied(await governance.check(acme, strict, {}), "invalid_arguments");
+  // Before, invalid calls took no token: a caller could send them without end, each validated.
+  denied(await governance.check(acme, strict, {}), "rate_limited");
+});
+
+Deno.test("ToolGovernance refuses a call over its rate limit without reading its arguments", async () => {
+  const { governance, events } = setup();
+  await governance.check(acme, tool("gh__search"), {});
+  await governance.check(acme, tool("gh__search"), {});
+  // Arguments JSON cannot carry fail the hash (policy_error) whenever they are read.
+  const unreadable = { when: new Date(0) } as Record<string, unknown>;
+  denied(await governance.check(acme, tool("gh__search"), unreadable), "rate_limited");
+  const decisions = events.filter((e) => e.type === "governance.decision");
+  const last = decisions.at(-1) as { argumentsHash: string; code?: string };
+  assert.equal(last.code, "rate_limited");
+  assert.notEqual(last.argumentsHash, (decisions[0] as { argumentsHash: string }).argumentsHash);
+});
+
 Deno.test("ToolGovernance asks for approval of a destructive call, then honours its token exactly once", async () => {
   const { governance, approvals } = setup();
   const target = tool("gh__drop_table", {
