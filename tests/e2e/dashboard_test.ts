@@ -28,6 +28,9 @@ const CHROMIUM_ARGS = [
 ];
 const OPERATOR_TOKEN = "dashboard-operator-token";
 const AGENT_TOKEN = "dashboard-agent-token";
+const ACME_AGENT_TOKEN = "dashboard-acme-agent-token";
+const ACME_APPROVER_TOKEN = "dashboard-acme-approver-token";
+const ACME_OPERATOR_TOKEN = "dashboard-acme-operator-token";
 
 /** A fleet entry for the fault fixture (healthy, checked every 2 s), with extra YAML lines. */
 function checkedServer(id: string, extra = ""): string {
@@ -67,6 +70,18 @@ async function withDashboardGateway(fn: (gateway: TestGateway) => Promise<void>)
     tenant: default
     scopes: [mcp]
     subject: agent-7
+  - sha256: ${await sha256(ACME_AGENT_TOKEN)}
+    tenant: acme
+    scopes: [mcp]
+    subject: acme-agent
+  - sha256: ${await sha256(ACME_APPROVER_TOKEN)}
+    tenant: acme
+    scopes: [approver]
+    subject: acme-approver
+  - sha256: ${await sha256(ACME_OPERATOR_TOKEN)}
+    tenant: acme
+    scopes: [operator, approver]
+    subject: acme-operator
 `,
   );
   const gateway = await startGateway({
@@ -207,12 +222,8 @@ Deno.test(
           await screenshot(page);
 
           // Approve on the page; the caller fetches its token from the API and retries.
-          await card.getByRole("button", { name: "Approve b__ok" }).click();
-          await card.waitFor({ state: "detached" });
+          const mine = await decideOnPage(page, gateway, id, "Approve", AGENT_TOKEN);
           await page.locator('#events li[data-type="approval.approved"]').waitFor();
-          const mine = await (await fetch(`${gateway.url}/v1/approvals/${id}`, {
-            headers: { Authorization: `Bearer ${AGENT_TOKEN}` },
-          })).json();
           assert.equal(mine.status, "approved");
           const done = await agent.callTool({
             name: "b__ok",
@@ -225,12 +236,7 @@ Deno.test(
           const again = await agent.callTool({ name: "b__ok", arguments: {} })
             .catch((e: McpError) => e) as McpError;
           const second = (again.data as { request: { id: string } }).request.id;
-          const denyCard = page.locator(`#approvals li[data-approval="${second}"]`);
-          await denyCard.getByRole("button", { name: "Deny b__ok" }).click();
-          await denyCard.waitFor({ state: "detached" });
-          const denied = await (await fetch(`${gateway.url}/v1/approvals/${second}`, {
-            headers: { Authorization: `Bearer ${AGENT_TOKEN}` },
-          })).json();
+          const denied = await decideOnPage(page, gateway, second, "Deny", AGENT_TOKEN);
           assert.equal(denied.status, "denied");
         } finally {
           await agent.close();
@@ -250,6 +256,94 @@ Deno.test(
     });
   },
 );
+
+Deno.test(
+  "A tenant's approver or operator sees that tenant's approvals on the dashboard, decides them, and is told why the fleet is hidden",
+  NEEDS_CHROMIUM,
+  async () => {
+    await withDashboardGateway(async (gateway) => {
+      const acme = await connectHttp(gateway, ACME_AGENT_TOKEN);
+      const other = await connectHttp(gateway, AGENT_TOKEN);
+      try {
+        const file = async (client: typeof acme) => {
+          const refused = await client.callTool({ name: "b__ok", arguments: {} })
+            .then(() => assert.fail("b__ok must need approval"), (e: McpError) => e);
+          return (refused.data as { request: { id: string } }).request.id;
+        };
+        const theirs = await file(other);
+        await withBrowser(async (page) => {
+          const pageErrors: string[] = [];
+          page.on("pageerror", (error) => pageErrors.push(error.message));
+          const signIn = async (token: string) => {
+            await page.goto(`${gateway.url}/dashboard`);
+            await page.fill("#token", token);
+            await page.click("#connect");
+          };
+
+          // An approver of acme: no event stream, so the page polls; the fleet's panels are gone.
+          await signIn(ACME_APPROVER_TOKEN);
+          await page.locator('#live[data-state="polling"]').waitFor();
+          assert.match((await page.locator("#scope-note").textContent())!, /scope operator/);
+          assert.equal(await page.locator("#fleet").isVisible(), false);
+          const mine = await file(acme);
+          const card = page.locator(`#approvals li[data-approval="${mine}"]`);
+          await card.waitFor(); // by the poll
+          assert.match((await card.textContent())!, /acme \/ acme-agent/);
+          assert.equal(await page.locator(`#approvals li[data-approval="${theirs}"]`).count(), 0);
+          const decided = await decideOnPage(page, gateway, mine, "Approve", ACME_AGENT_TOKEN);
+          assert.equal(decided.status, "approved");
+
+          // An operator of acme: its tenant's events live, the fleet hidden with the reason.
+          await page.click("#signout");
+          await signIn(ACME_OPERATOR_TOKEN);
+          await page.locator('#live[data-state="live"]').waitFor();
+          assert.match(
+            (await page.locator("#scope-note").textContent())!,
+            /operator of tenant "acme" only[\s\S]*all_tenants/,
+          );
+          const next = await file(acme);
+          await page.locator(`#approvals li[data-approval="${next}"]`).waitFor();
+          await page.locator('#events li[data-type="approval.requested"]').first().waitFor();
+          assert.equal(await page.locator(`#approvals li[data-approval="${theirs}"]`).count(), 0);
+
+          // A client token reaches none of it: signed out, saying so, and nothing stays shown.
+          await page.click("#signout");
+          assert.equal(await page.locator("#events li, #approvals li").count(), 0);
+          await signIn(AGENT_TOKEN);
+          await page.locator("#login-error").waitFor();
+          assert.match(
+            (await page.locator("#login-error").textContent())!,
+            /may not use the dashboard/,
+          );
+          assert.deepEqual(pageErrors, []);
+        });
+      } finally {
+        await acme.close();
+        await other.close();
+      }
+    });
+  },
+);
+
+/**
+ * Clicks Approve or Deny on request `id`'s card, waits for the card to go, and returns the
+ * request as its requester (`token`) then reads it.
+ */
+async function decideOnPage(
+  page: Page,
+  gateway: TestGateway,
+  id: string,
+  action: "Approve" | "Deny",
+  token: string,
+): Promise<{ status: string; token?: string }> {
+  const card = page.locator(`#approvals li[data-approval="${id}"]`);
+  await card.getByRole("button", { name: `${action} b__ok` }).click();
+  await card.waitFor({ state: "detached" });
+  const response = await fetch(`${gateway.url}/v1/approvals/${id}`, {
+    headers: { Authorization: `Bearer ${token}` },
+  });
+  return await response.json();
+}
 
 /** Full-page screenshot: to $DASHBOARD_SCREENSHOT when set, else to a temp file. */
 async function screenshot(page: Page): Promise<void> {

@@ -5,7 +5,9 @@
 // /v1/approvals/{id}/approve|deny, GET /v1/mcp/sync/proposals and POST /v1/mcp/sync/apply (the
 // discovered servers), and GET /v1/events, read with fetch() streaming rather than
 // EventSource so the token travels in a header, never in a URL. Every value from the server is
-// written with textContent, never as HTML.
+// written with textContent, never as HTML. A token shows what it reaches: an approver, or an
+// operator of one tenant, gets that tenant's approvals (and, as an operator, its events) with the
+// gateway-wide panels hidden and the gateway's reason shown.
 "use strict";
 
 const TOKEN_KEY = "agent33.dashboard.token";
@@ -42,7 +44,12 @@ const state = {
   discovering: null,
   events: [],
   timers: new Map(),
+  /** Whether this token reaches the fleet (the gateway-wide panels). */
+  fleet: true,
+  /** The approvals poll, for a token the event stream refuses. */
+  poll: 0,
 };
+const POLL_MS = 5000;
 
 const $ = (id) => document.getElementById(id);
 
@@ -64,6 +71,8 @@ function h(tag, props = {}, ...children) {
 }
 
 class AuthError extends Error {}
+/** A 403 on a part this token does not reach (`optional: true`): the rest still works. */
+class ScopeError extends Error {}
 
 /**
  * Calls the API with the token; a 401 or 403 signs out with a message saying why. A decision
@@ -71,13 +80,14 @@ class AuthError extends Error {}
  * scope to add a discovered server) is
  * reported instead: the token still serves the rest of the dashboard.
  */
-async function api(path, { decision = false, ...init } = {}) {
+async function api(path, { decision = false, optional = false, ...init } = {}) {
   const response = await fetch(path, {
     ...init,
     cache: "no-store",
     headers: { ...init.headers, Authorization: `Bearer ${state.token}` },
   });
   if (decision && response.status === 403) throw new Error(await errorMessage(response));
+  if (optional && response.status === 403) throw new ScopeError(await errorMessage(response));
   if (response.status === 401 || response.status === 403) {
     const message = await errorMessage(response);
     signOut(
@@ -118,7 +128,16 @@ function showLogin(message) {
 function signOut(message) {
   state.stream?.abort();
   state.stream = null;
+  clearInterval(state.poll);
+  state.poll = 0;
   state.token = null;
+  // The next token may reach less: nothing shown to this one stays on the page.
+  Object.assign(state, { status: null, approvals: [], candidates: [], events: [] });
+  for (const id of ["events", "approvals", "candidates"]) $(id).replaceChildren();
+  $("fleet").tBodies[0].replaceChildren();
+  $("events-empty").textContent = "Waiting for events…";
+  $("events-empty").hidden = false;
+  $("approvals-empty").textContent = "Nothing is waiting for a decision.";
   sessionStorage.removeItem(TOKEN_KEY);
   setLive("offline");
   showLogin(message);
@@ -126,17 +145,35 @@ function signOut(message) {
 
 async function signIn(token) {
   state.token = token;
-  try {
-    await refreshStatus();
-  } catch (error) {
-    if (!(error instanceof AuthError)) showLogin(`Cannot reach the gateway: ${error.message}`);
+  const [fleet, approvals] = await Promise.allSettled([
+    refreshStatus(true),
+    refreshApprovals(true),
+  ]);
+  const failed = [fleet, approvals].find((r) =>
+    r.status === "rejected" && !(r.reason instanceof ScopeError)
+  );
+  if (failed) {
+    if (!(failed.reason instanceof AuthError)) {
+      showLogin(`Cannot reach the gateway: ${failed.reason.message}`);
+    }
     return;
+  }
+  if (fleet.status === "rejected" && approvals.status === "rejected") {
+    signOut(`This token may not use the dashboard: ${fleet.reason.message}`);
+    return;
+  }
+  // The token reaches one tenant's approvals only: the gateway says why the rest is hidden.
+  state.fleet = fleet.status === "fulfilled";
+  for (const node of document.querySelectorAll(".fleet-only")) node.hidden = !state.fleet;
+  $("scope-note").hidden = state.fleet;
+  $("scope-note-text").textContent = state.fleet ? "" : fleet.reason.message;
+  if (approvals.status === "rejected") {
+    $("approvals-empty").textContent = `Approvals are hidden: ${approvals.reason.message}`;
   }
   sessionStorage.setItem(TOKEN_KEY, token);
   $("login").hidden = true;
   $("app").hidden = false;
   $("signout").hidden = false;
-  refreshApprovals().catch(report);
   refreshCandidates().catch(report);
   streamEvents();
 }
@@ -160,8 +197,11 @@ function toast(message, bad = false) {
 function setLive(mode) {
   const pill = $("live");
   pill.dataset.state = mode;
-  $("live-text").textContent = { live: "Live", reconnecting: "Reconnecting…" }[mode] ??
-    "Offline";
+  $("live-text").textContent = {
+    live: "Live",
+    reconnecting: "Reconnecting…",
+    polling: "Polling approvals",
+  }[mode] ?? "Offline";
 }
 
 async function streamEvents() {
@@ -176,6 +216,10 @@ async function streamEvents() {
         cache: "no-store",
         signal,
       });
+      if (response.status === 403 && !state.fleet) {
+        pollApprovals(await errorMessage(response));
+        return;
+      }
       if (response.status === 401 || response.status === 403) {
         signOut("The gateway refused this token for the event stream. Enter a valid one.");
         return;
@@ -203,6 +247,14 @@ async function streamEvents() {
       signal.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
     });
   }
+}
+
+/** Without the event stream (an approver's token), approvals are fetched every few seconds. */
+function pollApprovals(reason) {
+  setLive("polling");
+  $("events-empty").textContent = `Events are hidden: ${reason}`;
+  clearInterval(state.poll);
+  state.poll = setInterval(() => refreshApprovals().catch(report), POLL_MS);
 }
 
 function onFrame(frame) {
@@ -251,8 +303,10 @@ function onFrame(frame) {
 // ---------------------------------------------------------------------------------------------
 // Fleet
 
-async function refreshStatus() {
-  state.status = await api("/v1/operator/status");
+/** Reads the fleet; `probe` (at sign-in) throws ScopeError where the token does not reach it. */
+async function refreshStatus(probe = false) {
+  if (!probe && !state.fleet) return;
+  state.status = await api("/v1/operator/status", { optional: probe });
   state.statusAt = Date.now();
   renderStatus();
 }
@@ -426,8 +480,8 @@ function rank(severity) {
 // ---------------------------------------------------------------------------------------------
 // Approvals
 
-async function refreshApprovals() {
-  const { approvals } = await api("/v1/approvals?status=pending");
+async function refreshApprovals(probe = false) {
+  const { approvals } = await api("/v1/approvals?status=pending", { optional: probe });
   state.approvals = approvals;
   renderApprovals();
 }
@@ -502,6 +556,7 @@ async function decide(approval, action, button) {
 // Discovered servers: proposals from running discovery, accepted one at a time
 
 async function refreshCandidates() {
+  if (!state.fleet) return;
   const body = await api("/v1/mcp/sync/proposals", { decision: true });
   state.candidates = body.proposals.filter((p) => String(p.source).startsWith("discovery:"));
   state.discovering = body.discovery?.running ?? null;
