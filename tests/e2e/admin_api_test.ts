@@ -3,12 +3,11 @@
  * and all) and applied at once, reloads that refuse bad files, the MCP switch and redaction.
  */
 import assert from "node:assert/strict";
-import { SignJWT } from "jose";
 import { eventually, faultServer, fixture, writeFleet } from "../support/fleet.ts";
 import { connectHttp, startGateway, type TestGateway } from "../support/gateway.ts";
+import { JWT_SECRET, policyJwt } from "../support/policy_gateway.ts";
 
 const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
-const SECRET = "a-jwt-secret-of-at-least-thirty-two-bytes";
 
 /** The same entry as the JSON body of POST /v1/mcp/proxy/servers. */
 function faultJson(id: string): Record<string, unknown> {
@@ -22,12 +21,7 @@ function faultJson(id: string): Record<string, unknown> {
 }
 
 function jwt(scope: string, sub = `${scope}-caller`): Promise<string> {
-  return new SignJWT({ tenant: "default", scope })
-    .setProtectedHeader({ alg: "HS256" })
-    .setSubject(sub)
-    .setIssuedAt()
-    .setExpirationTime("5m")
-    .sign(new TextEncoder().encode(SECRET));
+  return policyJwt("default", sub, scope);
 }
 
 interface Answer {
@@ -70,7 +64,7 @@ async function withGateway(
 ): Promise<void> {
   const fleet = fleetYaml === undefined ? undefined : await writeFleet(fleetYaml);
   const gateway = await startGateway({
-    MCP_AUTH_JWT_SECRET: SECRET,
+    MCP_AUTH_JWT_SECRET: JWT_SECRET,
     ...(fleet ? { MCP_PROXY_CONFIG_PATH: fleet.path } : {}),
     ...env,
   });
@@ -343,7 +337,7 @@ Deno.test("The effective configuration shows no secret: tokens, JWT and approval
   await withGateway(fleet, async (gateway) => {
     const answer = await api(gateway, "GET", "/v1/mcp/config");
     assert.equal(answer.status, 200);
-    for (const secret of [...Object.values(secrets), SECRET, approval]) {
+    for (const secret of [...Object.values(secrets), JWT_SECRET, approval]) {
       assert.ok(!answer.text.includes(secret), `${secret} leaked`);
     }
     assert.equal(answer.body.config.server.authToken, "[redacted]");

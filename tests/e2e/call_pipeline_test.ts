@@ -8,7 +8,6 @@ import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema, type McpError } from "@modelcontextprotocol/sdk/types.js";
-import { SignJWT } from "jose";
 import { ESCALATION_META_KEY } from "../../core/mcp/call_pipeline.ts";
 import type { GatewayEvent } from "../../core/bus/events.ts";
 import { runPolicyCommand } from "../../cli/policy_cli.ts";
@@ -23,9 +22,9 @@ import {
   writeFleet,
 } from "../support/fleet.ts";
 import { connectHttp, startGateway, type TestGateway } from "../support/gateway.ts";
+import { JWT_SECRET, policyJwt } from "../support/policy_gateway.ts";
 
 const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
-const SECRET = "a-jwt-secret-of-at-least-thirty-two-bytes";
 
 const POISONED = `
   - id: poisoned
@@ -66,7 +65,7 @@ async function withGateway(
     MCP_POLICY_PATH: `${dir}/policy.yaml`,
     MCP_AGENTS_PATH: `${dir}/agents`,
     MCP_WORKFLOWS_PATH: `${dir}/workflows`,
-    MCP_AUTH_JWT_SECRET: SECRET,
+    MCP_AUTH_JWT_SECRET: JWT_SECRET,
     ...env,
   });
   try {
@@ -80,12 +79,7 @@ async function withGateway(
 }
 
 async function clientAs(gateway: TestGateway, tenant: string): Promise<Client> {
-  const token = await new SignJWT({ tenant, scope: "mcp" })
-    .setProtectedHeader({ alg: "HS256" })
-    .setSubject(`${tenant}-user`)
-    .setIssuedAt()
-    .setExpirationTime("5m")
-    .sign(new TextEncoder().encode(SECRET));
+  const token = await policyJwt(tenant, `${tenant}-user`, "mcp");
   const client = new Client({ name: "pipeline-e2e", version: "1" });
   await client.connect(
     new StreamableHTTPClientTransport(new URL(`${gateway.url}/mcp`), {

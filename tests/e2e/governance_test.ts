@@ -11,8 +11,7 @@ import type { GatewayEvent } from "../../core/bus/events.ts";
 import { APPROVAL_TOKEN_META_KEY } from "../../core/governance/tool_governance.ts";
 import { eventually, memoryServer, writeFleet } from "../support/fleet.ts";
 import { connectHttp, startGateway, type TestGateway } from "../support/gateway.ts";
-
-const SECRET = "a-jwt-secret-of-at-least-thirty-two-bytes";
+import { JWT_SECRET, policyJwt } from "../support/policy_gateway.ts";
 
 const POLICY = `
 tenants:
@@ -52,7 +51,7 @@ async function withGovernedGateway(
   const gateway = await startGateway({
     MCP_PROXY_CONFIG_PATH: fleet.path,
     MCP_POLICY_PATH: policyDir,
-    MCP_AUTH_JWT_SECRET: SECRET,
+    MCP_AUTH_JWT_SECRET: JWT_SECRET,
     ...extraEnv,
   });
   const events: GatewayEvent[] = [];
@@ -70,12 +69,7 @@ async function withGovernedGateway(
 }
 
 function jwt(tenant: string, sub: string, scope = "mcp") {
-  return new SignJWT({ tenant, scope })
-    .setProtectedHeader({ alg: "HS256" })
-    .setSubject(sub)
-    .setIssuedAt()
-    .setExpirationTime("5m")
-    .sign(new TextEncoder().encode(SECRET));
+  return policyJwt(tenant, sub, scope);
 }
 
 async function clientFor(
@@ -212,7 +206,7 @@ Deno.test("Two callers whose JWTs carry no sub are two identities: one cannot re
         .setProtectedHeader({ alg: "HS256" })
         .setIssuedAt()
         .setExpirationTime("5m")
-        .sign(new TextEncoder().encode(SECRET));
+        .sign(new TextEncoder().encode(JWT_SECRET));
     const [asker, other] = [await subless("a"), await subless("b")];
     const client = await clientFor(gateway, asker);
     try {

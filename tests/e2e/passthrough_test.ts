@@ -8,15 +8,13 @@ import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { type CallToolResult, McpError } from "@modelcontextprotocol/sdk/types.js";
-import { SignJWT } from "jose";
 import { writeFleet } from "../support/fleet.ts";
 import { startGateway, type TestGateway } from "../support/gateway.ts";
 import {
   type HeaderEchoServer,
   startHeaderEchoServer,
 } from "../fixtures/upstreams/header_echo_server.ts";
-
-const SECRET = "a-jwt-secret-of-at-least-thirty-two-bytes";
+import { JWT_SECRET, policyJwt } from "../support/policy_gateway.ts";
 
 async function withPassthrough(
   extra: string,
@@ -31,7 +29,7 @@ async function withPassthrough(
 ${extra}`);
   const gateway = await startGateway({
     MCP_PROXY_CONFIG_PATH: fleet.path,
-    MCP_AUTH_JWT_SECRET: SECRET,
+    MCP_AUTH_JWT_SECRET: JWT_SECRET,
   });
   try {
     await gateway.kernel.fleetStarted;
@@ -44,13 +42,7 @@ ${extra}`);
 }
 
 function jwt(audience: string[], scope = "mcp"): Promise<string> {
-  return new SignJWT({ tenant: "acme", scope })
-    .setProtectedHeader({ alg: "HS256" })
-    .setSubject("acme-user")
-    .setAudience(audience)
-    .setIssuedAt()
-    .setExpirationTime("5m")
-    .sign(new TextEncoder().encode(SECRET));
+  return policyJwt("acme", "acme-user", scope, audience);
 }
 
 /** Calls echo__headers with `token`: its result, or the McpError a refusal throws. */

@@ -13,11 +13,10 @@ import {
   LoggingMessageNotificationSchema,
   ResourceUpdatedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import { SignJWT } from "jose";
 import { MAX_RELAYED_PER_CALL } from "../../core/mcp/upstream_context.ts";
 import { eventually, fixture } from "../support/fleet.ts";
 import type { TestGateway } from "../support/gateway.ts";
-import { JWT_SECRET, withPolicyGateway } from "../support/policy_gateway.ts";
+import { policyJwt, withPolicyGateway } from "../support/policy_gateway.ts";
 import { startHeaderEchoServer } from "../fixtures/upstreams/header_echo_server.ts";
 import { startSamplingHttpServer } from "../fixtures/upstreams/sampling_http_server.ts";
 import { processAlive } from "../fixtures/upstreams/support.ts";
@@ -65,13 +64,7 @@ function withGateway(
 }
 
 function jwt(tenant: string, sub = `${tenant}-user`): Promise<string> {
-  return new SignJWT({ tenant, scope: "mcp" })
-    .setProtectedHeader({ alg: "HS256" })
-    .setSubject(sub)
-    .setAudience(["agent33-test-upstream"])
-    .setIssuedAt()
-    .setExpirationTime("5m")
-    .sign(new TextEncoder().encode(JWT_SECRET));
+  return policyJwt(tenant, sub, "mcp", ["agent33-test-upstream"]);
 }
 
 /** A tenant's client that answers sampling with its own name and records all it receives. */

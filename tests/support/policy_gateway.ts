@@ -36,12 +36,18 @@ export async function withPolicyGateway(
   }
 }
 
-/** A five-minute JWT of `tenant` for `sub` holding `scope` (space-separated gateway scopes). */
-export function policyJwt(tenant: string, sub: string, scope: string): Promise<string> {
-  return new SignJWT({ tenant, scope })
-    .setProtectedHeader({ alg: "HS256" })
-    .setSubject(sub)
-    .setIssuedAt()
-    .setExpirationTime("5m")
-    .sign(new TextEncoder().encode(JWT_SECRET));
+/**
+ * A five-minute JWT of `tenant` for `sub` (none when undefined) holding `scope` (space-separated
+ * gateway scopes), bound to `audience` when given.
+ */
+export function policyJwt(
+  tenant: string,
+  sub: string | undefined,
+  scope: string,
+  audience?: string[],
+): Promise<string> {
+  const jwt = new SignJWT({ tenant, scope }).setProtectedHeader({ alg: "HS256" });
+  if (sub !== undefined) jwt.setSubject(sub);
+  if (audience !== undefined) jwt.setAudience(audience);
+  return jwt.setIssuedAt().setExpirationTime("5m").sign(new TextEncoder().encode(JWT_SECRET));
 }
