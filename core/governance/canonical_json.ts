@@ -15,7 +15,89 @@ import { createHash } from "node:crypto";
  * Object properties whose value is undefined are omitted, as JSON.stringify and the wire do.
  */
 export function canonicalJson(value: unknown): string {
-  return encode(value, [], new Set());
+  // Arguments parsed from the wire are plain JSON: once only the objects whose keys are out of
+  // order are copied in order, the native JSON.stringify writes the same text ~4 times faster
+  // than joining it here (34 ms against ~8 for 1.6 MB of small objects). Anything else (a value
+  // JSON lacks, a cycle, integer-like keys, which objects enumerate first) takes the encoder below,
+  // which also names the path of what it refuses.
+  const ordered = inKeyOrder(value, 0);
+  return ordered === UNORDERABLE ? encode(value, [], new Set()) : JSON.stringify(ordered);
+}
+
+/** What {@link inKeyOrder} returns for a value only the full encoder can write (or refuse). */
+const UNORDERABLE: unique symbol = Symbol("unorderable");
+
+/** Deeper than this the fast path gives up: a cycle, or nesting no call's arguments reach. */
+const FAST_DEPTH = 1_024;
+
+/** An object key that JavaScript enumerates before the others, whatever order it was set in. */
+const INTEGER_KEY = /^(?:0|[1-9][0-9]*)$/;
+
+/**
+ * `value` with every object's keys in canonical order (itself where they are, copies where not),
+ * or {@link UNORDERABLE}.
+ */
+function inKeyOrder(value: unknown, depth: number): unknown {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return value;
+    case "number":
+      return Number.isFinite(value) ? value : UNORDERABLE;
+    case "object":
+      if (value === null) return value;
+      if (depth >= FAST_DEPTH) return UNORDERABLE;
+      return Array.isArray(value) ? arrayInKeyOrder(value, depth) : objectInKeyOrder(value, depth);
+    default:
+      return UNORDERABLE;
+  }
+}
+
+function arrayInKeyOrder(value: unknown[], depth: number): unknown {
+  let copy: unknown[] | undefined;
+  for (let i = 0; i < value.length; i++) {
+    const item = value[i];
+    // A hole or undefined, which JSON.stringify would write as null.
+    if (item === undefined) return UNORDERABLE;
+    const ordered = inKeyOrder(item, depth + 1);
+    if (ordered === UNORDERABLE) return UNORDERABLE;
+    if (ordered !== item && copy === undefined) copy = value.slice(0, i);
+    copy?.push(ordered);
+  }
+  return copy ?? value;
+}
+
+function objectInKeyOrder(value: object, depth: number): unknown {
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return UNORDERABLE;
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record);
+  let sorted = true;
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    const first = key.charCodeAt(0);
+    if (first >= 48 && first <= 57 && INTEGER_KEY.test(key)) return UNORDERABLE;
+    if (i > 0 && keys[i - 1]! > key) sorted = false;
+  }
+  const order = sorted ? keys : keys.sort();
+  let copy: Record<string, unknown> | undefined = sorted ? undefined : {};
+  for (let i = 0; i < order.length; i++) {
+    const key = order[i]!;
+    const member = record[key];
+    if (member === undefined) continue;
+    const ordered = inKeyOrder(member, depth + 1);
+    if (ordered === UNORDERABLE) return UNORDERABLE;
+    if (ordered !== member && copy === undefined) {
+      copy = {};
+      for (let j = 0; j < i; j++) {
+        const before = record[order[j]!];
+        if (before !== undefined) copy[order[j]!] = before;
+      }
+    }
+    // Deno has no Object.prototype.__proto__ accessor: a "__proto__" key is set like any other.
+    if (copy !== undefined) copy[key] = ordered;
+  }
+  return copy ?? value;
 }
 
 /**

@@ -75,6 +75,78 @@ Deno.test("canonical JSON accepts null-prototype objects", () => {
   assert.equal(canonicalJson(bare), '{"a":1,"b":2}');
 });
 
+Deno.test("canonical JSON keeps a __proto__ key from the wire as a key", () => {
+  const parsed = JSON.parse('{"b":1,"__proto__":{"x":1}}');
+  assert.equal(canonicalJson(parsed), '{"__proto__":{"x":1},"b":1}');
+  assert.equal(canonicalJson(JSON.parse('{"__proto__":[2],"a":0}')), '{"__proto__":[2],"a":0}');
+});
+
+/** Keys sorted by code unit, written by hand: what canonical JSON is, without its fast path. */
+function reference(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(reference).join(",")}]`;
+  if (value === null || typeof value !== "object") return JSON.stringify(value);
+  const record = value as Record<string, unknown>;
+  return `{${
+    Object.keys(record).sort().filter((k) => record[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${reference(record[k])}`).join(",")
+  }}`;
+}
+
+Deno.test("canonical JSON of random values is the text of keys sorted by code unit", () => {
+  let seed = 0x2545f491;
+  const next = (n: number) => {
+    seed ^= seed << 13, seed ^= seed >>> 17, seed ^= seed << 5;
+    return (seed >>> 0) % n;
+  };
+  const KEYS = [
+    "a",
+    "b",
+    "B",
+    "é",
+    "\ud800",
+    "😀",
+    "",
+    "__proto__",
+    "10",
+    "9",
+    "01",
+    "x y",
+    "toJSON",
+  ];
+  const random = (depth: number): unknown => {
+    switch (next(depth > 3 ? 4 : 7)) {
+      case 0:
+        return next(2) === 0;
+      case 1:
+        return [0, -0, 1.5, -3e21, 2 ** 53][next(5)];
+      case 2:
+        return ["", "s", '"\\\n', "\udc00", "é😀"][next(5)];
+      case 3:
+        return null;
+      case 4:
+      case 5:
+        return Array.from({ length: next(4) }, () => random(depth + 1));
+      default: {
+        const object: Record<string, unknown> = {};
+        for (let i = next(5); i > 0; i--) {
+          const value = next(8) === 0 ? undefined : random(depth + 1);
+          Object.defineProperty(object, KEYS[next(KEYS.length)]!, {
+            value,
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
+        }
+        return object;
+      }
+    }
+  };
+  for (let i = 0; i < 5_000; i++) {
+    const value = random(0);
+    assert.equal(canonicalJson(value), reference(value), JSON.stringify(value));
+  }
+});
+
 Deno.test("sha256Hex is the lowercase hex SHA-256 of the UTF-8 text", async () => {
   assert.equal(
     await sha256Hex(""),

@@ -387,7 +387,7 @@ export class ToolGovernance {
       limited = taken instanceof Promise ? await taken : taken;
     }
     // A call over its rate is refused before its arguments are read: hashing and validating them
-    // costs up to ~0.1 s (MCP_MAX_SCHEMA_WORK) and ~30 ms a megabyte, which the limit must bound
+    // costs up to ~0.1 s (MCP_MAX_SCHEMA_WORK) and ~8 ms a megabyte, which the limit must bound
     // too, so invalid calls count against it as well.
     const unread = limited !== undefined;
     // Deeper arguments would overflow the stack in the recursive steps below (canonical JSON,
