@@ -254,7 +254,11 @@ function pollApprovals(reason) {
   setLive("polling");
   $("events-empty").textContent = `Events are hidden: ${reason}`;
   clearInterval(state.poll);
-  state.poll = setInterval(() => refreshApprovals().catch(report), POLL_MS);
+  state.poll = setInterval(() =>
+    refreshApprovals().then(() => setLive("polling"), (error) => {
+      if (!(error instanceof AuthError)) setLive("reconnecting");
+      report(error);
+    }), POLL_MS);
 }
 
 function onFrame(frame) {
