@@ -9,9 +9,9 @@ import { ElicitRequestSchema, type McpError } from "@modelcontextprotocol/sdk/ty
 import { SignJWT } from "jose";
 import type { GatewayEvent } from "../../core/bus/events.ts";
 import { APPROVAL_TOKEN_META_KEY } from "../../core/governance/tool_governance.ts";
-import { eventually, memoryServer, writeFleet } from "../support/fleet.ts";
-import { connectHttp, startGateway, type TestGateway } from "../support/gateway.ts";
-import { JWT_SECRET, policyJwt } from "../support/policy_gateway.ts";
+import { eventually, memoryServer } from "../support/fleet.ts";
+import { connectHttp, type TestGateway } from "../support/gateway.ts";
+import { JWT_SECRET, policyJwt, withPolicyGateway } from "../support/policy_gateway.ts";
 
 const POLICY = `
 tenants:
@@ -45,25 +45,19 @@ async function withGovernedGateway(
   extraEnv: Record<string, string> = {},
 ): Promise<void> {
   const dataDir = await Deno.makeTempDir({ prefix: "agent33-mem-" });
-  const fleet = await writeFleet(`proxy_servers:${memoryServer(dataDir)}`);
-  const policyDir = await Deno.makeTempDir({ prefix: "agent33-policy-" });
-  await Deno.writeTextFile(`${policyDir}/policy.yaml`, policy);
-  const gateway = await startGateway({
-    MCP_PROXY_CONFIG_PATH: fleet.path,
-    MCP_POLICY_PATH: policyDir,
-    MCP_AUTH_JWT_SECRET: JWT_SECRET,
-    ...extraEnv,
-  });
-  const events: GatewayEvent[] = [];
-  gateway.kernel.bus.subscribe((e) => events.push(e));
   try {
-    await gateway.kernel.fleetStarted;
-    assert.equal(gateway.kernel.proxy.get("memory")?.state, "READY");
-    await fn({ gateway, policyDir, events });
+    await withPolicyGateway(
+      `proxy_servers:${memoryServer(dataDir)}`,
+      policy,
+      async (gateway, policyDir) => {
+        const events: GatewayEvent[] = [];
+        gateway.kernel.bus.subscribe((e) => events.push(e));
+        assert.equal(gateway.kernel.proxy.get("memory")?.state, "READY");
+        await fn({ gateway, policyDir, events });
+      },
+      extraEnv,
+    );
   } finally {
-    await gateway.stop();
-    await fleet.remove();
-    await Deno.remove(policyDir, { recursive: true });
     await Deno.remove(dataDir, { recursive: true });
   }
 }

@@ -10,11 +10,14 @@ import { startGateway, type TestGateway } from "./gateway.ts";
 /** The HS256 secret the gateway of {@link withPolicyGateway} verifies JWTs with. */
 export const JWT_SECRET = "a-jwt-secret-of-at-least-thirty-two-bytes";
 
-/** Runs `fn` against a started gateway over `fleetYaml` and `policy`, its fleet started. */
+/**
+ * Runs `fn` against a started gateway over `fleetYaml` and `policy` (written as policy.yaml in
+ * `policyDir`, the gateway's MCP_POLICY_PATH), its fleet started.
+ */
 export async function withPolicyGateway(
   fleetYaml: string,
   policy: string,
-  fn: (gateway: TestGateway) => Promise<void>,
+  fn: (gateway: TestGateway, policyDir: string) => Promise<void>,
   env: Record<string, string> = {},
 ): Promise<void> {
   const fleet = await writeFleet(fleetYaml);
@@ -28,7 +31,7 @@ export async function withPolicyGateway(
   });
   try {
     await gateway.kernel.fleetStarted;
-    await fn(gateway);
+    await fn(gateway, policyDir);
   } finally {
     await gateway.stop();
     await fleet.remove();
