@@ -162,11 +162,22 @@ export function describe(value: unknown): string {
   return String(value);
 }
 
-/** A path as the reader would write it: `tenants.acme.allow[2]`; the root is `the file`. */
+/**
+ * A path as the reader would write it: `tenants.acme.allow[2]`, a key with other characters than
+ * names and globs use quoted (`rate_limits["proxy://fs/*"]`); the root is `the file`.
+ */
 export function formatPath(path: YamlPath): string {
   if (path.length === 0) return "the file";
-  return path.map((k, i) => typeof k === "number" ? `[${k}]` : `${i ? "." : ""}${k}`).join("");
+  return path.map((k, i) =>
+    typeof k === "number"
+      ? `[${k}]`
+      : PLAIN_KEY.test(k)
+      ? `${i ? "." : ""}${k}`
+      : `[${JSON.stringify(k)}]`
+  ).join("");
 }
+
+const PLAIN_KEY = /^[A-Za-z0-9_.\-*?]+$/;
 
 /**
  * The known word `word` most likely meant, or undefined: the same ignoring case, `-` and `_` and a

@@ -127,6 +127,15 @@ Deno.test("formatPath writes keys with dots and indexes in brackets", () => {
   assert.equal(formatPath(["cases", 0, "name"]), "cases[0].name");
 });
 
+Deno.test("formatPath quotes a key that is neither a name nor a glob", () => {
+  assert.equal(formatPath(["rate_limits", "github__*"]), "rate_limits.github__*");
+  assert.equal(
+    formatPath(["resources", "rate_limits", "proxy://fs/*"]),
+    'resources.rate_limits["proxy://fs/*"]',
+  );
+  assert.equal(formatPath(["headers", "Bad Name"]), 'headers["Bad Name"]');
+});
+
 Deno.test("describe names what was received as the reader wrote it", () => {
   assert.equal(describe(undefined), "nothing");
   assert.equal(describe(null), "an empty value");

@@ -45,7 +45,10 @@ export interface ArgumentRule extends GlobRule {
   schema: Record<string, unknown>;
 }
 
-/** A rate limit for tools matching a glob, per tenant and tool. */
+/**
+ * A rate limit for what matches a glob: for tools one bucket per tenant and tool; for resources
+ * and prompts one per tenant and rule (a client picks URIs and names freely).
+ */
 export interface RateLimitRule extends GlobRule {
   perMinute: number;
   /** Calls allowed at once before the rate applies; default `perMinute`. */
@@ -56,6 +59,8 @@ export interface RateLimitRule extends GlobRule {
 export interface ItemRules {
   allow: GlobRule[];
   deny: GlobRule[];
+  /** Uses (read, subscribe, get, complete) per minute of all items a rule's glob matches. */
+  rateLimits: RateLimitRule[];
 }
 
 /** Who may approve a tenant's calls: an operator through the approvals API, or the caller in-band. */

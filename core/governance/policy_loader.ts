@@ -14,7 +14,10 @@
  *         per_page: { maximum: 50 }
  *     rate_limits:
  *       "github__*": { per_minute: 60, burst: 10 }
- *     resources: { allow: ["proxy://github/*"], deny: ["proxy://github/secrets/*"] }
+ *     resources:
+ *       allow: ["proxy://github/*"]
+ *       deny: ["proxy://github/secrets/*"]
+ *       rate_limits: { "proxy://github/*": { per_minute: 120 } }   # one bucket for all such URIs
  *     prompts: ["github__*"]         # a list is an allowlist
  *   beta:
  *     approval: { effects: [write, destructive], by: in_band }   # or `approval: in_band`
@@ -96,6 +99,13 @@ export interface PolicyTestCase {
 
 const BUILT_IN = "(built-in default)";
 
+/** What a rule's glob names: tool names, resource URIs or prompt names. */
+type RuleKind = "tool" | "resource" | "prompt";
+
+function noItemRules(): ItemRules {
+  return { allow: [], deny: [], rateLimits: [] };
+}
+
 function defaultTenant(source: RuleSource): TenantPolicy {
   return {
     tenant: "*",
@@ -105,8 +115,8 @@ function defaultTenant(source: RuleSource): TenantPolicy {
     effects: [],
     approval: new Set<EffectClass>(["destructive"]),
     approvalBy: "operator",
-    resources: { allow: [], deny: [] },
-    prompts: { allow: [], deny: [] },
+    resources: noItemRules(),
+    prompts: noItemRules(),
     arguments: [],
     rateLimits: [],
     alwaysActive: [],
@@ -141,7 +151,7 @@ const TENANT_KEYS = [
 ];
 const APPROVAL_KEYS = ["effects", "by"];
 const APPROVERS: readonly ApprovalBy[] = ["operator", "in_band"];
-const ITEM_KEYS = ["allow", "deny"];
+const ITEM_KEYS = ["allow", "deny", "rate_limits"];
 const DISCOVERY_MODES = ["legacy", "search"];
 const RATE_KEYS = ["per_minute", "burst"];
 const CONNECTOR_KEYS = ["tenants", "effects"];
@@ -857,12 +867,15 @@ class PolicyReader {
     }
   }
 
-  #rateLimits(value: unknown, at: YamlPath): RateLimitRule[] {
+  /** `rate_limits:` of a tenant (tool-name globs) or of its `resources:` / `prompts:`. */
+  #rateLimits(value: unknown, at: YamlPath, kind: RuleKind = "tool"): RateLimitRule[] {
     const rules: RateLimitRule[] = [];
-    for (const [glob, raw] of this.#entries(value, at, "tool-name globs to rate limits")) {
+    const keys = kind === "resource" ? "resource URI globs" : `${kind}-name globs`;
+    for (const [glob, raw] of this.#entries(value, at, `${keys} to rate limits`)) {
       const where = [...at, glob];
       const before = this.#problems.size;
-      this.#glob(glob, where, true);
+      if (kind === "resource") this.#uriGlob(glob, where);
+      else this.#glob(glob, where, true);
       if (!isMapping(raw)) {
         this.#problem(
           where,
@@ -879,8 +892,10 @@ class PolicyReader {
       if (this.#problems.size > before || perMinute === undefined || burst === undefined) {
         continue;
       }
+      const text = `${kind === "tool" ? "" : `${kind}s `}rate_limit ${glob} ${perMinute}/min ` +
+        `burst ${burst}`;
       rules.push({
-        ...this.#globRule(glob, where, `rate_limit ${glob} ${perMinute}/min burst ${burst}`),
+        ...this.#globRule(glob, where, text),
         perMinute,
         burst,
       });
@@ -977,23 +992,25 @@ class PolicyReader {
     return undefined;
   }
 
-  /** `resources:` / `prompts:` as a list (an allowlist) or `{ allow, deny }`. */
+  /** `resources:` / `prompts:` as a list (an allowlist) or `{ allow, deny, rate_limits }`. */
   #itemRules(value: unknown, at: YamlPath, kind: "resource" | "prompt"): ItemRules {
-    if (value === undefined || value === null) return { allow: [], deny: [] };
-    if (Array.isArray(value)) return { allow: this.#itemGlobs(value, at, kind, "allow"), deny: [] };
+    if (value === undefined || value === null) return noItemRules();
+    if (Array.isArray(value)) {
+      return { ...noItemRules(), allow: this.#itemGlobs(value, at, kind, "allow") };
+    }
     if (!isMapping(value)) {
       this.#problem(
         at,
-        `must be a list of ${kind} globs (an allowlist) or { allow: [...], deny: [...] }, received ${
-          describe(value)
-        }`,
+        `must be a list of ${kind} globs (an allowlist) or { allow: [...], deny: [...], ` +
+          `rate_limits: {...} }, received ${describe(value)}`,
       );
-      return { allow: [], deny: [] };
+      return noItemRules();
     }
     this.#knownKeys(value, at, ITEM_KEYS);
     return {
       allow: this.#itemGlobs(value.allow, [...at, "allow"], kind, "allow"),
       deny: this.#itemGlobs(value.deny, [...at, "deny"], kind, "deny"),
+      rateLimits: this.#rateLimits(value.rate_limits, [...at, "rate_limits"], kind),
     };
   }
 
@@ -1020,23 +1037,31 @@ class PolicyReader {
           ? []
           : [this.#globRule(glob, where, `prompts ${verb} ${JSON.stringify(glob)}`)];
       }
-      if (typeof item !== "string" || item === "") {
-        this.#problem(
-          where,
-          `must be a resource URI glob such as "proxy://memory/*", received ${describe(item)}`,
-        );
-        return [];
-      }
-      if (item.length > MAX_GLOB_CHARS || !URI_GLOB_PATTERN.test(item)) {
-        this.#problem(
-          where,
-          `${JSON.stringify(item.slice(0, 80))} is not a valid resource URI glob: use at most ` +
-            `${MAX_GLOB_CHARS} visible characters (no spaces), with * and ? as wildcards`,
-        );
-        return [];
-      }
-      return [this.#globRule(item, where, `resources ${verb} ${JSON.stringify(item)}`)];
+      const glob = this.#uriGlob(item, where);
+      return glob === undefined
+        ? []
+        : [this.#globRule(glob, where, `resources ${verb} ${JSON.stringify(glob)}`)];
     });
+  }
+
+  /** A resource URI glob, or undefined (reported) when it is not one. */
+  #uriGlob(item: unknown, at: YamlPath): string | undefined {
+    if (typeof item !== "string" || item === "") {
+      this.#problem(
+        at,
+        `must be a resource URI glob such as "proxy://memory/*", received ${describe(item)}`,
+      );
+      return undefined;
+    }
+    if (item.length > MAX_GLOB_CHARS || !URI_GLOB_PATTERN.test(item)) {
+      this.#problem(
+        at,
+        `${JSON.stringify(item.slice(0, 80))} is not a valid resource URI glob: use at most ` +
+          `${MAX_GLOB_CHARS} visible characters (no spaces), with * and ? as wildcards`,
+      );
+      return undefined;
+    }
+    return item;
   }
 
   #globRule(glob: string, at: YamlPath, text: string): GlobRule {

@@ -395,7 +395,7 @@ Deno.test("parsePolicies rejects globs that are empty, not strings, or could nev
       "tool names use letters, digits, _ . and -, with * and ? as wildcards",
       'p.yaml:7: tenants.acme.deny[0] "git hub*" is not a valid tool-name glob: it contains " "; ' +
       "tool names use letters, digits, _ . and -, with * and ? as wildcards",
-      'p.yaml:9: tenants.acme.effects.a b is not a valid tool-name glob: it contains " "; ' +
+      'p.yaml:9: tenants.acme.effects["a b"] is not a valid tool-name glob: it contains " "; ' +
       "tool names use letters, digits, _ . and -, with * and ? as wildcards",
     ],
   );
@@ -837,10 +837,55 @@ Deno.test("parsePolicies reads resources: and prompts: as an allowlist or { allo
     resources: ["proxy://x/ y"]
 `),
     [
-      "p.yaml:3: tenants.a.resources.block is not a known field; known fields are allow, deny",
+      "p.yaml:3: tenants.a.resources.block is not a known field; known fields are allow, deny, " +
+      "rate_limits",
       'p.yaml:3: tenants.a.resources.allow must be a list of resource globs, e.g. ["proxy://memory/*"], received "proxy://x/*"',
       'p.yaml:4: tenants.a.prompts[0] "has space" is not a valid tool-name glob: it contains " "; tool names use letters, digits, _ . and -, with * and ? as wildcards',
       'p.yaml:6: tenants.b.resources[0] "proxy://x/ y" is not a valid resource URI glob: use at most 1024 visible characters (no spaces), with * and ? as wildcards',
+    ],
+  );
+});
+
+Deno.test("parsePolicies reads rate_limits: of resources: (URI globs) and prompts: (name globs)", () => {
+  const policies = parsePolicies([{
+    path: "p.yaml",
+    text: `tenants:
+  a:
+    resources:
+      allow: ["proxy://fs/*"]
+      rate_limits: { "proxy://fs/*": { per_minute: 120, burst: 20 } }
+    prompts: { rate_limits: { "memory__*": { per_minute: 30 } } }
+`,
+  }]);
+  const a = policies.tenants.get("a")!;
+  assert.deepEqual(a.resources.rateLimits.map(plain), [{
+    glob: "proxy://fs/*",
+    perMinute: 120,
+    burst: 20,
+    source: { file: "p.yaml", line: 5, text: "resources rate_limit proxy://fs/* 120/min burst 20" },
+  }]);
+  assert.deepEqual(a.prompts.rateLimits.map(plain), [{
+    glob: "memory__*",
+    perMinute: 30,
+    burst: 30,
+    source: { file: "p.yaml", line: 6, text: "prompts rate_limit memory__* 30/min burst 30" },
+  }]);
+  assert.deepEqual(a.rateLimits, [], "item limits are not tool limits");
+  assert.deepEqual(
+    problemsOf(`tenants:
+  a:
+    resources: { rate_limits: { "proxy://x/ y": { per_minute: 5 }, "proxy://y/*": 5 } }
+    prompts: { rate_limits: { "a b": { per_minute: 0 } } }
+`),
+    [
+      'p.yaml:3: tenants.a.resources.rate_limits["proxy://x/ y"] "proxy://x/ y" is not a valid ' +
+      "resource URI glob: use at most 1024 visible characters (no spaces), with * and ? as wildcards",
+      'p.yaml:3: tenants.a.resources.rate_limits["proxy://y/*"] must be a mapping like ' +
+      "{ per_minute: 60, burst: 10 }, received 5",
+      'p.yaml:4: tenants.a.prompts.rate_limits["a b"] is not a valid tool-name glob: it contains ' +
+      '" "; tool names use letters, digits, _ . and -, with * and ? as wildcards',
+      'p.yaml:4: tenants.a.prompts.rate_limits["a b"].per_minute must be a whole number of at ' +
+      "least 1, received 0",
     ],
   );
 });

@@ -19,6 +19,7 @@ import {
   type EffectClass,
   type GlobRule,
   type PolicySet,
+  type RateLimitRule,
   stricter,
   type TenantPolicy,
 } from "./policy.ts";
@@ -383,7 +384,7 @@ export class ToolGovernance {
     let limited: Limited | undefined;
     if (statically.action !== "deny" && !options.dryRun) {
       // The in-process limiter answers at once: awaited only when a shared one goes to NATS.
-      const taken = this.#rateLimit(ctx, target, policy);
+      const taken = this.#rateLimit(ctx.tenant, target.name, policy?.rateLimits ?? []);
       limited = taken instanceof Promise ? await taken : taken;
     }
     // A call over its rate is refused before its arguments are read: hashing and validating them
@@ -499,8 +500,9 @@ export class ToolGovernance {
   }
 
   /**
-   * {@link access} for a use of the item (read, subscribe, get, complete), audited like a tool
-   * call: one line with the surface, the item's name as `tool`, and the hash of its arguments.
+   * {@link access} for a use of the item (read, subscribe, get, complete), within the tenant's
+   * `rate_limits:` of its `resources:` / `prompts:`, audited like a tool call: one line with the
+   * surface, the item's name as `tool`, and the hash of its arguments.
    */
   async use(
     ctx: CallContext,
@@ -508,7 +510,29 @@ export class ToolGovernance {
     surface: string,
     args: Record<string, unknown> = {},
   ): Promise<Verdict> {
-    const verdict = this.access(ctx, item);
+    let verdict = this.access(ctx, item);
+    const scope = item.kind === "resource" ? "resources" : "prompts";
+    const rules = this.#tenant(ctx.tenant)?.[scope].rateLimits ?? [];
+    let limited: Limited | undefined;
+    if (verdict.action === "allow" && rules.length > 0) {
+      const taken = this.#rateLimit(ctx.tenant, item.name, rules, scope);
+      limited = taken instanceof Promise ? await taken : taken;
+    }
+    if (limited !== undefined) {
+      const { rule, retryAfterMs } = limited;
+      verdict = {
+        action: "deny",
+        code: "rate_limited",
+        reason: `Tenant "${ctx.tenant}" exceeded the rate limit for ${scope} matching ${
+          JSON.stringify(rule.glob)
+        } (${ruleText(rule)}); retry in ${Math.ceil(retryAfterMs / 1000)} s`,
+        effect: "read",
+        rule: ruleText(rule),
+        retryAfterMs,
+      };
+    }
+    // As for tools, a use over its rate is refused without reading its arguments.
+    const recorded = limited === undefined ? args : NOT_READ;
     try {
       this.#options.audit.record({
         tenant: ctx.tenant,
@@ -522,8 +546,8 @@ export class ToolGovernance {
         verdict: verdict.action,
         ...(verdict.action === "deny" ? { code: verdict.code } : {}),
         ...(verdict.rule === undefined ? {} : { rule: verdict.rule }),
-        argumentsHash: await argumentsHash(args),
-        arguments: args,
+        argumentsHash: limited === undefined ? await argumentsHash(args) : NOT_READ_HASH,
+        arguments: recorded,
       });
     } catch {
       // Arguments that cannot be hashed still get the decision; the audit log reports its own failures.
@@ -687,26 +711,33 @@ export class ToolGovernance {
     return problems;
   }
 
-  /** The first rate limit that refuses the call (rules from `from` on); a promise only when shared. */
+  /**
+   * The first of `rules` matching `name` that refuses the use (rules from `from` on); a promise
+   * only when the limiter is shared. A tool's bucket is per tenant and tool; an item's (`scope`
+   * `resources` or `prompts`) per tenant and rule, since a client names items freely and a bucket
+   * per URI would bound nothing. Item rule keys carry `scope:`, which tool globs cannot contain.
+   */
   #rateLimit(
-    ctx: CallContext,
-    target: ToolTarget,
-    policy: TenantPolicy | undefined,
+    tenant: string,
+    name: string,
+    rules: readonly RateLimitRule[],
+    scope?: "resources" | "prompts",
     from = 0,
   ): Limited | undefined | Promise<Limited | undefined> {
-    const rules = policy?.rateLimits ?? [];
     for (let i = from; i < rules.length; i++) {
       const rule = rules[i]!;
-      if (!rule.match(target.name)) continue;
+      if (!rule.match(name)) continue;
       const taken = this.#options.rateLimiter.take(
-        rateLimitKey(ctx.tenant, rule.glob, target.name),
+        scope === undefined
+          ? rateLimitKey(tenant, rule.glob, name)
+          : rateLimitKey(tenant, `${scope}:${rule.glob}`, ""),
         rule.perMinute,
         rule.burst,
       );
       if (taken instanceof Promise) {
         return taken.then((t) =>
           t.ok
-            ? this.#rateLimit(ctx, target, policy, i + 1)
+            ? this.#rateLimit(tenant, name, rules, scope, i + 1)
             : { rule, retryAfterMs: t.retryAfterMs }
         );
       }

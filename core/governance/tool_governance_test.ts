@@ -492,3 +492,76 @@ tenants:
   assert.equal(line.tool, "gh__secret_plan");
   assert.equal(line.code, "tool_denied");
 });
+
+const ITEM_LIMITS = `
+tenants:
+  acme:
+    rate_limits: { "gh__*": { per_minute: 1 } }
+    resources:
+      deny: ["proxy://gh/secret/*"]
+      rate_limits: { "proxy://gh/*": { per_minute: 2 } }
+    prompts: { rate_limits: { "gh__*": { per_minute: 1 } } }
+  globex:
+    resources: { rate_limits: { "proxy://gh/*": { per_minute: 2 } } }
+`;
+
+const readOf = (governance: ToolGovernance, ctx: CallContext, uri: string) =>
+  governance.use(ctx, { kind: "resource", name: uri, server: "gh" }, "resources/read", { uri });
+
+Deno.test("ToolGovernance.use applies item rate limits per tenant and rule, whatever URI is read", async () => {
+  const { governance, clock } = setup(ITEM_LIMITS);
+  assert.equal((await readOf(governance, acme, "proxy://gh/a")).action, "allow");
+  assert.equal((await readOf(governance, acme, "proxy://gh/b")).action, "allow");
+  // A fresh URI is no fresh bucket: clients choose URIs freely, so the rule is the bucket.
+  const third = await readOf(governance, acme, "proxy://gh/c?nonce=3");
+  denied(third, "rate_limited");
+  assert.ok((third as { retryAfterMs: number }).retryAfterMs > 0);
+  assert.match(
+    (third as { reason: string }).reason,
+    /Tenant "acme" exceeded the rate limit for resources matching "proxy:\/\/gh\/\*" \(policies\/test\.yaml:7 resources rate_limit proxy:\/\/gh\/\* 2\/min burst 2\); retry in 30 s/,
+  );
+  const globex = { tenant: "globex", subject: "g" };
+  assert.equal((await readOf(governance, globex, "proxy://gh/a")).action, "allow");
+  clock.advance(30_000);
+  assert.equal((await readOf(governance, acme, "proxy://gh/d")).action, "allow");
+});
+
+Deno.test("ToolGovernance.use keeps prompt, resource and tool rate limits in separate buckets", async () => {
+  const { governance } = setup(ITEM_LIMITS);
+  const prompt = (name: string) =>
+    governance.use(acme, { kind: "prompt", name, server: "gh" }, "prompts/get");
+  assert.equal((await governance.check(acme, tool("gh__search"), {})).action, "allow");
+  assert.equal((await prompt("gh__triage")).action, "allow", "the tool's bucket is its own");
+  denied(await prompt("gh__plan"), "rate_limited");
+  assert.equal((await readOf(governance, acme, "proxy://gh/a")).action, "allow");
+});
+
+Deno.test("ToolGovernance takes no item rate limit token for a denied use or a listing", async () => {
+  const { governance } = setup(ITEM_LIMITS);
+  for (let i = 0; i < 3; i++) {
+    denied(await readOf(governance, acme, "proxy://gh/secret/key"), "tool_denied");
+    assert.equal(
+      governance.access(acme, { kind: "resource", name: "proxy://gh/a" }).action,
+      "allow",
+    );
+  }
+  assert.equal((await readOf(governance, acme, "proxy://gh/a")).action, "allow");
+  assert.equal((await readOf(governance, acme, "proxy://gh/b")).action, "allow");
+});
+
+Deno.test("ToolGovernance.use refuses a use over its rate limit without reading its arguments", async () => {
+  const { governance, events } = setup(ITEM_LIMITS);
+  await readOf(governance, acme, "proxy://gh/a");
+  await readOf(governance, acme, "proxy://gh/b");
+  const unreadable = { when: new Date(0) } as Record<string, unknown>;
+  const verdict = await governance.use(
+    acme,
+    { kind: "resource", name: "proxy://gh/c", server: "gh" },
+    "resources/read",
+    unreadable,
+  );
+  denied(verdict, "rate_limited");
+  // Arguments JSON cannot carry fail the hash, which would leave the use unaudited.
+  const last = events.filter((e) => e.type === "governance.decision").at(-1) as { code?: string };
+  assert.equal(last.code, "rate_limited");
+});

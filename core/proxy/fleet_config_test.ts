@@ -481,7 +481,7 @@ Deno.test("parseFleetConfig rejects header names that are not HTTP tokens", () =
   assert.deepEqual(
     problemsOf('proxy_servers:\n  - id: a\n    url: http://h/\n    headers: { "Bad Name": x }\n'),
     [
-      "fleet.yaml:4: proxy_servers[0].headers.Bad Name is not a valid header name: use letters, digits and -, e.g. Authorization",
+      'fleet.yaml:4: proxy_servers[0].headers["Bad Name"] is not a valid header name: use letters, digits and -, e.g. Authorization',
     ],
   );
 });
