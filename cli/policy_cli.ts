@@ -2,41 +2,43 @@
  * `main.ts policy check | explain | test`: the governance policy, offline.
  *
  * `check` validates the policy files and their test files, `explain` shows what the gate would
- * decide for one call and which rules decided it, `test` runs the `*.test.yaml` cases against the
+ * decide for one call (or one resource read, one prompt get) and which rules decided it, `test` runs the `*.test.yaml` cases against the
  * policy (like `opa test`). Nothing here has side effects: every decision is a dry run of the same
  * {@link ToolGovernance} the gateway uses, so no approval is filed, no rate limit is used and
  * nothing is audited. Each command returns its exit code: 0 ok, 1 failure, 2 usage.
  * @module
  */
 import { type CommandIo, EXIT_USAGE, parseFlags, usageError } from "./command.ts";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
-import { listedTarget } from "../core/mcp/call_pipeline.ts";
-import { systemClock } from "../core/support/clock.ts";
 import { GatewayError } from "../core/support/errors.ts";
-import { InProcessEventBus } from "../core/bus/event_bus.ts";
-import { silentLogger } from "../core/support/logger.ts";
-import { ApprovalQueue } from "../core/governance/approval_queue.ts";
-import { ApprovalTokens } from "../core/governance/approval_tokens.ts";
-import { AuditLog } from "../core/governance/audit_log.ts";
-import { MemoryNonceStore } from "../core/governance/nonce_store.ts";
-import type { PolicySet, TenantPolicy } from "../core/governance/policy.ts";
+import type { PolicySet } from "../core/governance/policy.ts";
 import {
   loadPolicies,
   parsePolicyTests,
   type PolicyTestCase,
   policyTestFiles,
 } from "../core/governance/policy_loader.ts";
-import { RateLimiter } from "../core/governance/rate_limiter.ts";
 import {
   APPROVAL_TOKEN_META_KEY,
   effectClassOf,
   subjectOf,
-  ToolGovernance,
-  type ToolTarget,
   type Verdict,
 } from "../core/governance/tool_governance.ts";
+import {
+  type Call,
+  decide,
+  decideItem,
+  DEFAULT_SEPARATOR,
+  type DescriptorSource,
+  itemServerOf,
+  type ItemUse,
+  offlineGovernance,
+  readDescriptors,
+  SERVER_ID,
+  serverOf,
+  targetOf,
+  tenantPolicy,
+} from "./policy_dry_run.ts";
 
 /** Where a policy command prints (one line per `out` call), and the environment it reads (MCP_POLICY_PATH). */
 export type PolicyCliIo = CommandIo;
@@ -47,7 +49,8 @@ export const POLICY_HELP = `Usage: main.ts policy check|explain|test [options]
 
 Commands:
   check      Validate the policy files and their *.test.yaml case files
-  explain    Show what the gateway would decide for one call, and which rules decided it
+  explain    Show what the gateway would decide for one call, read or get, and which rules
+             decided it
   test       Run the cases in the *.test.yaml files against the policy (like "opa test")
 
 Options (every command):
@@ -55,10 +58,13 @@ Options (every command):
 
 Options (explain):
   --tenant T           The caller's tenant (required)
-  --tool X             The tool name as the gateway names it, e.g. memory__delete_entities (required)
+  --tool X             The tool name as the gateway names it, e.g. memory__delete_entities
+  --resource URI       Or a resource read: the URI as the gateway lists it, e.g.
+                       proxy://everything/demo://resource/static/document/architecture.md
+  --prompt NAME        Or a prompt get: the name as the gateway lists it, e.g. everything__simple-prompt
   --args JSON          The call's arguments, a JSON object (default {})
-  --server ID          The upstream server id, for its connector boundary (default: the tool
-                       name's prefix before "__")
+  --server ID          The upstream server id, for its connector boundary (default: the tool or
+                       prompt name's prefix before "__", the server of a proxy://<server>/ URI)
   --annotations JSON   The tool's MCP annotations, e.g. '{"readOnlyHint":true}'
   --json               Print the verdict as JSON
 
@@ -69,15 +75,10 @@ Options (explain, test): the tools as the gateway serves them, instead of --anno
   --token T            The bearer token for --gateway (default MCP_GATEWAY_TOKEN)
 
 Decisions are dry runs: no approval request is filed, no rate limit is used, nothing is audited.
+A resource or prompt is decided by its name alone; the scanner's quarantine applies at run time.
 A tool found in the descriptors is decided as the gateway decides it: a tool the scanner
 escalated (listed with _meta["agent33/escalation"]) is destructive, and the reason says so.
 Exit codes: 0 ok, 1 invalid policy or failed cases, 2 usage.`;
-
-/** The subject the offline checks act as (the gateway takes it from the caller's token). */
-const SUBJECT = "policy-cli";
-/** The separator of proxied tool names, as the gateway's MCP_PROXY_TOOL_SEPARATOR defaults it. */
-const DEFAULT_SEPARATOR = "__";
-const SERVER_ID = /^[a-z0-9][a-z0-9_-]*$/;
 
 /** Runs `policy <subcommand> [options]` (`args` without `policy`) and returns the exit code. */
 export async function runPolicyCommand(args: string[], io: PolicyCliIo): Promise<number> {
@@ -174,157 +175,6 @@ async function check(args: string[], io: PolicyCliIo): Promise<number> {
   return 0;
 }
 
-/** A gate over `policies` with throwaway state: the offline commands only dry-run it. */
-function offlineGovernance(policies: PolicySet): ToolGovernance {
-  const clock = systemClock;
-  const bus = new InProcessEventBus(silentLogger);
-  const tokens = new ApprovalTokens({
-    secret: crypto.getRandomValues(new Uint8Array(32)),
-    clock,
-    nonces: new MemoryNonceStore({ clock }),
-  });
-  return new ToolGovernance({
-    policies,
-    tokens,
-    approvals: new ApprovalQueue({ clock, bus, tokens }),
-    rateLimiter: new RateLimiter({ clock }),
-    audit: new AuditLog({ bus, clock, logger: silentLogger }),
-    clock,
-  });
-}
-
-/** The call being decided, as `explain` flags or a test case give it. */
-interface Call {
-  tenant: string;
-  tool: string;
-  args: Record<string, unknown>;
-  annotations?: Tool["annotations"];
-  server?: string;
-}
-
-/** The upstream server of a call: the one given, else the tool name's `<server>__` prefix. */
-function serverOf(call: Call, separator: string): { id?: string; inferred: boolean } {
-  if (call.server !== undefined) return { id: call.server, inferred: false };
-  const at = separator === "" ? -1 : call.tool.indexOf(separator);
-  const prefix = at > 0 ? call.tool.slice(0, at) : undefined;
-  return prefix !== undefined && SERVER_ID.test(prefix)
-    ? { id: prefix, inferred: true }
-    : { inferred: false };
-}
-
-/** The target governance decides on: the listed descriptor when known, else the flags. */
-function targetOf(call: Call, server: string | undefined, listed: Tool | undefined): ToolTarget {
-  // From a listing, exactly what the gateway's pipeline decides on (escalation included).
-  if (listed && call.annotations === undefined) return listedTarget(call.tool, server, listed);
-  return {
-    name: call.tool,
-    ...(server === undefined ? {} : { server }),
-    // Without descriptors the inputSchema is unknown: only the policy's argument rules apply.
-    ...(call.annotations === undefined
-      ? {}
-      : { descriptor: { annotations: call.annotations } as ToolTarget["descriptor"] }),
-  };
-}
-
-/** Decides one call as the gateway would, without side effects. */
-async function decide(
-  governance: ToolGovernance,
-  call: Call,
-  target: ToolTarget,
-): Promise<Verdict> {
-  return await governance.check({ tenant: call.tenant, subject: SUBJECT }, target, call.args, {
-    dryRun: true,
-  });
-}
-
-/** Where tool descriptors come from: a tools/list snapshot file or a running gateway. */
-interface DescriptorSource {
-  descriptors?: string | undefined;
-  gateway?: string | undefined;
-  token?: string | undefined;
-}
-
-/**
- * The tools by name from `--descriptors` or `--gateway`; an empty map when neither is given, a
- * string (the problem) when they cannot be read.
- */
-async function readDescriptors(
-  source: DescriptorSource,
-  io: PolicyCliIo,
-): Promise<Map<string, Tool> | string> {
-  if (source.descriptors !== undefined && source.gateway !== undefined) {
-    return "give --descriptors or --gateway, not both";
-  }
-  let tools: unknown;
-  if (source.descriptors !== undefined) {
-    let text: string;
-    try {
-      text = await Deno.readTextFile(source.descriptors);
-    } catch (error) {
-      return `Cannot read --descriptors "${source.descriptors}": ${(error as Error).message}`;
-    }
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch (error) {
-      return `--descriptors "${source.descriptors}" is not JSON (${(error as Error).message})`;
-    }
-    tools = Array.isArray(value) ? value : (value as { tools?: unknown } | null)?.tools;
-  } else if (source.gateway !== undefined) {
-    const listed = await listGateway(source.gateway, source.token ?? io.env.MCP_GATEWAY_TOKEN);
-    if (typeof listed === "string") return listed;
-    tools = listed;
-  } else {
-    return new Map();
-  }
-  if (!Array.isArray(tools)) {
-    return 'the descriptors must be a tools/list result ({"tools": [...]}) or a list of tools';
-  }
-  const byName = new Map<string, Tool>();
-  for (const tool of tools) {
-    if (tool && typeof tool === "object" && typeof (tool as Tool).name === "string") {
-      byName.set((tool as Tool).name, tool as Tool);
-    }
-  }
-  return byName;
-}
-
-/** Every tool a running gateway lists (all pages), or the problem. */
-async function listGateway(url: string, token: string | undefined): Promise<Tool[] | string> {
-  let endpoint: URL;
-  try {
-    endpoint = new URL(url);
-  } catch {
-    return `--gateway must be the gateway's MCP URL, e.g. http://127.0.0.1:3000/mcp, received "${url}"`;
-  }
-  const client = new Client({ name: "agent33-policy-cli", version: "1" });
-  try {
-    await client.connect(
-      new StreamableHTTPClientTransport(endpoint, {
-        ...(token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : {}),
-      }),
-    );
-    const tools: Tool[] = [];
-    let cursor: string | undefined;
-    for (let page = 0; page < 1000; page++) {
-      const result = await client.listTools(cursor === undefined ? {} : { cursor });
-      tools.push(...result.tools);
-      cursor = result.nextCursor;
-      if (cursor === undefined) break;
-    }
-    return tools;
-  } catch (error) {
-    return `Cannot read tools/list from --gateway ${url}: ${(error as Error).message}` +
-      (token ? "" : " (no token: pass --token or set MCP_GATEWAY_TOKEN)");
-  } finally {
-    await client.close().catch(() => {});
-  }
-}
-
-function tenantPolicy(policies: PolicySet, tenant: string): TenantPolicy | undefined {
-  return policies.tenants.get(tenant) ?? policies.tenants.get("*");
-}
-
 /** A flag's JSON object value, or a usage message naming the flag. */
 function jsonObject(flag: string, text: string | undefined): Record<string, unknown> | string {
   if (text === undefined) return {};
@@ -347,6 +197,8 @@ async function explain(args: string[], io: PolicyCliIo): Promise<number> {
       path: { type: "string" },
       tenant: { type: "string" },
       tool: { type: "string" },
+      resource: { type: "string" },
+      prompt: { type: "string" },
       args: { type: "string" },
       server: { type: "string" },
       annotations: { type: "string" },
@@ -359,13 +211,52 @@ async function explain(args: string[], io: PolicyCliIo): Promise<number> {
   if (!parsed) return EXIT_USAGE;
   const { values } = parsed;
   if (!values.tenant) return usage(io, "policy explain needs --tenant T (the caller's tenant)");
-  if (!values.tool) return usage(io, "policy explain needs --tool X (the tool name to decide)");
+  const given = [values.tool, values.resource, values.prompt].filter((name) => name);
+  if (given.length !== 1) {
+    return usage(
+      io,
+      "policy explain needs one of --tool X, --resource URI or --prompt NAME (what to decide)",
+    );
+  }
   if (values.server !== undefined && !SERVER_ID.test(values.server)) {
     return usage(
       io,
       `--server must be a server id from the fleet file (lowercase letters, digits, _ and -), received "${values.server}"`,
     );
   }
+  if (!values.tool) {
+    const toolOnly = ["args", "annotations", "descriptors", "gateway", "token"] as const;
+    const extra = toolOnly.find((flag) => values[flag] !== undefined);
+    if (extra) {
+      return usage(
+        io,
+        `--${extra} applies to --tool only; a resource or prompt is decided by name`,
+      );
+    }
+    const use: ItemUse = {
+      tenant: values.tenant,
+      kind: values.resource ? "resource" : "prompt",
+      name: (values.resource || values.prompt)!,
+      ...(values.server === undefined ? {} : { server: values.server }),
+    };
+    return await explainItem(use, values, io);
+  }
+  return await explainTool({ ...values, tenant: values.tenant, tool: values.tool }, io);
+}
+
+/** The flags of `explain --tool`. */
+interface ToolFlags extends DescriptorSource {
+  path?: string | undefined;
+  tenant: string;
+  tool: string;
+  args?: string | undefined;
+  server?: string | undefined;
+  annotations?: string | undefined;
+  json?: boolean | undefined;
+}
+
+/** `explain` of a tool call. */
+async function explainTool(values: ToolFlags, io: PolicyCliIo): Promise<number> {
   const callArgs = jsonObject("--args", values.args);
   if (typeof callArgs === "string") return usage(io, callArgs);
   const annotations = jsonObject("--annotations", values.annotations);
@@ -449,6 +340,55 @@ async function explain(args: string[], io: PolicyCliIo): Promise<number> {
   return 0;
 }
 
+/** `explain` of a resource read or prompt get. */
+async function explainItem(
+  use: ItemUse,
+  flags: { path?: string | undefined; json?: boolean | undefined },
+  io: PolicyCliIo,
+): Promise<number> {
+  const policies = await load(policyPath(flags.path, io), io);
+  if (!policies) return 1;
+  const server = itemServerOf(use, io.env.MCP_PROXY_TOOL_SEPARATOR ?? DEFAULT_SEPARATOR);
+  const verdict = decideItem(offlineGovernance(policies), use, server.id);
+  if (flags.json) {
+    io.out(JSON.stringify(
+      {
+        tenant: use.tenant,
+        [use.kind]: use.name,
+        ...(server.id === undefined ? {} : { server: server.id }),
+        verdict,
+      },
+      null,
+      2,
+    ));
+    return 0;
+  }
+  const from = use.kind === "resource" ? "the URI" : "the prompt name";
+  const where = server.id === undefined
+    ? "no upstream server (no connector boundary)"
+    : `upstream ${server.id}${server.inferred ? ` (from ${from}; --server overrides)` : ""}`;
+  const scope = use.kind === "resource" ? "resources" : "prompts";
+  io.out(`verdict:     ${verdict.action}${verdict.action === "deny" ? ` (${verdict.code})` : ""}`);
+  io.out(
+    `${use.kind}:${
+      " ".repeat(12 - use.kind.length)
+    }${use.name} for tenant "${use.tenant}", ${where}`,
+  );
+  io.out(`policy:      ${policies.files.join(", ") || "the built-in default"}`);
+  io.out(`decided by:  ${verdict.rule ?? "no single rule (see the reason)"}`);
+  if (verdict.action !== "allow") io.out(`reason:      ${verdict.reason}`);
+  if (verdict.action === "allow") {
+    const rules = tenantPolicy(policies, use.tenant)?.[scope].rateLimits ?? [];
+    for (const rule of rules.filter((r) => r.match(use.name))) {
+      io.out(
+        `rate limit:  ${rule.source.file}:${rule.source.line} ${rule.source.text} (one bucket ` +
+          `for every ${use.kind} it matches; not used by a dry run)`,
+      );
+    }
+  }
+  return 0;
+}
+
 /** A verdict in a few words: `allow (<rule>)`, `deny (<code>: <rule or reason>)`. */
 function describeVerdict(verdict: Verdict): string {
   if (verdict.action === "deny") {
@@ -462,6 +402,36 @@ function meets(verdict: Verdict, testCase: PolicyTestCase): boolean {
   if (verdict.action !== testCase.expect) return false;
   if (testCase.code === undefined) return true;
   return (verdict.action === "deny" ? verdict.code : verdict.action) === testCase.code;
+}
+
+/** Decides a case's call, read or get as the gateway would. */
+async function decideCase(
+  governance: ReturnType<typeof offlineGovernance>,
+  testCase: PolicyTestCase,
+  descriptors: Map<string, Tool>,
+  separator: string,
+): Promise<Verdict> {
+  const server = testCase.server === undefined ? {} : { server: testCase.server };
+  if (testCase.tool === undefined) {
+    const use: ItemUse = {
+      tenant: testCase.tenant,
+      kind: testCase.resource === undefined ? "prompt" : "resource",
+      name: (testCase.resource ?? testCase.prompt)!,
+      ...server,
+    };
+    return decideItem(governance, use, itemServerOf(use, separator).id);
+  }
+  const call: Call = {
+    tenant: testCase.tenant,
+    tool: testCase.tool,
+    args: testCase.arguments ?? {},
+    ...(testCase.annotations === undefined
+      ? {}
+      : { annotations: testCase.annotations as Tool["annotations"] }),
+    ...server,
+  };
+  const listed = descriptors.get(call.tool);
+  return await decide(governance, call, targetOf(call, serverOf(call, separator).id, listed));
 }
 
 async function test(args: string[], io: PolicyCliIo): Promise<number> {
@@ -489,21 +459,7 @@ async function test(args: string[], io: PolicyCliIo): Promise<number> {
   let passed = 0;
   let failed = 0;
   for (const testCase of tests.cases) {
-    const call: Call = {
-      tenant: testCase.tenant,
-      tool: testCase.tool,
-      args: testCase.arguments ?? {},
-      ...(testCase.annotations === undefined
-        ? {}
-        : { annotations: testCase.annotations as Tool["annotations"] }),
-      ...(testCase.server === undefined ? {} : { server: testCase.server }),
-    };
-    const server = serverOf(call, separator).id;
-    const verdict = await decide(
-      governance,
-      call,
-      targetOf(call, server, descriptors.get(call.tool)),
-    );
+    const verdict = await decideCase(governance, testCase, descriptors, separator);
     const at = `${testCase.file}:${testCase.line} ${testCase.name}`;
     if (meets(verdict, testCase)) {
       passed++;

@@ -324,3 +324,106 @@ Deno.test("policy explain judges an upstream's readOnlyHint as the live call doe
     assert.match(trusted.out, /^effect: +read, by annotation readOnlyHint/m);
   });
 });
+
+/** `policy explain --path dir --tenant acme <flags>`. */
+function explainAcme(dir: string, ...flags: string[]) {
+  return run(["explain", "--path", dir, "--tenant", "acme", ...flags]);
+}
+
+const ITEM_POLICY = `tenants:
+  acme:
+    resources:
+      allow: ["proxy://fs/*"]
+      deny: ["proxy://fs/secret/*"]
+      rate_limits: { "proxy://fs/*": { per_minute: 60 } }
+    prompts:
+      allow: ["fs__*"]
+connectors:
+  fs: { tenants: [acme], effects: [read] }
+  git: { tenants: [other], effects: [read] }
+`;
+
+Deno.test("policy explain --resource names the resources: rule that decided a read and the rate limit it takes", async () => {
+  await withPolicyDir({ "policy.yaml": ITEM_POLICY }, async (dir) => {
+    const file = `${dir}/policy.yaml`;
+    const allowed = await explainAcme(dir, "--resource", "proxy://fs/a.txt");
+    assert.equal(allowed.code, 0, allowed.err);
+    assert.match(allowed.out, /^verdict: +allow$/m);
+    assert.match(
+      allowed.out,
+      /^resource: +proxy:\/\/fs\/a\.txt for tenant "acme", upstream fs \(from the URI/m,
+    );
+    assert.ok(
+      allowed.out.includes(`decided by:  ${file}:4 resources allow "proxy://fs/*"`),
+      allowed.out,
+    );
+    assert.ok(
+      allowed.out.includes(
+        `rate limit:  ${file}:6 resources rate_limit proxy://fs/* 60/min burst 60 (one bucket`,
+      ),
+      allowed.out,
+    );
+    const denied = await explainAcme(dir, "--resource", "proxy://fs/secret/k");
+    assert.match(denied.out, /^verdict: +deny \(tool_denied\)$/m);
+    assert.ok(
+      denied.out.includes(`decided by:  ${file}:5 resources deny "proxy://fs/secret/*"`),
+      denied.out,
+    );
+    assert.doesNotMatch(denied.out, /rate limit:/);
+  });
+});
+
+Deno.test("policy explain --prompt takes the upstream from the prompt name, so its connector boundary applies", async () => {
+  await withPolicyDir({ "policy.yaml": ITEM_POLICY }, async (dir) => {
+    const { code, out } = await explainAcme(dir, "--prompt", "git__log", "--json");
+    assert.equal(code, 0);
+    const explained = JSON.parse(out);
+    assert.equal(explained.prompt, "git__log");
+    assert.equal(explained.server, "git");
+    assert.equal(explained.verdict.code, "connector_denied");
+    assert.match(explained.verdict.reason, /add it to connectors\.git\.tenants/);
+  });
+});
+
+Deno.test("policy explain --resource refuses a URI its server would read as another resource, as the gateway does", async () => {
+  await withPolicyDir({ "policy.yaml": ITEM_POLICY }, async (dir) => {
+    const uri = "proxy://fs/file:///public/../secret/k";
+    const { code, out } = await explainAcme(dir, "--resource", uri);
+    assert.equal(code, 0);
+    assert.match(out, /^verdict: +deny \(invalid_arguments\)$/m);
+    assert.match(out, /resolves to "file:\/\/\/secret\/k", which is what its server would read/);
+  });
+});
+
+Deno.test("policy explain decides one of --tool, --resource and --prompt, and a read takes no call flags", async () => {
+  const none = await run(["explain", "--path", POLICIES, "--tenant", "acme"]);
+  assert.equal(none.code, 2);
+  assert.match(none.err, /needs one of --tool X, --resource URI or --prompt NAME/);
+  const two = await explainAcme(POLICIES, "--tool", "a", "--prompt", "b");
+  assert.equal(two.code, 2);
+  const args = await explainAcme(POLICIES, "--prompt", "b", "--args", "{}");
+  assert.equal(args.code, 2);
+  assert.match(
+    args.err,
+    /^--args applies to --tool only; a resource or prompt is decided by name/m,
+  );
+});
+
+Deno.test("policy test decides resource and prompt cases, reporting the one that fails", async () => {
+  const cases = `cases:
+  - { name: reading a file, tenant: acme, resource: "proxy://fs/a.txt", expect: allow }
+  - { name: reading a secret, tenant: acme, resource: "proxy://fs/secret/k", expect: deny, code: tool_denied }
+  - { name: a git prompt, tenant: acme, prompt: git__log, expect: allow }
+`;
+  await withPolicyDir({ "policy.yaml": ITEM_POLICY, "policy.test.yaml": cases }, async (dir) => {
+    const { code, out } = await run(["test", "--path", dir]);
+    assert.equal(code, 1);
+    assert.match(out, /^ok {3}.*policy\.test\.yaml:2 reading a file$/m);
+    assert.match(out, /^ok {3}.*policy\.test\.yaml:3 reading a secret$/m);
+    assert.match(
+      out,
+      /^FAIL .*policy\.test\.yaml:4 a git prompt: expected allow, got deny \(connector_denied: .*connector git\)$/m,
+    );
+    assert.match(out, /^2 passed, 1 failed$/m);
+  });
+});

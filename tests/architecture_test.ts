@@ -36,7 +36,6 @@ const BIG_FILE_EXCEPTIONS: Record<string, string> = {
     "the verdict for every rule of the policy in one place (the precedence truth table)",
   "core/governance/approval_queue.ts":
     "the queue, its persistence, its expiry and its sharing with replicas (the one place of the approval rules)",
-  "cli/policy_cli.ts": "the policy command's subcommands (check, explain, diff, test)",
   "core/proxy/child_server_handle.ts":
     "one upstream's lifecycle: worker, restarts, breaker, catalog and calls",
   "core/proxy/fleet_config.ts": "the fleet YAML parser with its line-numbered messages",

@@ -78,11 +78,16 @@ export interface PolicyFileAccess {
 /** What a `policy test` case expects the decision to be. */
 export type PolicyExpectation = "allow" | "deny" | "approval_required";
 
-/** One `policy test` case from a `*.test.yaml` file. */
+/** One `policy test` case from a `*.test.yaml` file: exactly one of tool, resource and prompt. */
 export interface PolicyTestCase {
   name: string;
   tenant: string;
-  tool: string;
+  /** A tool call, by the name the gateway lists. */
+  tool?: string;
+  /** A resource read, by the URI the gateway lists (`proxy://<server>/…`). */
+  resource?: string;
+  /** A prompt get, by the name the gateway lists. */
+  prompt?: string;
   arguments?: Record<string, unknown>;
   /** The tool's MCP annotations (readOnlyHint, destructiveHint, …), as the upstream would send. */
   annotations?: Record<string, unknown>;
@@ -159,12 +164,15 @@ const CASE_KEYS = [
   "name",
   "tenant",
   "tool",
+  "resource",
+  "prompt",
   "arguments",
   "annotations",
   "server",
   "expect",
   "code",
 ];
+const CASE_TARGETS = ["tool", "resource", "prompt"] as const;
 const ANNOTATION_KEYS = [
   "title",
   "readOnlyHint",
@@ -610,7 +618,9 @@ class PolicyReader {
     if (!isMapping(raw)) {
       this.#problem(
         at,
-        `must be a mapping with name, tenant, tool and expect, received ${describe(raw)}`,
+        `must be a mapping with name, tenant, tool (or resource, or prompt) and expect, received ${
+          describe(raw)
+        }`,
       );
       return undefined;
     }
@@ -622,12 +632,32 @@ class PolicyReader {
       this.#problem([...at, key], `must be a non-empty string, received ${describe(value)}`);
       return undefined;
     };
-    for (const key of ["name", "tenant", "tool", "expect"]) {
+    for (const key of ["name", "tenant", "expect"]) {
       if (!Object.hasOwn(raw, key)) this.#problem([...at, key], "is required");
     }
     const name = text("name");
     const tenant = text("tenant");
-    const tool = text("tool");
+    const targets = CASE_TARGETS.filter((key) => Object.hasOwn(raw, key));
+    if (targets.length !== 1) {
+      this.#problem(
+        at,
+        targets.length === 0
+          ? "needs what to decide: tool (a call), resource (a read) or prompt (a get)"
+          : `decides one thing; give one of ${targets.join(", ")}`,
+      );
+    }
+    const target = targets.length === 1 ? targets[0]! : undefined;
+    const targetName = target === undefined ? undefined : text(target);
+    if (target !== undefined && target !== "tool") {
+      for (const key of ["arguments", "annotations"]) {
+        if (Object.hasOwn(raw, key)) {
+          this.#problem(
+            [...at, key],
+            `applies to tool cases only; a ${target} is decided by its name, remove it`,
+          );
+        }
+      }
+    }
     const server = text("server");
     const code = text("code");
     const expectText = text("expect");
@@ -640,6 +670,11 @@ class PolicyReader {
         this.#problem(
           [...at, "code"],
           "only applies when expect is deny or approval_required; remove it",
+        );
+      } else if (expect === "approval_required" && target !== undefined && target !== "tool") {
+        this.#problem(
+          [...at, "expect"],
+          `a ${target} is allowed or denied, never approval_required (reads need no approval)`,
         );
       }
     }
@@ -680,14 +715,14 @@ class PolicyReader {
     }
     if (
       this.#problems.size > before || name === undefined || tenant === undefined ||
-      tool === undefined || expect === undefined
+      target === undefined || targetName === undefined || expect === undefined
     ) {
       return undefined;
     }
     return {
       name,
       tenant,
-      tool,
+      [target]: targetName,
       ...(isMapping(args) ? { arguments: args } : {}),
       ...(isMapping(annotations) ? { annotations } : {}),
       ...(server === undefined ? {} : { server }),

@@ -686,7 +686,41 @@ Deno.test("parsePolicyTests rejects cases missing fields, with unknown keys or w
       "t.test.yaml:15: cases[2].name is required",
       "t.test.yaml:15: cases[2].tenant is required",
       "t.test.yaml:15: cases[2].expect is required",
-      't.test.yaml:16: cases[3] must be a mapping with name, tenant, tool and expect, received "just a string"',
+      "t.test.yaml:16: cases[3] must be a mapping with name, tenant, tool (or resource, or prompt) " +
+      'and expect, received "just a string"',
+    ],
+  );
+});
+
+Deno.test("parsePolicyTests reads resource and prompt cases in place of a tool", () => {
+  const cases = parsePolicyTests(
+    `cases:
+  - { name: r, tenant: t, resource: "proxy://fs/a.txt", server: fs, expect: allow }
+  - { name: p, tenant: t, prompt: fs__summary, expect: deny, code: not_allowed }
+`,
+    "t.test.yaml",
+  );
+  assert.deepEqual(cases.map(({ file: _, line: __, ...rest }) => rest), [
+    { name: "r", tenant: "t", resource: "proxy://fs/a.txt", server: "fs", expect: "allow" },
+    { name: "p", tenant: "t", prompt: "fs__summary", expect: "deny", code: "not_allowed" },
+  ]);
+});
+
+Deno.test("parsePolicyTests needs exactly one of tool, resource and prompt, and no call fields on a read", () => {
+  assert.deepEqual(
+    testProblemsOf(`cases:
+  - { name: a, tenant: t, expect: allow }
+  - { name: b, tenant: t, tool: x, prompt: y, expect: allow }
+  - { name: c, tenant: t, resource: "proxy://fs/a", arguments: { a: 1 }, expect: allow }
+  - { name: d, tenant: t, prompt: y, expect: approval_required }
+`),
+    [
+      "t.test.yaml:2: cases[0] needs what to decide: tool (a call), resource (a read) or prompt (a get)",
+      "t.test.yaml:3: cases[1] decides one thing; give one of tool, prompt",
+      "t.test.yaml:4: cases[2].arguments applies to tool cases only; a resource is decided by its " +
+      "name, remove it",
+      "t.test.yaml:5: cases[3].expect a prompt is allowed or denied, never approval_required " +
+      "(reads need no approval)",
     ],
   );
 });
