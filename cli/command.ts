@@ -56,8 +56,23 @@ export function processIo(options: { lines?: boolean } = {}): CommandIo {
   const encoder = new TextEncoder();
   const suffix = options.lines ? "\n" : "";
   return {
-    out: (text) => void Deno.stdout.writeSync(encoder.encode(text + suffix)),
+    out: (text) => writeStdout(encoder.encode(text + suffix)),
     err: stderrSink,
     env: processEnvironment(),
   };
+}
+
+/** The exit code of a command whose reader closed its stdout: 128 + SIGPIPE, as shells report. */
+export const EXIT_BROKEN_PIPE = 141;
+
+/** Writes all of `bytes` (a pipe takes a large write in parts); a reader gone ends the process. */
+function writeStdout(bytes: Uint8Array): void {
+  try {
+    for (let at = 0; at < bytes.length;) at += Deno.stdout.writeSync(bytes.subarray(at));
+  } catch (error) {
+    // `main.ts scan … | head` closed the pipe: it wants no more output, and a stack trace would
+    // only look like a crash. Unix tools stop here, by SIGPIPE, which Deno ignores.
+    if (error instanceof Deno.errors.BrokenPipe) Deno.exit(EXIT_BROKEN_PIPE);
+    throw error;
+  }
 }
